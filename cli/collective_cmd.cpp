@@ -1,0 +1,123 @@
+// `commsim collective`: predicts one collective over a size sweep and prints an nccl-tests style table.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "sim/collective/collective.hpp"
+#include "sim/core/error.hpp"
+#include "sim/engine/executor.hpp"
+
+namespace commsim::cli {
+
+std::vector<Bytes> parse_sizes(const std::string& text) {
+  auto one = [&](const std::string& s) -> Bytes {
+    std::size_t used = 0;
+    unsigned long long value = 0;
+    try {
+      value = std::stoull(s, &used);
+    } catch (const std::exception&) {
+      throw InputError("--sizes", "", "\"" + s + "\" is not a size (e.g. 8, 64K, 1M, 1G)");
+    }
+    std::string suffix = s.substr(used);
+    Bytes scale = suffix.empty() ? 1 : suffix == "K" ? 1ull << 10 : suffix == "M" ? 1ull << 20 : suffix == "G" ? 1ull << 30 : 0;
+    if (scale == 0 || value == 0) throw InputError("--sizes", "", "\"" + s + "\" is not a positive size (suffixes K, M, G)");
+    return value * scale;
+  };
+  std::vector<Bytes> sizes;
+  if (auto colon = text.find(':'); colon != std::string::npos) {
+    Bytes lo = one(text.substr(0, colon)), hi = one(text.substr(colon + 1));
+    if (lo > hi) throw InputError("--sizes", "", "range " + text + " goes down");
+    for (Bytes s = lo; s <= hi; s *= 2) sizes.push_back(s);
+  } else {
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      std::size_t comma = text.find(',', start);
+      sizes.push_back(one(text.substr(start, comma - start)));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return sizes;
+}
+
+namespace {
+
+struct CollectiveOptions {
+  std::string topology, op = "allreduce", algo = "ring", sizes = "8:1G", fidelity = "analytical", json;
+  int nodes = 0, channels = 0, chunks = 0, hierarchy_groups = 0;
+  double reduce_Bps = 0;
+};
+
+int run_collective(const CollectiveOptions& o) {
+  CollectiveSpec spec;
+  if (!parse_collective(o.op, spec.op)) throw InputError("--op", "", "unknown collective \"" + o.op + "\" (allreduce, reducescatter, allgather, broadcast, reduce)");
+  if (!parse_algorithm(o.algo, spec.algorithm)) throw InputError("--algo", "", "unknown algorithm \"" + o.algo + "\" (ring, tree, hd, hierarchical, 2d-ring, auto)");
+  Fidelity fidelity;
+  if (!parse_fidelity(o.fidelity, fidelity)) throw InputError("--fidelity", "", "unknown fidelity \"" + o.fidelity + "\" (analytical, flow)");
+  auto topology = load_topology(o.topology, o.nodes);
+  spec.channels = o.channels > 0 ? o.channels : topology->default_channels();
+  spec.chunks = o.chunks;
+  spec.hierarchy_groups = o.hierarchy_groups;
+  spec.reduce_Bps = o.reduce_Bps;
+  spec.ranks_per_node = topology->ranks_per_node();
+  const int p = topology->ranks();
+  check_supported(spec, p, "--algo");
+  const std::vector<Bytes> sizes = parse_sizes(o.sizes);
+
+  std::printf("# commsim %s  %s\n# %s, fidelity %s, %d ranks\n", COMMSIM_VERSION, std::string(to_string(spec.op)).c_str(),
+              topology->summary().c_str(), o.fidelity.c_str(), p);
+  std::printf("#%12s %12s %6s %12s %13s %12s %12s\n", "size(B)", "count", "type", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
+  nlohmann::json rows = nlohmann::json::array();
+  for (Bytes size : sizes) {
+    spec.bytes = size;
+    CollectiveSpec resolved = spec;
+    resolved.algorithm = choose_algorithm(spec, *topology);
+    double seconds;
+    if (fidelity == Fidelity::Analytical) {
+      seconds = closed_form_seconds(resolved, *topology);
+    } else {
+      Schedule schedule;
+      std::vector<OpId> frontier(p, kNoOp);
+      generate(resolved, *topology, schedule, frontier);
+      seconds = simulate_schedule(schedule, *topology, fidelity, spec.reduce_Bps).seconds;
+    }
+    const double algbw = static_cast<double>(size) / seconds / 1e9;
+    const double busbw = algbw * busbw_factor(spec.op, p);
+    const std::string algo(to_string(resolved.algorithm));
+    std::printf(" %12llu %12llu %6s %12s %13.2f %12.2f %12.2f\n", static_cast<unsigned long long>(size),
+                static_cast<unsigned long long>(size / 4), "float", algo.c_str(), seconds * 1e6, algbw, busbw);
+    rows.push_back({{"size_bytes", size}, {"count", size / 4}, {"type", "float"}, {"algorithm", algo},
+                    {"time_us", seconds * 1e6}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw}});
+  }
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    if (!out) throw InputError("--json", "", "cannot write " + o.json);
+    nlohmann::json doc = {{"commsim_version", COMMSIM_VERSION}, {"topology", o.topology}, {"ranks", p},
+                          {"op", o.op}, {"fidelity", o.fidelity}, {"channels", spec.channels}, {"rows", rows}};
+    out << doc.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_collective(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<CollectiveOptions>();
+  CLI::App* cmd = app.add_subcommand("collective", "Predict one collective over a size sweep (nccl-tests style table)");
+  cmd->add_option("--topology", o->topology, "topology JSON file")->required();
+  cmd->add_option("--nodes", o->nodes, "number of nodes (overrides the file)")->check(CLI::PositiveNumber);
+  cmd->add_option("--op", o->op, "allreduce | reducescatter | allgather | broadcast | reduce");
+  cmd->add_option("--algo", o->algo, "ring | tree | hd | hierarchical | 2d-ring | auto");
+  cmd->add_option("--sizes", o->sizes, "MIN:MAX doubling range or a comma list, bytes with K/M/G suffixes");
+  cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
+  cmd->add_option("--channels", o->channels, "independent rings/trees (NCCL channels); 0 = one per NIC of a node")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--chunks", o->chunks, "pipeline pieces per step (0 = algorithm default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--groups", o->hierarchy_groups, "hierarchical: number of leaders (hierarchical_allreduce_inter_nranks)");
+  cmd->add_option("--reduce-Bps", o->reduce_Bps, "local reduction rate gamma in bytes/s (0 = free)");
+  cmd->add_option("--json", o->json, "write the rows as JSON");
+  cmd->callback([o, &exit_code] { exit_code = run_collective(*o); });
+}
+
+}  // namespace commsim::cli

@@ -1,0 +1,36 @@
+// commsim: predicts and measures the communication of distributed deep-learning training.
+// Exit codes: 0 success; 1 the check asked for failed; 2 bad input or usage (one line naming file, field, problem).
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "sim/core/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"commsim: how long will a training step take on that cluster, and which settings make it faster"};
+  app.set_version_flag("--version", std::string("commsim ") + COMMSIM_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  commsim::cli::register_collective(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "commsim: " << e.what() << " (see --help)\n";
+    return 2;
+  } catch (const commsim::InputError& e) {
+    std::cerr << "commsim: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "commsim: out of memory: the requested size is too large for this machine\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "commsim: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return exit_code;
+}

@@ -1,0 +1,336 @@
+// Schedule generators. Each is a pure function from (collective, participants, size) to operations; dependency
+// rules mirror how NCCL and MPI implementations progress: a rank forwards a piece only after receiving (and
+// reducing) it, and pieces on one connection leave in order (FIFO).
+#include <algorithm>
+#include <numeric>
+
+#include "sim/collective/collective.hpp"
+#include "sim/core/error.hpp"
+
+namespace commsim {
+namespace {
+
+// Splits `total` into `parts` whole-byte pieces that differ by at most one byte and sum exactly to `total`.
+Bytes piece(Bytes total, std::uint64_t parts, std::uint64_t index) {
+  return total / parts + (index < total % parts ? 1 : 0);
+}
+
+int default_chunks(const CollectiveSpec& s, bool pipeline) {
+  if (s.chunks > 0) return s.chunks;
+  if (!pipeline) return 1;
+  // Pipelined algorithms move ~512 KiB slices, the order of NCCL's Simple-protocol chunk (NCCL_BUFFSIZE 4 MiB / 8 steps).
+  return static_cast<int>(std::clamp<Bytes>((s.bytes + (512u << 10) - 1) / (512u << 10), 1, 64));
+}
+
+std::vector<int> participants(const CollectiveSpec& s, const Topology& t) {
+  if (!s.ranks.empty()) return s.ranks;
+  return t.ring_order();
+}
+
+// Ring order for one channel: when the participants are whole nodes, channel c rotates the order inside every
+// node by c, so that different channels leave and enter nodes through different GPUs (and their NICs).
+std::vector<int> channel_order(const std::vector<int>& ranks, int ranks_per_node, int channel) {
+  const int p = static_cast<int>(ranks.size());
+  if (ranks_per_node <= 1 || p % ranks_per_node != 0 || channel == 0) return ranks;
+  std::vector<int> order(p);
+  for (int i = 0; i < p; ++i) order[i] = ranks[(i / ranks_per_node) * ranks_per_node + (i % ranks_per_node + channel) % ranks_per_node];
+  return order;
+}
+
+struct Gen {
+  const CollectiveSpec& spec;
+  Schedule& s;
+  std::vector<OpId>& frontier;
+  bool reduces() const { return spec.reduce_Bps > 0; }
+  OpId maybe_reduce(int rank, Bytes bytes, OpId after, OpId also = kNoOp) {
+    return reduces() ? s.reduce(rank, bytes, {after, also}) : after;
+  }
+};
+
+// Ring reduce-scatter and/or allgather over `order`, `bytes` the full vector. With both phases this is the ring
+// allreduce: 2(p-1) steps, each moving bytes/p per rank.
+void ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatter, bool all_gather, int chunks) {
+  const int p = static_cast<int>(order.size());
+  if (p < 2) return;
+  const int steps = (reduce_scatter ? p - 1 : 0) + (all_gather ? p - 1 : 0);
+  // holds[i][k]: op after which position i holds piece k of the block it received last; last_out[i]: the last
+  // transfer position i started, since pieces leave one connection in order (FIFO).
+  std::vector<std::vector<OpId>> holds(p, std::vector<OpId>(chunks, kNoOp));
+  std::vector<OpId> last_out(p, kNoOp);
+  std::vector<OpId> entry(p);
+  for (int i = 0; i < p; ++i) entry[i] = g.frontier[order[i]];
+  for (int step = 0; step < steps; ++step) {
+    const bool reducing = reduce_scatter && step < p - 1;
+    std::vector<std::vector<OpId>> next(p, std::vector<OpId>(chunks, kNoOp));
+    for (int i = 0; i < p; ++i) {
+      const int to = (i + 1) % p;
+      // Block index (mod p) sent at this step: the classic ring schedule sends block (i - step) mod p.
+      const std::uint64_t block = static_cast<std::uint64_t>(((i - step) % p + p) % p);
+      const Bytes block_bytes = piece(bytes, p, block);
+      for (int k = 0; k < chunks; ++k) {
+        const Bytes b = piece(block_bytes, chunks, k);
+        OpId ready = step == 0 ? entry[i] : holds[i][k];
+        OpId t = g.s.transfer(order[i], order[to], b, {ready, last_out[i], step == 0 ? entry[to] : kNoOp});
+        last_out[i] = t;
+        next[to][k] = reducing ? g.maybe_reduce(order[to], b, t, entry[to]) : t;
+      }
+    }
+    holds.swap(next);
+  }
+  for (int i = 0; i < p; ++i) g.frontier[order[i]] = holds[i][chunks - 1] != kNoOp ? holds[i][chunks - 1] : g.frontier[order[i]];
+}
+
+// Pipelined chain broadcast (reduce=false, from order[0] down the chain) or chain reduce (reduce=true, towards
+// order[0]): the piece k moves one hop per step; time (p - 1 + chunks - 1) hops.
+void chain(Gen& g, std::vector<int> order, Bytes bytes, bool reduce, int chunks) {
+  const int p = static_cast<int>(order.size());
+  if (p < 2) return;
+  if (reduce) std::reverse(order.begin(), order.end());  // data flows from the far end to the root
+  std::vector<OpId> entry(p);
+  for (int i = 0; i < p; ++i) entry[i] = g.frontier[order[i]];
+  std::vector<OpId> have(chunks, kNoOp);  // op after which order[i] holds piece k (for the current i)
+  for (int k = 0; k < chunks; ++k) have[k] = entry[0];
+  for (int i = 0; i + 1 < p; ++i) {
+    OpId previous = kNoOp;
+    for (int k = 0; k < chunks; ++k) {
+      const Bytes b = piece(bytes, chunks, k);
+      OpId t = g.s.transfer(order[i], order[i + 1], b, {have[k], previous, entry[i + 1]});
+      previous = t;
+      have[k] = reduce ? g.maybe_reduce(order[i + 1], b, t, entry[i + 1]) : t;
+    }
+    // Every rank but the last holds its result once it has passed the last piece on (broadcast) or, for reduce,
+    // only the root matters; intermediate ranks are done once they forwarded.
+    g.frontier[order[i]] = previous;
+  }
+  g.frontier[order[p - 1]] = have[chunks - 1];
+}
+
+// One binary tree over `order` in heap layout (parent of position i is (i-1)/2): pipelined reduce to the root,
+// then pipelined broadcast back down. Returns per position the op after which it holds the result.
+void tree(Gen& g, const std::vector<int>& order, Bytes bytes, int chunks, std::vector<OpId>& done) {
+  const int p = static_cast<int>(order.size());
+  std::vector<OpId> entry(p);
+  for (int i = 0; i < p; ++i) entry[i] = g.frontier[order[i]];
+  // Up: process positions from the deepest (highest index) to the root so children come first.
+  std::vector<std::vector<OpId>> reduced(p, std::vector<OpId>(chunks, kNoOp));
+  std::vector<OpId> last_up(p, kNoOp);
+  for (int i = p - 1; i >= 0; --i) {
+    for (int k = 0; k < chunks; ++k) {
+      const Bytes b = piece(bytes, chunks, k);
+      OpId have = entry[i];
+      for (int child : {2 * i + 1, 2 * i + 2}) {
+        if (child >= p) continue;
+        OpId t = g.s.transfer(order[child], order[i], b, {reduced[child][k], last_up[child], entry[i]});
+        last_up[child] = t;
+        // Joins the child's piece with what i holds; without gamma the reduce takes no time.
+        have = g.s.reduce(order[i], g.reduces() ? b : 0, {t, have});
+      }
+      reduced[i][k] = have;
+    }
+  }
+  // Down: the root holds the reduced pieces; each parent forwards piece k to its children in order.
+  std::vector<std::vector<OpId>> have(p, std::vector<OpId>(chunks, kNoOp));
+  have[0] = reduced[0];
+  std::vector<OpId> last_down(p, kNoOp);
+  for (int i = 0; i < p; ++i)
+    for (int child : {2 * i + 1, 2 * i + 2}) {
+      if (child >= p) continue;
+      for (int k = 0; k < chunks; ++k) {
+        OpId t = g.s.transfer(order[i], order[child], piece(bytes, chunks, k), {have[i][k], last_down[child]});
+        last_down[child] = t;
+        have[child][k] = t;
+      }
+    }
+  done.assign(p, kNoOp);
+  for (int i = 0; i < p; ++i) done[i] = have[i][chunks - 1];
+}
+
+// Double binary tree: tree A over the order, tree B over the reversed order (interior ranks of one are leaves of
+// the other), each with half of the data.
+void double_tree(Gen& g, const std::vector<int>& order, Bytes bytes, int chunks) {
+  const int p = static_cast<int>(order.size());
+  if (p < 2) return;
+  std::vector<int> reversed(order.rbegin(), order.rend());
+  std::vector<OpId> done_a, done_b;
+  tree(g, order, piece(bytes, 2, 0), chunks, done_a);
+  tree(g, reversed, piece(bytes, 2, 1), chunks, done_b);
+  // A rank holds its result when both halves have arrived; a zero-byte reduce joins the two dependencies.
+  for (int i = 0; i < p; ++i) g.frontier[order[i]] = g.s.reduce(order[i], 0, {done_a[i], done_b[p - 1 - i]});
+}
+
+// Rabenseifner: recursive-halving reduce-scatter then recursive-doubling allgather over a power of two; the
+// ranks beyond it first fold their data into a partner and get the result back at the end (Thakur et al. 2005).
+void halving_doubling(Gen& g, const std::vector<int>& order, Bytes bytes) {
+  const int p = static_cast<int>(order.size());
+  if (p < 2) return;
+  int q = 1;
+  while (q * 2 <= p) q *= 2;
+  std::vector<OpId> state(p);
+  for (int i = 0; i < p; ++i) state[i] = g.frontier[order[i]];
+  for (int i = q; i < p; ++i) {
+    OpId t = g.s.transfer(order[i], order[i - q], bytes, {state[i], state[i - q]});
+    state[i - q] = g.maybe_reduce(order[i - q], bytes, t, state[i - q]);
+  }
+  // Reduce-scatter: distance q/2, q/4, ..., 1; each exchange moves half of what the rank currently owns.
+  Bytes owned = bytes;
+  std::vector<Bytes> sizes;
+  for (int distance = q / 2; distance >= 1; distance /= 2) {
+    const Bytes half = owned / 2, kept = owned - half;
+    std::vector<OpId> next(state);
+    for (int i = 0; i < q; ++i) {
+      const int partner = i ^ distance;
+      // The lower rank of a pair keeps the first part (`kept` bytes) and sends the rest, and vice versa.
+      const Bytes send = (i < partner) ? half : kept;
+      OpId t = g.s.transfer(order[i], order[partner], send, {state[i], state[partner]});
+      next[partner] = g.s.reduce(order[partner], g.reduces() ? send : 0, {t, next[partner]});
+    }
+    // Each rank's new state waits for its own send too (its buffer is reused).
+    state = next;
+    sizes.push_back(kept);
+    owned = kept;
+  }
+  // Allgather: distance 1, 2, ..., q/2, exchanging what each rank owns, doubling it.
+  for (int distance = 1; distance < q; distance *= 2) {
+    std::vector<OpId> next(state);
+    const Bytes send = sizes.back();
+    sizes.pop_back();
+    for (int i = 0; i < q; ++i) {
+      const int partner = i ^ distance;
+      OpId t = g.s.transfer(order[i], order[partner], send, {state[i], state[partner]});
+      next[partner] = g.s.reduce(order[partner], 0, {next[partner], t});
+    }
+    state = next;
+  }
+  for (int i = q; i < p; ++i) state[i] = g.s.transfer(order[i - q], order[i], bytes, {state[i - q], state[i]});
+  for (int i = 0; i < p; ++i) g.frontier[order[i]] = state[i];
+}
+
+}  // namespace
+
+std::string_view to_string(Collective c) {
+  static constexpr std::string_view names[] = {"allreduce", "reducescatter", "allgather", "broadcast", "reduce"};
+  return names[static_cast<int>(c)];
+}
+std::string_view to_string(Algorithm a) {
+  static constexpr std::string_view names[] = {"ring", "tree", "hd", "hierarchical", "2d-ring", "auto"};
+  return names[static_cast<int>(a)];
+}
+bool parse_collective(std::string_view s, Collective& out) {
+  for (int i = 0; i < 5; ++i)
+    if (to_string(static_cast<Collective>(i)) == s) return (out = static_cast<Collective>(i)), true;
+  return false;
+}
+bool parse_algorithm(std::string_view s, Algorithm& out) {
+  for (int i = 0; i < 6; ++i)
+    if (to_string(static_cast<Algorithm>(i)) == s) return (out = static_cast<Algorithm>(i)), true;
+  return false;
+}
+
+double busbw_factor(Collective op, int n) {
+  switch (op) {
+    case Collective::AllReduce: return 2.0 * (n - 1) / n;
+    case Collective::ReduceScatter:
+    case Collective::AllGather: return static_cast<double>(n - 1) / n;
+    case Collective::Broadcast:
+    case Collective::Reduce: return 1.0;
+  }
+  return 1.0;
+}
+
+void check_supported(const CollectiveSpec& spec, int ranks, const std::string& field) {
+  const std::string algo(to_string(spec.algorithm));
+  if (ranks < 1) throw InputError(field, "", "a collective needs at least one rank");
+  if (spec.channels < 1) throw InputError(field, "channels", "must be >= 1");
+  const bool allreduce_only = spec.algorithm == Algorithm::Tree || spec.algorithm == Algorithm::HalvingDoubling ||
+                              spec.algorithm == Algorithm::Hierarchical || spec.algorithm == Algorithm::Ring2D;
+  if (allreduce_only && spec.op != Collective::AllReduce)
+    throw InputError(field, "algo", algo + " is implemented for allreduce only (use ring for " + std::string(to_string(spec.op)) + ")");
+  if (spec.algorithm == Algorithm::Hierarchical) {
+    const int groups = spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, ranks / spec.ranks_per_node);
+    if (ranks % groups != 0)
+      throw InputError(field, "hierarchical_allreduce_inter_nranks",
+                       std::to_string(groups) + " leaders do not divide " + std::to_string(ranks) + " ranks into equal groups");
+  }
+  if (spec.algorithm == Algorithm::Ring2D && (spec.ranks_per_node < 1 || ranks % spec.ranks_per_node != 0))
+    throw InputError(field, "algo", "2d-ring needs whole nodes (" + std::to_string(ranks) + " ranks, " +
+                                        std::to_string(spec.ranks_per_node) + " per node)");
+}
+
+void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& schedule, std::vector<OpId>& frontier) {
+  COMMSIM_CHECK(static_cast<int>(frontier.size()) == topology.ranks(), "frontier must have one entry per rank");
+  CollectiveSpec s = spec;
+  if (s.algorithm == Algorithm::Auto) s.algorithm = choose_algorithm(spec, topology);
+  const std::vector<int> ranks = participants(s, topology);
+  const int p = static_cast<int>(ranks.size());
+  check_supported(s, p, "collective");
+
+  if (s.algorithm == Algorithm::Hierarchical) {
+    const int groups = s.hierarchy_groups > 0 ? s.hierarchy_groups : std::max(1, p / s.ranks_per_node);
+    const int size = p / groups;
+    CollectiveSpec inner = s;
+    inner.algorithm = Algorithm::Ring;
+    std::vector<int> leaders;
+    for (int gi = 0; gi < groups; ++gi) {
+      inner.ranks.assign(ranks.begin() + gi * size, ranks.begin() + (gi + 1) * size);
+      leaders.push_back(inner.ranks.front());
+      generate(inner, topology, schedule, frontier);  // 1. allreduce inside the group
+    }
+    inner.ranks = leaders;
+    generate(inner, topology, schedule, frontier);  // 2. allreduce among the leaders
+    inner.op = Collective::Broadcast;
+    for (int gi = 0; gi < groups; ++gi) {  // 3. each leader broadcasts to its group
+      inner.ranks.assign(ranks.begin() + gi * size, ranks.begin() + (gi + 1) * size);
+      generate(inner, topology, schedule, frontier);
+    }
+    return;
+  }
+  if (s.algorithm == Algorithm::Ring2D) {
+    const int rpn = s.ranks_per_node, nodes = p / rpn;
+    CollectiveSpec inner = s;
+    inner.algorithm = Algorithm::Ring;
+    for (int phase = 0; phase < 3; ++phase) {
+      const bool across = phase == 1;
+      inner.op = phase == 0 ? Collective::ReduceScatter : phase == 1 ? Collective::AllReduce : Collective::AllGather;
+      // Across nodes each local index carries its 1/rpn share of the vector.
+      inner.bytes = across ? s.bytes / rpn : s.bytes;
+      inner.ranks_per_node = 1;
+      for (int group = 0; group < (across ? rpn : nodes); ++group) {
+        inner.ranks.clear();
+        for (int j = 0; j < (across ? nodes : rpn); ++j) inner.ranks.push_back(across ? ranks[j * rpn + group] : ranks[group * rpn + j]);
+        generate(inner, topology, schedule, frontier);
+      }
+    }
+    return;
+  }
+  const std::vector<OpId> entry = frontier;
+  for (int c = 0; c < s.channels; ++c) {
+    std::vector<OpId> channel_frontier = entry;
+    Gen g{s, schedule, channel_frontier};
+    const Bytes bytes = piece(s.bytes, s.channels, c);
+    std::vector<int> order = channel_order(ranks, s.ranks_per_node, c);
+    switch (s.algorithm) {
+      case Algorithm::Ring:
+        if (s.op == Collective::Broadcast || s.op == Collective::Reduce) {
+          std::rotate(order.begin(), std::find(order.begin(), order.end(), ranks[s.root % p]), order.end());
+          chain(g, order, bytes, s.op == Collective::Reduce, default_chunks(s, true));
+        } else {
+          ring(g, order, bytes, s.op != Collective::AllGather, s.op != Collective::ReduceScatter, default_chunks(s, false));
+        }
+        break;
+      case Algorithm::Tree: double_tree(g, order, bytes, default_chunks(s, true)); break;
+      case Algorithm::HalvingDoubling: halving_doubling(g, order, bytes); break;
+      default: COMMSIM_CHECK(false, "unreachable algorithm");
+    }
+    // A rank holds its result when every channel has delivered: a zero-byte reduce joins the channels.
+    for (int r : ranks) frontier[r] = c == 0 ? channel_frontier[r] : schedule.reduce(r, 0, {frontier[r], channel_frontier[r]});
+  }
+}
+
+Bytes Schedule::bytes_transferred() const {
+  Bytes total = 0;
+  for (const Op& op : ops)
+    if (op.kind == OpKind::Transfer) total += op.bytes;
+  return total;
+}
+
+}  // namespace commsim

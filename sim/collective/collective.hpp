@@ -1,0 +1,61 @@
+// Collectives, algorithms and their parameters; the generators that expand them into Schedules; and the
+// closed-form alpha-beta-gamma cost of each (the `analytical` fidelity, and the basis of `auto`).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/collective/schedule.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace commsim {
+
+enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, };
+
+enum class Algorithm : std::uint8_t {
+  Ring,             // ring (pipelined chain for broadcast/reduce); Patarasuk & Yuan 2009
+  Tree,             // NCCL's double binary tree: two complementary trees, half the data each (Sanders et al. 2009)
+  HalvingDoubling,  // Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather (Thakur 2005)
+  Hierarchical,     // Paddle use_hierarchical_allreduce: group allreduce, leaders allreduce, group broadcast
+  Ring2D,           // intra-node ring reduce-scatter, inter-node ring allreduce, intra-node ring allgather
+  Auto,             // the cheapest by the closed-form model, as NCCL's tuner picks
+};
+
+std::string_view to_string(Collective c);
+std::string_view to_string(Algorithm a);
+bool parse_collective(std::string_view s, Collective& out);
+bool parse_algorithm(std::string_view s, Algorithm& out);
+
+struct CollectiveSpec {
+  Collective op = Collective::AllReduce;
+  Algorithm algorithm = Algorithm::Ring;
+  // Size of the full vector in bytes: the per-rank buffer for allreduce/broadcast/reduce, the output of allgather
+  // and the input of reduce-scatter (as nccl-tests reports sizes).
+  Bytes bytes = 0;
+  std::vector<int> ranks;  // participants in ring order; empty = all ranks of the topology
+  int channels = 1;        // independent rings/trees, each carrying 1/channels of the data (NCCL channels)
+  int chunks = 0;          // pipeline pieces per step; 0 = 1 for rings, ceil(bytes / 512 KiB) (<= 64) for pipelines
+  int root = 0;            // broadcast / reduce root (position in ranks)
+  int hierarchy_groups = 0;  // Hierarchical: number of groups = leaders (Paddle hierarchical_allreduce_inter_nranks);
+                             // 0 = one group per node
+  double reduce_Bps = 0;   // gamma: local reduction rate in bytes/s; 0 = reductions take no time
+  int ranks_per_node = 1;  // for node-aware ring orders, Ring2D and the default hierarchy
+};
+
+// nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw * factor.
+double busbw_factor(Collective op, int ranks);
+
+// Checks that the algorithm supports the collective and the rank count; throws InputError naming `field`.
+void check_supported(const CollectiveSpec& spec, int ranks, const std::string& field);
+
+// Appends the collective's operations to `schedule`. frontier[r] (indexed by global rank, kNoOp = nothing) is the
+// operation rank r waits for before it takes part; on return it is the operation after which r holds its result.
+void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& schedule, std::vector<OpId>& frontier);
+
+// Closed-form time in seconds on an uncontended network (engine quantum included, so it matches the engine
+// exactly on uniform topologies). Resolves Auto to the cheapest algorithm.
+double closed_form_seconds(const CollectiveSpec& spec, const Topology& topology);
+Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology);
+
+}  // namespace commsim

@@ -1,0 +1,207 @@
+// Closed-form alpha-beta-gamma model of every schedule generator, evaluated on the topology's actual paths: a step
+// costs what its slowest hop costs (latency + bytes / bottleneck bandwidth), rounded to the engine's picosecond
+// quantum exactly as the engine rounds, so on a uniform network the closed form and the simulated schedule agree
+// to the picosecond. Channels: a ring's channels all pass through every rank, so they share each rank's
+// intra-node links (bandwidth / channels); across nodes each channel leaves through a different GPU and NIC
+// (rotated order), so NIC links are shared only when channels outnumber the ranks of a node.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "sim/collective/collective.hpp"
+#include "sim/core/error.hpp"
+
+namespace commsim {
+namespace {
+
+Bytes ceil_div(Bytes a, Bytes b) { return (a + b - 1) / b; }
+
+struct Model {
+  const CollectiveSpec& spec;
+  const Topology& topo;
+  int channels;
+
+  TimePs hop(int a, int b, Bytes bytes) const {
+    const PathCost c = topo.path_cost(a, b);
+    const bool same_node = topo.node_of(a) == topo.node_of(b);
+    const double share = same_node ? channels : std::max(1.0, std::ceil(static_cast<double>(channels) / spec.ranks_per_node));
+    // The engine enters a flow after its latency, then drains it at its rate: the same two roundings here.
+    return seconds_to_ps(c.latency_s) + transfer_ps(static_cast<double>(bytes), c.bottleneck_Bps / share);
+  }
+  TimePs reduce(Bytes bytes) const {
+    return spec.reduce_Bps > 0 ? transfer_ps(static_cast<double>(bytes), spec.reduce_Bps) : 0;
+  }
+  // Slowest hop of a ring over `order` for a message of `bytes`.
+  TimePs ring_hop(const std::vector<int>& order, Bytes bytes) const {
+    TimePs worst = 0;
+    const std::size_t p = order.size();
+    for (std::size_t i = 0; i < p; ++i) worst = std::max(worst, hop(order[i], order[(i + 1) % p], bytes));
+    return worst;
+  }
+
+  // Ring reduce-scatter and/or allgather (both: allreduce) of `bytes` over `order`, one channel's share.
+  TimePs ring(const std::vector<int>& order, Bytes bytes, bool rs, bool ag) const {
+    const Bytes p = order.size();
+    if (p < 2) return 0;
+    const int chunks = spec.chunks > 0 ? spec.chunks : 1;
+    const Bytes piece = ceil_div(ceil_div(ceil_div(bytes, channels), p), chunks);
+    const TimePs steps = (rs ? p - 1 : 0) + (ag ? p - 1 : 0);
+    return (steps + chunks - 1) * ring_hop(order, piece) + (rs ? static_cast<TimePs>(p - 1) * reduce(piece) : 0);
+  }
+  int pipeline_chunks(Bytes bytes) const {
+    if (spec.chunks > 0) return spec.chunks;
+    return static_cast<int>(std::clamp<Bytes>(ceil_div(bytes, 512u << 10), 1, 64));
+  }
+  // Pipelined chain broadcast / reduce.
+  TimePs chain(const std::vector<int>& order, Bytes bytes, bool reducing) const {
+    const Bytes p = order.size();
+    if (p < 2) return 0;
+    const Bytes per_channel = ceil_div(bytes, channels);
+    const int k = pipeline_chunks(per_channel);
+    const Bytes piece = ceil_div(per_channel, k);
+    TimePs worst = 0;
+    for (std::size_t i = 0; i + 1 < p; ++i) worst = std::max(worst, hop(order[i], order[i + 1], piece));
+    return static_cast<TimePs>(p - 2 + k) * worst + (reducing ? static_cast<TimePs>(p - 1) * reduce(piece) : 0);
+  }
+  // Double binary tree: up and down the depth D with k pipelined pieces, each tree half the data.
+  TimePs tree(const std::vector<int>& order, Bytes bytes) const {
+    const int p = static_cast<int>(order.size());
+    if (p < 2) return 0;
+    const Bytes half = ceil_div(ceil_div(bytes, channels), 2);
+    const int k = pipeline_chunks(half);
+    const Bytes piece = ceil_div(half, k);
+    TimePs worst = 0;
+    for (int i = 1; i < p; ++i) {
+      worst = std::max(worst, hop(order[i], order[(i - 1) / 2], piece));
+      worst = std::max(worst, hop(order[p - 1 - i], order[p - 1 - (i - 1) / 2], piece));
+    }
+    int depth = 0;
+    while ((2 << depth) - 1 < p) ++depth;  // heap depth: positions 0 .. p-1
+    // A parent joins two children, one reduction after the other; the piece stream then flows down.
+    return static_cast<TimePs>(2 * depth + k - 1) * worst + static_cast<TimePs>(depth + k - 1) * 2 * reduce(piece);
+  }
+  // Rabenseifner halving-doubling with the fold for non-powers of two.
+  TimePs halving_doubling(const std::vector<int>& order, Bytes bytes) const {
+    const int p = static_cast<int>(order.size());
+    if (p < 2) return 0;
+    bytes = ceil_div(bytes, channels);
+    int q = 1;
+    while (q * 2 <= p) q *= 2;
+    TimePs total = 0;
+    if (q < p) {
+      TimePs fold = 0;
+      for (int i = q; i < p; ++i) fold = std::max(fold, hop(order[i], order[i - q], bytes));
+      total += 2 * fold + reduce(bytes);
+    }
+    auto exchange = [&](int distance, Bytes b) {
+      TimePs worst = 0;
+      for (int i = 0; i < q; ++i) worst = std::max(worst, hop(order[i], order[i ^ distance], b));
+      return worst;
+    };
+    Bytes owned = bytes;
+    std::vector<Bytes> kept;
+    for (int distance = q / 2; distance >= 1; distance /= 2) {
+      const Bytes send = owned - owned / 2;  // the larger half, as the upper rank of each pair sends it
+      total += exchange(distance, send) + reduce(send);
+      kept.push_back(owned - owned / 2);
+      owned -= owned / 2;
+    }
+    for (int distance = 1; distance < q; distance *= 2) {
+      total += exchange(distance, kept.back());
+      kept.pop_back();
+    }
+    return total;
+  }
+};
+
+std::vector<int> all_ranks(const CollectiveSpec& s, const Topology& t) {
+  if (!s.ranks.empty()) return s.ranks;
+  return t.ring_order();
+}
+
+TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
+  const std::vector<int> ranks = all_ranks(spec, topo);
+  const int p = static_cast<int>(ranks.size());
+  check_supported(spec, p, "collective");
+  Model m{spec, topo, spec.channels};
+  Model single{spec, topo, 1};
+  switch (spec.algorithm) {
+    case Algorithm::Ring:
+      if (spec.op == Collective::Broadcast || spec.op == Collective::Reduce) {
+        std::vector<int> order = ranks;
+        std::rotate(order.begin(), order.begin() + spec.root % p, order.end());
+        return m.chain(order, spec.bytes, spec.op == Collective::Reduce);
+      }
+      return m.ring(ranks, spec.bytes, spec.op != Collective::AllGather, spec.op != Collective::ReduceScatter);
+    case Algorithm::Tree: return m.tree(ranks, spec.bytes);
+    case Algorithm::HalvingDoubling: return m.halving_doubling(ranks, spec.bytes);
+    case Algorithm::Hierarchical: {
+      const int groups = spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, p / spec.ranks_per_node);
+      const int size = p / groups;
+      TimePs intra = 0, broadcast = 0;
+      std::vector<int> leaders;
+      for (int g = 0; g < groups; ++g) {
+        std::vector<int> group(ranks.begin() + g * size, ranks.begin() + (g + 1) * size);
+        leaders.push_back(group.front());
+        intra = std::max(intra, single.ring(group, spec.bytes, true, true));
+        broadcast = std::max(broadcast, single.chain(group, spec.bytes, false));
+      }
+      return intra + single.ring(leaders, spec.bytes, true, true) + broadcast;
+    }
+    case Algorithm::Ring2D: {
+      const int rpn = spec.ranks_per_node, nodes = p / rpn;
+      TimePs rs = 0, across = 0;
+      for (int n = 0; n < nodes; ++n) {
+        std::vector<int> node(ranks.begin() + n * rpn, ranks.begin() + (n + 1) * rpn);
+        rs = std::max(rs, single.ring(node, spec.bytes, true, false));
+      }
+      for (int j = 0; j < rpn; ++j) {
+        std::vector<int> column;
+        for (int n = 0; n < nodes; ++n) column.push_back(ranks[n * rpn + j]);
+        across = std::max(across, single.ring(column, spec.bytes / rpn, true, true));
+      }
+      // The allgather inside the node mirrors the reduce-scatter without reductions.
+      TimePs ag = 0;
+      for (int n = 0; n < nodes; ++n) {
+        std::vector<int> node(ranks.begin() + n * rpn, ranks.begin() + (n + 1) * rpn);
+        ag = std::max(ag, single.ring(node, spec.bytes, false, true));
+      }
+      return rs + across + ag;
+    }
+    case Algorithm::Auto: break;
+  }
+  COMMSIM_CHECK(false, "closed form of auto must be resolved first");
+  return 0;
+}
+
+}  // namespace
+
+Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology) {
+  if (spec.algorithm != Algorithm::Auto) return spec.algorithm;
+  const int p = spec.ranks.empty() ? topology.ranks() : static_cast<int>(spec.ranks.size());
+  Algorithm best = Algorithm::Ring;
+  TimePs best_ps = std::numeric_limits<TimePs>::max();
+  for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D}) {
+    CollectiveSpec candidate = spec;
+    candidate.algorithm = a;
+    try {
+      check_supported(candidate, p, "collective");
+    } catch (const InputError&) {
+      continue;  // not applicable to this collective or rank count
+    }
+    if (a == Algorithm::Ring2D && p / spec.ranks_per_node < 2) continue;
+    if (a == Algorithm::Hierarchical && p / spec.ranks_per_node < 2 && spec.hierarchy_groups == 0) continue;
+    TimePs t = closed_form_ps(candidate, topology);
+    if (t < best_ps) best_ps = t, best = a;  // ties keep the earlier (simpler) algorithm
+  }
+  return best;
+}
+
+double closed_form_seconds(const CollectiveSpec& spec, const Topology& topology) {
+  CollectiveSpec s = spec;
+  s.algorithm = choose_algorithm(spec, topology);
+  return ps_to_seconds(closed_form_ps(s, topology));
+}
+
+}  // namespace commsim

@@ -1,0 +1,29 @@
+// Errors. InputError is bad user input (the CLI turns it into exit code 2 and one line); CheckFailure is a broken
+// internal invariant (a bug), raised by COMMSIM_CHECK, which is always on, unlike assert.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace commsim {
+
+class InputError : public std::runtime_error {
+ public:
+  // Message reads "<where>: <field>: <what>", e.g. "topologies/x.json: links[4].bandwidth_Bps: must be > 0".
+  InputError(const std::string& where, const std::string& field, const std::string& what)
+      : std::runtime_error(where + ": " + (field.empty() ? "" : field + ": ") + what) {}
+  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+};
+
+class CheckFailure : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+}  // namespace commsim
+
+#define COMMSIM_CHECK(cond, msg)                                                                          \
+  do {                                                                                                    \
+    if (!(cond))                                                                                          \
+      throw ::commsim::CheckFailure(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " + (msg)); \
+  } while (0)

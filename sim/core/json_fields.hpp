@@ -1,0 +1,51 @@
+// Strict reading of a JSON object: every field is typed and range-checked, unknown keys are errors (no silent
+// typos), and every error names the file and the field path.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "sim/core/error.hpp"
+
+namespace commsim {
+
+using Json = nlohmann::json;
+
+// Reads a JSON file; a syntax error or a missing file is an InputError naming the file.
+Json read_json_file(const std::string& path);
+
+class JsonFields {
+ public:
+  JsonFields(const Json& object, std::string file, std::string path);
+
+  bool has(const std::string& key) const { return object_.contains(key); }
+  const Json& raw(const std::string& key);  // required, any type
+  const Json* raw_optional(const std::string& key);
+
+  std::string string(const std::string& key);
+  std::string string_or(const std::string& key, const std::string& fallback);
+  double number(const std::string& key);
+  double number_or(const std::string& key, double fallback);
+  double positive(const std::string& key);  // > 0
+  double positive_or(const std::string& key, double fallback);
+  std::int64_t integer(const std::string& key, std::int64_t min, std::int64_t max);
+  std::int64_t integer_or(const std::string& key, std::int64_t fallback, std::int64_t min, std::int64_t max);
+  bool boolean_or(const std::string& key, bool fallback);
+  JsonFields object(const std::string& key);
+  const Json& array(const std::string& key);
+
+  std::string field_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  const std::string& file() const { return file_; }
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+  // Throws on the first key that was never read (sorted, so the message is deterministic).
+  void reject_unknown() const;
+
+ private:
+  const Json& object_;
+  std::string file_;
+  std::string path_;
+  std::set<std::string> read_;
+};
+
+}  // namespace commsim

@@ -1,0 +1,260 @@
+// Flow-level network: each transfer is a flow on its route; concurrent flows share every link max-min fairly
+// (progressive filling, Bertsekas & Gallager, "Data Networks" 6.5.2; as SimGrid's lmm solver does). Rates are
+// recomputed only when the set of flows changes, once per timestamp (a class-1 event batches all the changes of
+// that instant), and only over the connected component of links and flows that the changes touch.
+#include <algorithm>
+#include <limits>
+
+#include "sim/core/error.hpp"
+#include "sim/engine/network.hpp"
+
+namespace commsim {
+namespace {
+
+enum EventKind : std::uint64_t { kEnter = 0, kComplete = 1, kRecompute = 2 };
+std::uint64_t payload(EventKind kind, std::uint32_t flow, std::uint32_t version) {
+  return (static_cast<std::uint64_t>(version) << 34) | (static_cast<std::uint64_t>(flow) << 2) | kind;
+}
+
+class FlowNetwork final : public NetworkModel, public EventHandler {
+ public:
+  FlowNetwork(const Topology& topology, EventQueue& queue) : topology_(topology), queue_(queue) {
+    links_.resize(topology.link_count());
+  }
+
+  void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) override {
+    std::uint32_t id;
+    if (!free_.empty()) {
+      id = free_.back();
+      free_.pop_back();
+    } else {
+      id = static_cast<std::uint32_t>(flows_.size());
+      flows_.emplace_back();
+    }
+    Flow& f = flows_[id];
+    f.route.links.clear();
+    topology_.route(src, dst, f.route);
+    f.remaining = bytes;
+    f.rate = 0;
+    f.listener = listener;
+    f.tag = tag;
+    ++f.version;
+    for (LinkId l : f.route.links) usage_.bytes[static_cast<int>(topology_.link(l).link_class)] += bytes;
+    queue_.schedule(queue_.now() + seconds_to_ps(f.route.cost.latency_s), this, payload(kEnter, id, f.version));
+  }
+
+  const LinkUsage& usage() const override { return usage_; }
+
+  void on_event(std::uint64_t p) override {
+    const auto kind = static_cast<EventKind>(p & 3);
+    const auto id = static_cast<std::uint32_t>((p >> 2) & 0xffffffffu);
+    const auto version = static_cast<std::uint32_t>(p >> 34);
+    if (kind == kRecompute) return recompute();
+    Flow& f = flows_[id];
+    if ((f.version & 0x3fffffffu) != version) return;  // superseded completion (the rate changed since)
+    if (kind == kEnter) {
+      f.last_update = queue_.now();
+      if (f.remaining <= 0) return finish(id);
+      for (LinkId l : f.route.links) {
+        LinkState& link = links_[l];
+        if (link.flows.empty()) link.busy_since = queue_.now();
+        link.flows.push_back(id);
+        mark_dirty(l);
+      }
+      f.rate = 0;  // set by the recompute of this instant
+      return;
+    }
+    for (LinkId l : f.route.links) {
+      LinkState& link = links_[l];
+      auto it = std::find(link.flows.begin(), link.flows.end(), id);
+      COMMSIM_CHECK(it != link.flows.end(), "flow missing from its link");
+      *it = link.flows.back();
+      link.flows.pop_back();
+      if (link.flows.empty())
+        usage_.busy_s[static_cast<int>(topology_.link(l).link_class)] += ps_to_seconds(queue_.now() - link.busy_since);
+      mark_dirty(l);
+    }
+    finish(id);
+  }
+
+ private:
+  struct Flow {
+    Route route;
+    double remaining = 0;  // bytes not yet sent at last_update
+    double rate = 0;       // bytes/s
+    TimePs last_update = 0;
+    std::uint32_t version = 0;
+    bool in_component = false;
+    TransferListener* listener = nullptr;
+    std::uint64_t tag = 0;
+  };
+  struct LinkState {
+    std::vector<std::uint32_t> flows;
+    TimePs busy_since = 0;
+    double capacity_left = 0;  // scratch for progressive filling
+    int unfrozen = 0;
+    bool dirty = false;
+    bool in_component = false;
+  };
+
+  void mark_dirty(LinkId l) {
+    if (!links_[l].dirty) {
+      links_[l].dirty = true;
+      dirty_.push_back(l);
+    }
+    if (!recompute_pending_) {
+      recompute_pending_ = true;
+      queue_.schedule(queue_.now(), this, payload(kRecompute, 0, 0), 1);
+    }
+  }
+
+  void finish(std::uint32_t id) {
+    Flow& f = flows_[id];
+    ++f.version;
+    free_.push_back(id);
+    f.listener->on_transfer_done(f.tag);
+  }
+
+  void recompute() {
+    recompute_pending_ = false;
+    // Gather the component reachable from the dirty links through shared flows.
+    component_links_.clear();
+    component_flows_.clear();
+    for (LinkId l : dirty_) {
+      links_[l].dirty = false;
+      if (!links_[l].in_component) {
+        links_[l].in_component = true;
+        component_links_.push_back(l);
+      }
+    }
+    dirty_.clear();
+    for (std::size_t i = 0; i < component_links_.size(); ++i) {
+      for (std::uint32_t id : links_[component_links_[i]].flows) {
+        Flow& f = flows_[id];
+        if (f.in_component) continue;
+        f.in_component = true;
+        component_flows_.push_back(id);
+        for (LinkId l : f.route.links)
+          if (!links_[l].in_component) {
+            links_[l].in_component = true;
+            component_links_.push_back(l);
+          }
+      }
+    }
+    // Progressive filling: repeatedly saturate the link with the smallest fair share.
+    for (LinkId l : component_links_) {
+      LinkState& link = links_[l];
+      link.capacity_left = topology_.link(l).effective_Bps();
+      link.unfrozen = static_cast<int>(link.flows.size());
+    }
+    new_rates_.assign(component_flows_.size(), -1);
+    for (std::size_t i = 0; i < component_flows_.size(); ++i) flows_[component_flows_[i]].in_component = false;
+    std::size_t frozen = 0;
+    std::vector<std::uint32_t>& index = scratch_index_;
+    index.resize(flows_.size());
+    for (std::size_t i = 0; i < component_flows_.size(); ++i) index[component_flows_[i]] = static_cast<std::uint32_t>(i);
+    while (frozen < component_flows_.size()) {
+      LinkId bottleneck = 0;
+      double share = std::numeric_limits<double>::infinity();
+      for (LinkId l : component_links_) {
+        const LinkState& link = links_[l];
+        if (link.unfrozen > 0 && link.capacity_left / link.unfrozen < share) {
+          share = link.capacity_left / link.unfrozen;
+          bottleneck = l;
+        }
+      }
+      COMMSIM_CHECK(share < std::numeric_limits<double>::infinity(), "unfrozen flow without a link");
+      for (std::uint32_t id : links_[bottleneck].flows) {
+        double& rate = new_rates_[index[id]];
+        if (rate >= 0) continue;
+        rate = std::max(share, 0.0);
+        ++frozen;
+        for (LinkId l : flows_[id].route.links) {
+          links_[l].capacity_left -= rate;
+          --links_[l].unfrozen;
+        }
+      }
+    }
+    for (LinkId l : component_links_) links_[l].in_component = false;
+    const TimePs now = queue_.now();
+    for (std::size_t i = 0; i < component_flows_.size(); ++i) {
+      Flow& f = flows_[component_flows_[i]];
+      if (new_rates_[i] == f.rate) continue;  // unchanged: its completion event stands, exactly
+      f.remaining -= f.rate * ps_to_seconds(now - f.last_update);
+      f.last_update = now;
+      f.rate = new_rates_[i];
+      ++f.version;
+      queue_.schedule(now + transfer_ps(f.remaining, f.rate), this,
+                      payload(kComplete, component_flows_[i], f.version & 0x3fffffffu));
+    }
+  }
+
+  const Topology& topology_;
+  EventQueue& queue_;
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_;
+  std::vector<LinkState> links_;
+  std::vector<LinkId> dirty_;
+  std::vector<LinkId> component_links_;
+  std::vector<std::uint32_t> component_flows_;
+  std::vector<double> new_rates_;
+  std::vector<std::uint32_t> scratch_index_;
+  bool recompute_pending_ = false;
+  LinkUsage usage_;
+};
+
+// No contention: each transfer takes latency + bytes / bottleneck bandwidth of its path.
+class AnalyticalNetwork final : public NetworkModel, public EventHandler {
+ public:
+  AnalyticalNetwork(const Topology& topology, EventQueue& queue) : topology_(topology), queue_(queue) {}
+  void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) override {
+    route_.links.clear();
+    topology_.route(src, dst, route_);
+    const TimePs drain = transfer_ps(bytes, route_.cost.bottleneck_Bps);
+    for (LinkId l : route_.links) {
+      const int c = static_cast<int>(topology_.link(l).link_class);
+      usage_.bytes[c] += bytes;
+      usage_.busy_s[c] += ps_to_seconds(drain);
+    }
+    pending_.push_back({listener, tag});
+    queue_.schedule(queue_.now() + seconds_to_ps(route_.cost.latency_s) + drain, this, pending_.size() - 1);
+  }
+  const LinkUsage& usage() const override { return usage_; }
+  void on_event(std::uint64_t index) override {
+    auto [listener, tag] = pending_[index];
+    listener->on_transfer_done(tag);
+  }
+
+ private:
+  const Topology& topology_;
+  EventQueue& queue_;
+  Route route_;
+  std::vector<std::pair<TransferListener*, std::uint64_t>> pending_;
+  LinkUsage usage_;
+};
+
+}  // namespace
+
+const std::vector<FidelityInfo>& fidelities() {
+  static const std::vector<FidelityInfo> list = {
+      {Fidelity::Analytical, "analytical",
+       "closed-form alpha-beta per operation, no contention (Hockney 1994; NCCL tuning model)"},
+      {Fidelity::Flow, "flow",
+       "flows on routes sharing links max-min fairly, rates updated per change (Bertsekas & Gallager 6.5; SimGrid LMM)"}};
+  return list;
+}
+
+bool parse_fidelity(std::string_view name, Fidelity& out) {
+  for (const FidelityInfo& f : fidelities())
+    if (f.name == name) return (out = f.fidelity), true;
+  return false;
+}
+
+std::string_view to_string(Fidelity f) { return fidelities()[static_cast<int>(f)].name; }
+
+std::unique_ptr<NetworkModel> make_network(Fidelity fidelity, const Topology& topology, EventQueue& queue) {
+  if (fidelity == Fidelity::Flow) return std::make_unique<FlowNetwork>(topology, queue);
+  return std::make_unique<AnalyticalNetwork>(topology, queue);
+}
+
+}  // namespace commsim

@@ -1,0 +1,50 @@
+// Network models: they deliver transfers along topology routes and tell a listener when each is done. Registered
+// by name with a description and the model's source (as SimGrid registers its network models).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/engine/event_queue.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace commsim {
+
+class TransferListener {
+ public:
+  virtual ~TransferListener() = default;
+  virtual void on_transfer_done(std::uint64_t tag) = 0;
+};
+
+// Busy time and bytes per directed link class, for reports.
+struct LinkUsage {
+  double busy_s[kLinkClassCount] = {};   // summed over directed links of the class: time with >= 1 flow
+  double bytes[kLinkClassCount] = {};    // bytes that crossed links of the class (counted per link)
+};
+
+class NetworkModel {
+ public:
+  virtual ~NetworkModel() = default;
+  // Starts moving `bytes` from rank src to rank dst now; calls listener->on_transfer_done(tag) when delivered.
+  virtual void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) = 0;
+  virtual const LinkUsage& usage() const = 0;
+};
+
+enum class Fidelity : std::uint8_t {
+  Analytical,  // closed-form alpha-beta per operation; links are never shared (no contention)
+  Flow,        // every transfer is a flow on its route; links shared max-min fairly among concurrent flows
+};
+struct FidelityInfo {
+  Fidelity fidelity;
+  std::string_view name;
+  std::string_view description;
+};
+const std::vector<FidelityInfo>& fidelities();
+bool parse_fidelity(std::string_view name, Fidelity& out);
+std::string_view to_string(Fidelity f);
+
+std::unique_ptr<NetworkModel> make_network(Fidelity fidelity, const Topology& topology, EventQueue& queue);
+
+}  // namespace commsim

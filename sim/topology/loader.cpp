@@ -1,0 +1,218 @@
+// Reads topologies/*.json into a ClusterTopology or an AstraTopology. Every field is checked; every error names
+// the file and the field (docs/topology-format.md is the format).
+#include <map>
+
+#include "sim/core/json_fields.hpp"
+#include "sim/topology/astra_topology.hpp"
+#include "sim/topology/cluster_topology.hpp"
+
+namespace commsim {
+namespace {
+
+constexpr std::pair<std::string_view, LinkClass> kLinkClassNames[] = {
+    {"nvlink", LinkClass::NvLink}, {"nvswitch", LinkClass::NvSwitch}, {"pcie", LinkClass::Pcie},
+    {"upi", LinkClass::Upi},       {"shm", LinkClass::Shm},           {"rdma", LinkClass::Rdma},
+    {"tcp", LinkClass::Tcp},       {"fabric", LinkClass::Fabric}};
+
+std::string class_list() {
+  std::string s;
+  for (auto [name, c] : kLinkClassNames) s += (s.empty() ? "" : ", ") + std::string(name);
+  return s;
+}
+
+// Largest node count we accept: beyond it the per-link state of a simulation would not fit in memory anyway.
+constexpr std::int64_t kMaxNodes = 1 << 22;
+
+DeviceKind parse_device_kind(JsonFields& f, const std::string& key) {
+  static const std::map<std::string, DeviceKind> kinds = {
+      {"gpu", DeviceKind::Gpu}, {"cpu_rank", DeviceKind::CpuRank}, {"cpu", DeviceKind::Cpu},
+      {"pcie_switch", DeviceKind::PcieSwitch}, {"nvswitch", DeviceKind::NvSwitch}, {"nic", DeviceKind::Nic}};
+  std::string s = f.string(key);
+  auto it = kinds.find(s);
+  if (it == kinds.end()) f.fail(key, "unknown device kind \"" + s + "\" (gpu, cpu_rank, cpu, pcie_switch, nvswitch, nic)");
+  return it->second;
+}
+
+LinkParams parse_link_params(JsonFields& f, LinkClass c) {
+  LinkParams p;
+  p.link_class = c;
+  p.latency_s = f.number("latency_s");
+  if (p.latency_s < 0) f.fail("latency_s", "must be >= 0");
+  p.bandwidth_Bps = f.positive("bandwidth_Bps");
+  p.efficiency = f.number_or("efficiency", 1.0);
+  if (!(p.efficiency > 0 && p.efficiency <= 1)) f.fail("efficiency", "must be in (0, 1]");
+  return p;
+}
+
+std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file, int nodes_override) {
+  JsonFields top(root, file, "");
+  ClusterSpec spec;
+  spec.source_file = file;
+  spec.name = top.string("name");
+  top.string_or("description", "");
+  top.raw_optional("sources");
+
+  std::map<std::string, LinkParams> classes;
+  {
+    JsonFields lc = top.object("link_classes");
+    for (auto& [key, value] : top.raw("link_classes").items()) {
+      LinkClass c;
+      if (!parse_link_class(key, c)) lc.fail(key, "unknown link class (known: " + class_list() + ")");
+      JsonFields f = lc.object(key);
+      classes[key] = parse_link_params(f, c);
+      f.string("source");  // every number needs its source
+      f.reject_unknown();
+    }
+  }
+
+  JsonFields node = top.object("node");
+  std::map<std::string, int> index;
+  const Json& devices = node.array("devices");
+  std::vector<std::string> nic_names;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    JsonFields d(devices[i], file, "node.devices[" + std::to_string(i) + "]");
+    TemplateDevice device{d.string("name"), parse_device_kind(d, "kind")};
+    if (index.count(device.name)) d.fail("name", "duplicate device name \"" + device.name + "\"");
+    nic_names.push_back(d.string_or("nic", ""));
+    if (!nic_names.back().empty() && device.kind != DeviceKind::Gpu && device.kind != DeviceKind::CpuRank)
+      d.fail("nic", "only rank devices (gpu, cpu_rank) choose a nic");
+    d.reject_unknown();
+    index[device.name] = static_cast<int>(spec.devices.size());
+    spec.devices.push_back(device);
+  }
+  for (std::size_t i = 0; i < spec.devices.size(); ++i) {
+    if (nic_names[i].empty()) continue;
+    auto it = index.find(nic_names[i]);
+    const std::string field = "node.devices[" + std::to_string(i) + "].nic";
+    if (it == index.end() || spec.devices[it->second].kind != DeviceKind::Nic)
+      throw InputError(file, field, "\"" + nic_names[i] + "\" is not a device of kind nic");
+    spec.devices[i].nic = it->second;
+  }
+  const Json& links = node.array("links");
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    JsonFields l(links[i], file, "node.links[" + std::to_string(i) + "]");
+    TemplateLink link;
+    for (auto [key, end] : {std::pair{"a", &link.a}, std::pair{"b", &link.b}}) {
+      std::string name = l.string(key);
+      auto it = index.find(name);
+      if (it == index.end()) l.fail(key, "unknown device \"" + name + "\"");
+      *end = it->second;
+    }
+    if (link.a == link.b) l.fail("b", "a link must join two different devices");
+    std::string cls = l.string("class");
+    auto it = classes.find(cls);
+    if (it == classes.end()) {
+      LinkClass unused;
+      l.fail("class", parse_link_class(cls, unused) ? "class \"" + cls + "\" is not defined in link_classes"
+                                                    : "unknown link class \"" + cls + "\" (known: " + class_list() + ")");
+    }
+    link.params = it->second;
+    link.params.latency_s = l.number_or("latency_s", link.params.latency_s);
+    if (link.params.latency_s < 0) l.fail("latency_s", "must be >= 0");
+    link.params.bandwidth_Bps = l.positive_or("bandwidth_Bps", link.params.bandwidth_Bps) *
+                                static_cast<double>(l.integer_or("lanes", 1, 1, 64));
+    link.params.efficiency = l.number_or("efficiency", link.params.efficiency);
+    if (!(link.params.efficiency > 0 && link.params.efficiency <= 1)) l.fail("efficiency", "must be in (0, 1]");
+    l.string_or("source", "");
+    l.reject_unknown();
+    spec.links.push_back(link);
+  }
+  node.reject_unknown();
+
+  spec.nodes = static_cast<int>(top.integer("nodes", 1, kMaxNodes));
+  if (nodes_override > 0) {
+    if (nodes_override > kMaxNodes)
+      throw InputError(file, "nodes", "--nodes " + std::to_string(nodes_override) + " exceeds " + std::to_string(kMaxNodes));
+    spec.nodes = nodes_override;
+  }
+  JsonFields fabric = top.object("fabric");
+  static const std::map<std::string, FabricKind> fabric_kinds = {{"none", FabricKind::None},
+                                                                 {"single_switch", FabricKind::SingleSwitch},
+                                                                 {"fat_tree", FabricKind::FatTree},
+                                                                 {"rail_optimized", FabricKind::RailOptimized}};
+  std::string kind = fabric.string("kind");
+  auto fk = fabric_kinds.find(kind);
+  if (fk == fabric_kinds.end()) fabric.fail("kind", "unknown fabric \"" + kind + "\" (none, single_switch, fat_tree, rail_optimized)");
+  spec.fabric.kind = fk->second;
+  if (spec.fabric.kind != FabricKind::None) {
+    std::string cls = fabric.string("link_class");
+    auto it = classes.find(cls);
+    if (it == classes.end()) fabric.fail("link_class", "class \"" + cls + "\" is not defined in link_classes");
+    spec.fabric.nic_link = it->second;
+    spec.fabric.spine_link = it->second;
+  }
+  if (spec.fabric.kind == FabricKind::FatTree || spec.fabric.kind == FabricKind::RailOptimized) {
+    spec.fabric.nodes_per_leaf = static_cast<int>(fabric.integer("nodes_per_leaf", 1, 1 << 20));
+    spec.fabric.spines = static_cast<int>(fabric.integer("spines", 1, 1 << 16));
+    spec.fabric.oversubscription = fabric.number_or("oversubscription", 1.0);
+    if (!(spec.fabric.oversubscription >= 1)) fabric.fail("oversubscription", "must be >= 1");
+  }
+  fabric.reject_unknown();
+  spec.gpudirect_p2p = top.boolean_or("gpudirect_p2p", true);
+  spec.gpudirect_rdma = top.boolean_or("gpudirect_rdma", true);
+  top.reject_unknown();
+  return std::make_unique<ClusterTopology>(std::move(spec));
+}
+
+std::unique_ptr<Topology> load_astra(const Json& root, const std::string& file, int nodes_override) {
+  JsonFields top(root, file, "");
+  std::string name = top.string("name");
+  top.string_or("description", "");
+  top.raw_optional("sources");
+  JsonFields astra = top.object("astra_sim");
+  const Json& kinds = astra.array("topology");
+  const Json& counts = astra.array("npus_count");
+  const Json& bandwidths = astra.array("bandwidth");
+  const Json& latencies = astra.array("latency");
+  if (kinds.empty()) astra.fail("topology", "needs at least one dimension");
+  for (auto [key, arr] : {std::pair{"npus_count", &counts}, std::pair{"bandwidth", &bandwidths}, std::pair{"latency", &latencies}})
+    if (arr->size() != kinds.size())
+      astra.fail(key, "has " + std::to_string(arr->size()) + " entries, topology has " + std::to_string(kinds.size()));
+  std::vector<AstraDimension> dims;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    const std::string at = "[" + std::to_string(i) + "]";
+    static const std::map<std::string, BlockKind> blocks = {
+        {"Ring", BlockKind::Ring}, {"FullyConnected", BlockKind::FullyConnected}, {"Switch", BlockKind::Switch}};
+    auto b = kinds[i].is_string() ? blocks.find(kinds[i].get<std::string>()) : blocks.end();
+    if (b == blocks.end()) astra.fail("topology" + at, "must be Ring, FullyConnected or Switch");
+    if (!counts[i].is_number_integer() || counts[i].get<std::int64_t>() < 1 || counts[i].get<std::int64_t>() > (1 << 24))
+      astra.fail("npus_count" + at, "must be an integer in [1, 16777216]");
+    if (!bandwidths[i].is_number() || !(bandwidths[i].get<double>() > 0)) astra.fail("bandwidth" + at, "must be > 0 (GB/s)");
+    if (!latencies[i].is_number() || latencies[i].get<double>() < 0) astra.fail("latency" + at, "must be >= 0 (ns)");
+    LinkParams link{LinkClass::Fabric, latencies[i].get<double>() * 1e-9, bandwidths[i].get<double>() * 1e9, 1.0};
+    dims.push_back({b->second, static_cast<int>(counts[i].get<std::int64_t>()), link});
+  }
+  if (nodes_override > 0) {
+    if (dims.size() < 2) throw InputError(file, "astra_sim.topology", "--nodes needs at least two dimensions (it sets the last)");
+    dims.back().npus = nodes_override;
+  }
+  astra.reject_unknown();
+  top.reject_unknown();
+  return std::make_unique<AstraTopology>(name, file, std::move(dims));
+}
+
+}  // namespace
+
+std::string_view to_string(LinkClass c) {
+  for (auto [name, value] : kLinkClassNames)
+    if (value == c) return name;
+  return "?";
+}
+
+bool parse_link_class(std::string_view name, LinkClass& out) {
+  for (auto [n, value] : kLinkClassNames)
+    if (n == name) {
+      out = value;
+      return true;
+    }
+  return false;
+}
+
+std::unique_ptr<Topology> load_topology(const std::string& path, int nodes_override) {
+  Json root = read_json_file(path);
+  if (!root.is_object()) throw InputError(path, "(top level)", "must be a JSON object");
+  if (root.contains("astra_sim")) return load_astra(root, path, nodes_override);
+  return load_cluster(root, path, nodes_override);
+}
+
+}  // namespace commsim

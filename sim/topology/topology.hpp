@@ -1,0 +1,89 @@
+// Topology: rank endpoints joined by full-duplex links, each direction an independent resource with a latency
+// (alpha, seconds) and a bandwidth (beta, bytes/s). Routing is computed and deterministic. Implementations never
+// expand the graph: ids are computed from (node, local index), so one object covers 8 or 100 000 GPUs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace commsim {
+
+enum class LinkClass : std::uint8_t {
+  NvLink,    // point-to-point NVLink between two GPUs
+  NvSwitch,  // GPU <-> NVSwitch port group
+  Pcie,      // PCIe lane group (GPU/NIC <-> PCIe switch or root complex)
+  Upi,       // CPU socket interconnect (QPI/UPI, AMD Infinity Fabric)
+  Shm,       // shared memory between CPU ranks of one host
+  Rdma,      // InfiniBand / RoCE NIC <-> switch
+  Tcp,       // Ethernet NIC <-> switch, TCP transport
+  Fabric,    // switch <-> switch, or a generic network dimension
+};
+inline constexpr int kLinkClassCount = 8;
+std::string_view to_string(LinkClass c);
+bool parse_link_class(std::string_view name, LinkClass& out);
+
+// One direction of a link.
+struct LinkParams {
+  LinkClass link_class = LinkClass::Fabric;
+  double latency_s = 0;      // alpha: time from first byte sent to first byte received
+  double bandwidth_Bps = 0;  // beta: datasheet rate, bytes per second, per direction
+  double efficiency = 1;     // fraction of bandwidth_Bps the communication library achieves (named, not hidden)
+  double effective_Bps() const { return bandwidth_Bps * efficiency; }
+};
+
+using LinkId = std::uint32_t;  // a directed link
+
+// Latency and bottleneck of a path, without its link list.
+struct PathCost {
+  double latency_s = 0;
+  double bottleneck_Bps = 0;  // min effective bandwidth along the path
+};
+
+struct Route {
+  std::vector<LinkId> links;
+  PathCost cost;
+};
+
+class Topology {
+ public:
+  virtual ~Topology() = default;
+  const std::string& name() const { return name_; }
+  const std::string& source_file() const { return source_file_; }
+
+  virtual int ranks() const = 0;
+  // Ranks are grouped into nodes (the first level of the hierarchy), node-major: rank = node * ranks_per_node + i.
+  virtual int ranks_per_node() const = 0;
+  int nodes() const { return ranks() / ranks_per_node(); }
+  int node_of(int rank) const { return rank / ranks_per_node(); }
+
+  virtual std::uint64_t link_count() const = 0;  // directed links
+  virtual const LinkParams& link(LinkId id) const = 0;
+  virtual std::string link_name(LinkId id) const = 0;
+
+  // Appends the directed links from rank src to rank dst (src != dst) to route.links and sets route.cost.
+  virtual void route(int src, int dst, Route& route) const = 0;
+  virtual PathCost path_cost(int src, int dst) const = 0;
+  // All ranks in the order a ring should visit them (node by node; inside a node the fastest cycle).
+  virtual std::vector<int> ring_order() const {
+    std::vector<int> order(ranks());
+    for (int i = 0; i < ranks(); ++i) order[i] = i;
+    return order;
+  }
+  // Channels a collective library would open: one per NIC of a node, so every NIC carries a ring.
+  virtual int default_channels() const { return 1; }
+  // A one-line description of the machine for reports.
+  virtual std::string summary() const = 0;
+
+ protected:
+  std::string name_;
+  std::string source_file_;
+};
+
+// Loads topologies/*.json (node template + fabric, or ASTRA-sim's network dimensions). `nodes_override` > 0
+// replaces the file's node count. Throws InputError naming the file and the field.
+std::unique_ptr<Topology> load_topology(const std::string& path, int nodes_override = 0);
+
+}  // namespace commsim
