@@ -5,13 +5,16 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "sim/core/units.hpp"
+#include "sim/training/simulation.hpp"
 
 namespace commsim::cli {
 
 void register_collective(CLI::App& app, int& exit_code);
+void register_simulate(CLI::App& app, int& exit_code);
 
-// "8:1G" (doubling range) or "1K,4M,1G": sizes in bytes with optional K/M/G (powers of 1024) suffixes.
-std::vector<Bytes> parse_sizes(const std::string& text);
+void print_result(const SimulationRun& run);
 
 }  // namespace commsim::cli

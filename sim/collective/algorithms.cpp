@@ -15,11 +15,13 @@ Bytes piece(Bytes total, std::uint64_t parts, std::uint64_t index) {
   return total / parts + (index < total % parts ? 1 : 0);
 }
 
-int default_chunks(const CollectiveSpec& s, bool pipeline) {
+// `bytes`: what one pipeline moves (one channel's share; for the double tree, one tree's half), as the closed form
+// (cost_model.cpp pipeline_chunks) counts it.
+int default_chunks(const CollectiveSpec& s, bool pipeline, Bytes bytes) {
   if (s.chunks > 0) return s.chunks;
   if (!pipeline) return 1;
   // Pipelined algorithms move ~512 KiB slices, the order of NCCL's Simple-protocol chunk (NCCL_BUFFSIZE 4 MiB / 8 steps).
-  return static_cast<int>(std::clamp<Bytes>((s.bytes + (512u << 10) - 1) / (512u << 10), 1, 64));
+  return static_cast<int>(std::clamp<Bytes>((bytes + (512u << 10) - 1) / (512u << 10), 1, 64));
 }
 
 std::vector<int> participants(const CollectiveSpec& s, const Topology& t) {
@@ -312,12 +314,12 @@ void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& sc
       case Algorithm::Ring:
         if (s.op == Collective::Broadcast || s.op == Collective::Reduce) {
           std::rotate(order.begin(), std::find(order.begin(), order.end(), ranks[s.root % p]), order.end());
-          chain(g, order, bytes, s.op == Collective::Reduce, default_chunks(s, true));
+          chain(g, order, bytes, s.op == Collective::Reduce, default_chunks(s, true, bytes));
         } else {
-          ring(g, order, bytes, s.op != Collective::AllGather, s.op != Collective::ReduceScatter, default_chunks(s, false));
+          ring(g, order, bytes, s.op != Collective::AllGather, s.op != Collective::ReduceScatter, default_chunks(s, false, bytes));
         }
         break;
-      case Algorithm::Tree: double_tree(g, order, bytes, default_chunks(s, true)); break;
+      case Algorithm::Tree: double_tree(g, order, bytes, default_chunks(s, true, piece(bytes, 2, 0))); break;
       case Algorithm::HalvingDoubling: halving_doubling(g, order, bytes); break;
       default: COMMSIM_CHECK(false, "unreachable algorithm");
     }

@@ -47,7 +47,14 @@ struct Model {
     const int chunks = spec.chunks > 0 ? spec.chunks : 1;
     const Bytes piece = ceil_div(ceil_div(ceil_div(bytes, channels), p), chunks);
     const TimePs steps = (rs ? p - 1 : 0) + (ag ? p - 1 : 0);
-    return (steps + chunks - 1) * ring_hop(order, piece) + (rs ? static_cast<TimePs>(p - 1) * reduce(piece) : 0);
+    // A rank sends the `chunks` pieces of a step back to back on one connection (FIFO: each after the previous one
+    // has arrived), so a step occupies chunks hops: the ring gains nothing from pipelining, as every link is busy at
+    // every step already. Step s+1 starts once the step-s piece 0 from the left has arrived (and been reduced) and
+    // the rank's own step-s pieces are out: max(g, (chunks - 1) h) + h after a reducing step, chunks * h otherwise.
+    const TimePs h = ring_hop(order, piece), g = reduce(piece), k = chunks;
+    const TimePs reducing_gaps = rs ? static_cast<TimePs>(p) - (ag ? 1 : 2) : 0;  // step starts after a reducing step
+    const TimePs plain_gaps = steps - 1 - reducing_gaps;
+    return h + reducing_gaps * (std::max(g, (k - 1) * h) + h) + plain_gaps * k * h + (k - 1) * h + (rs && !ag ? g : 0);
   }
   int pipeline_chunks(Bytes bytes) const {
     if (spec.chunks > 0) return spec.chunks;
@@ -78,8 +85,16 @@ struct Model {
     }
     int depth = 0;
     while ((2 << depth) - 1 < p) ++depth;  // heap depth: positions 0 .. p-1
-    // A parent joins two children, one reduction after the other; the piece stream then flows down.
-    return static_cast<TimePs>(2 * depth + k - 1) * worst + static_cast<TimePs>(depth + k - 1) * 2 * reduce(piece);
+    // Piece 0 up the tree: a parent joins its children one after the other (receive, then reduce), so the time the
+    // root holds it depends on the heap's shape (a parent with one child reduces once). Every later piece follows
+    // one hop behind the previous one on every edge (the reductions of different pieces overlap), and the stream
+    // then flows down `depth` hops to the deepest leaf.
+    const TimePs g = reduce(piece);
+    std::vector<TimePs> up(static_cast<std::size_t>(p), 0);
+    for (int i = p - 1; i >= 0; --i)
+      for (int child : {2 * i + 1, 2 * i + 2})
+        if (child < p) up[i] = std::max(up[i], up[child] + worst) + g;
+    return up[0] + static_cast<TimePs>(depth + k - 1) * worst;
   }
   // Rabenseifner halving-doubling with the fold for non-powers of two.
   TimePs halving_doubling(const std::vector<int>& order, Bytes bytes) const {

@@ -1,0 +1,68 @@
+// `commsim simulate`: predicts a training step of a scenario and prints a table; JSON result and Chrome trace.
+#include <cstdio>
+#include <fstream>
+
+#include "cli/commands.hpp"
+#include "sim/core/error.hpp"
+#include "sim/training/simulation.hpp"
+
+namespace commsim::cli {
+namespace {
+
+struct SimulateOptions {
+  std::string scenario, json, trace, fidelity = "analytical";
+  std::vector<std::string> sets;
+  int steps = 0;
+};
+
+void write_json(const std::string& path, const nlohmann::json& doc, const std::string& flag) {
+  std::ofstream out(path);
+  if (!out) throw InputError(flag, "", "cannot write " + path);
+  out << doc.dump(2) << "\n";
+}
+
+}  // namespace
+
+void print_result(const SimulationRun& run) {
+  const Result& r = run.result;
+  std::printf("%s on %s\n", run.scenario.name.c_str(), run.topology->summary().c_str());
+  std::printf("  model %s (%.1f M parameters, %zu tensors), %zu buckets, %d stream(s), fidelity %s\n",
+              run.plan.model.name.c_str(), static_cast<double>(run.plan.model.parameters()) / 1e6,
+              run.plan.model.tensors.size(), run.plan.buckets.size(), run.plan.streams, r.fidelity.c_str());
+  std::printf("  step time      %10.3f ms   (steady-state mean from step %d)\n", r.step_time_s * 1e3, r.steady_from);
+  std::printf("  throughput     %10.1f samples/s   scaling efficiency %.1f %%\n", r.throughput_samples_s, 100 * r.scaling_efficiency);
+  std::printf("  compute        %10.3f ms\n  communication  %10.3f ms   exposed %.3f ms   overlap %.1f %%\n", r.compute_s * 1e3,
+              r.comm_s * 1e3, r.exposed_comm_s * 1e3, 100 * r.overlap_ratio);
+  std::printf("  bytes sent     %10.2f MB per rank per step\n", r.bytes_sent_per_rank / 1e6);
+  for (std::size_t s = 1; s < r.stream_busy_s.size(); ++s) std::printf("  comm stream %zu busy %.3f ms\n", s, r.stream_busy_s[s] * 1e3);
+  for (auto& [cls, busy] : r.link_class_busy_s) std::printf("  %-8s links busy %.3f ms (summed over links)\n", cls.c_str(), busy * 1e3);
+  bool varies = false;
+  for (double s : r.steps_s) varies |= std::abs(s - r.steps_s.front()) > 1e-12 * s;
+  if (varies) {
+    std::printf("  steps (ms):");
+    for (std::size_t i = 0; i < r.steps_s.size() && i < 40; ++i) std::printf(" %.3f", r.steps_s[i] * 1e3);
+    std::printf("%s\n", r.steps_s.size() > 40 ? " ..." : "");
+  }
+}
+
+void register_simulate(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<SimulateOptions>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Predict a training step of a scenario");
+  cmd->add_option("scenario", o->scenario, "scenario JSON file")->required();
+  cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(CLI::PositiveNumber);
+  cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)");
+  cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
+  cmd->add_option("--json", o->json, "write the result JSON");
+  cmd->add_option("--trace", o->trace, "write a Chrome trace (open in Perfetto)");
+  cmd->callback([o, &exit_code] {
+    Fidelity fidelity;
+    if (!parse_fidelity(o->fidelity, fidelity)) throw InputError("--fidelity", "", "unknown fidelity \"" + o->fidelity + "\" (analytical, flow)");
+    SimulationRun run = simulate_scenario(o->scenario, o->sets, o->steps, fidelity);
+    print_result(run);
+    if (!o->json.empty()) write_json(o->json, run.result.to_json(), "--json");
+    if (!o->trace.empty()) write_json(o->trace, chrome_trace(run.result, run.plan.streams), "--trace");
+    exit_code = 0;
+  });
+}
+
+}  // namespace commsim::cli

@@ -1,0 +1,480 @@
+#include "hw/cluster/emulated_cluster.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <utility>
+#include <vector>
+
+extern char** environ;
+
+namespace commsim::hw {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxNodes = 64;
+constexpr double kMinShapedBandwidth_Bps = 1e3;
+constexpr double kMaxShapedBandwidth_Bps = 1e12;
+constexpr double kBurst_s = 0.004;        // tbf bucket: 4 ms of traffic, at least rate/HZ for HZ >= 250
+constexpr double kMinBurst_bytes = 3028;  // ... and at least two full Ethernet frames
+constexpr const char* kNetnsDir = "/run/netns";
+constexpr const char* kStateDir = "/run/commsim";
+constexpr int kFatalSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+// Cleanup registry: what each live cluster must remove, in fixed arrays so that a signal handler can read it.
+constexpr int kMaxLiveClusters = 16;
+constexpr int kMaxPathsPerCluster = kMaxNodes + 2;  // node namespaces, fabric namespace, state file
+constexpr std::size_t kPathCapacity = 64;
+
+struct CleanupSlot {
+  std::atomic<bool> live{false};
+  pid_t owner_pid = 0;
+  int path_count = 0;
+  char paths[kMaxPathsPerCluster][kPathCapacity] = {};
+};
+
+CleanupSlot g_slots[kMaxLiveClusters];
+std::mutex g_slots_mutex;
+struct sigaction g_previous_actions[std::size(kFatalSignals)];
+
+// Removes one registered path with async-signal-safe calls only: a namespace is a bind mount under /run/netns
+// (undone exactly as `ip netns delete` does: detach, unlink); a state file is a plain file (umount2 just fails).
+bool remove_path(const char* path) {
+  umount2(path, MNT_DETACH);
+  return unlink(path) == 0 || errno == ENOENT;
+}
+
+// Removes everything a slot lists and frees it; false if some path could not be removed. Async-signal-safe.
+bool remove_slot(CleanupSlot& slot) {
+  bool removed = true;
+  for (int i = 0; i < slot.path_count; ++i) removed = remove_path(slot.paths[i]) && removed;
+  slot.live.store(false);
+  return removed;
+}
+
+// Removes every live cluster of this process; forked children inherit the registry but do not own its clusters.
+void remove_all_owned() {
+  const pid_t self = getpid();
+  for (CleanupSlot& slot : g_slots) {
+    if (slot.live.load() && slot.owner_pid == self) remove_slot(slot);
+  }
+}
+
+// SIGINT/SIGTERM/SIGHUP: clean up, restore the previous disposition and re-raise, so the process still ends the
+// way it would have (the signal stays blocked until this handler returns).
+void on_fatal_signal(int signal_number) {
+  remove_all_owned();
+  for (std::size_t i = 0; i < std::size(kFatalSignals); ++i) {
+    if (kFatalSignals[i] == signal_number) sigaction(signal_number, &g_previous_actions[i], nullptr);
+  }
+  raise(signal_number);
+}
+
+sigset_t fatal_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal_number : kFatalSignals) sigaddset(&set, signal_number);
+  return set;
+}
+
+// Installs the cleanup for fatal signals and for exit() once; a signal the process ignores stays ignored.
+void install_cleanup_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_handler = on_fatal_signal;
+    action.sa_mask = fatal_signal_set();
+    action.sa_flags = SA_RESTART;  // matters only if a previous handler lets the process go on
+    for (std::size_t i = 0; i < std::size(kFatalSignals); ++i) {
+      sigaction(kFatalSignals[i], nullptr, &g_previous_actions[i]);
+      const bool ignored =
+          !(g_previous_actions[i].sa_flags & SA_SIGINFO) && g_previous_actions[i].sa_handler == SIG_IGN;
+      if (!ignored) sigaction(kFatalSignals[i], &action, nullptr);
+    }
+    std::atexit(remove_all_owned);
+  });
+}
+
+// Registers paths to remove on signals and exit() before creating them, so a partial cluster is never leaked.
+int claim_slot(const std::vector<std::string>& paths) {
+  std::lock_guard lock(g_slots_mutex);
+  for (int index = 0; index < kMaxLiveClusters; ++index) {
+    CleanupSlot& slot = g_slots[index];
+    if (slot.live.load()) continue;
+    slot.owner_pid = getpid();
+    slot.path_count = static_cast<int>(paths.size());
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      std::snprintf(slot.paths[i], kPathCapacity, "%s", paths[i].c_str());
+    }
+    slot.live.store(true);
+    return index;
+  }
+  throw ClusterError("too many emulated clusters alive in this process (at most " + std::to_string(kMaxLiveClusters) +
+                     ")");
+}
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string line;
+  for (const std::string& word : words) line += (line.empty() ? "" : " ") + word;
+  return line;
+}
+
+// Finds a system tool by absolute path, so that a PATH without sbin (non-login shells, sudo) still works.
+std::string find_tool(const std::string& name) {
+  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
+    const std::string path = std::string(dir) + "/" + name;
+    if (access(path.c_str(), X_OK) == 0) return path;
+  }
+  throw ClusterError("'" + name + "' not found in /usr/sbin, /sbin, /usr/bin or /bin");
+}
+
+// Runs a helper (ip, tc) from an argument vector, without a shell, and throws with its stderr when it fails.
+// Fatal signals stay blocked in this thread meanwhile, so cleanup never races a helper that is still creating
+// something; a signal that arrived is handled (cleanup, re-raise) as soon as the helper is done.
+void run_helper(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  int stderr_pipe[2];
+  if (pipe2(stderr_pipe, O_CLOEXEC) != 0) throw ClusterError("pipe: " + std::string(std::strerror(errno)));
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, stderr_pipe[1], STDERR_FILENO);
+  const sigset_t fatal = fatal_signal_set();
+  sigset_t previous_mask;
+  pthread_sigmask(SIG_BLOCK, &fatal, &previous_mask);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setsigmask(&attributes, &previous_mask);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = 0;
+  const int spawn_error = posix_spawn(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawnattr_destroy(&attributes);
+  posix_spawn_file_actions_destroy(&actions);
+  close(stderr_pipe[1]);
+
+  std::string error_output;
+  char buffer[512];
+  for (ssize_t n; spawn_error == 0 && (n = read(stderr_pipe[0], buffer, sizeof buffer)) != 0;) {
+    if (n > 0) {
+      error_output.append(buffer, static_cast<std::size_t>(n));
+    } else if (errno != EINTR) {
+      break;
+    }
+  }
+  close(stderr_pipe[0]);
+  int status = 0;
+  while (spawn_error == 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
+
+  if (spawn_error != 0) throw ClusterError(join(argv) + ": cannot start: " + std::strerror(spawn_error));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const std::string how = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                              : "signal " + std::to_string(WTERMSIG(status));
+    throw ClusterError(join(argv) + " failed (" + how + "): " + one_line(error_output));
+  }
+}
+
+std::string netns_path(const std::string& name) { return std::string(kNetnsDir) + "/" + name; }
+std::string state_path(const std::string& prefix) { return std::string(kStateDir) + "/" + prefix + ".json"; }
+std::string fabric_namespace(const std::string& prefix) { return prefix + "-fab"; }
+std::string bridge_name(const std::string& prefix) { return prefix + "-br"; }
+std::string peer_name(const std::string& prefix, int node) { return prefix + "-p" + std::to_string(node); }
+
+bool is_prefix(const std::string& text) {
+  return text.size() == 8 && text.starts_with("cs") && std::all_of(text.begin() + 2, text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// A run-unique prefix, "cs" + 6 random hex digits, not used by any namespace or state file on this machine.
+std::string fresh_prefix() {
+  std::random_device random;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    char prefix[16];
+    std::snprintf(prefix, sizeof prefix, "cs%06x", random() & 0xffffffU);
+    std::error_code unreadable;  // counts as taken
+    if (!fs::exists(netns_path(fabric_namespace(prefix)), unreadable) && !unreadable &&
+        !fs::exists(state_path(prefix), unreadable) && !unreadable) {
+      return prefix;
+    }
+  }
+  throw ClusterError("no unused emulated-cluster prefix found");
+}
+
+void validate(const ClusterSpec& spec) {
+  if (spec.nodes < 1 || spec.nodes > kMaxNodes) {
+    throw ClusterError("ClusterSpec.nodes must be between 1 and " + std::to_string(kMaxNodes) + ", got " +
+                       std::to_string(spec.nodes));
+  }
+  const double rate_Bps = spec.nic_bandwidth_Bps;
+  if (!(rate_Bps == 0 || (rate_Bps >= kMinShapedBandwidth_Bps && rate_Bps <= kMaxShapedBandwidth_Bps))) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", rate_Bps);
+    throw ClusterError(
+        std::string("ClusterSpec.nic_bandwidth_Bps must be 0 (unshaped) or between 1e3 and 1e12 bytes/s, got ") + got);
+  }
+}
+
+// tbf on one device's egress: the rate in bits/s (tc's "bps" would mean bytes), a bucket of 4 ms of traffic (tbf
+// splits larger GSO packets itself), and up to 50 ms of queue before it drops, enough for one TCP stream to fill it.
+std::vector<std::string> tbf_command(const std::string& tc, const std::string& netns, const std::string& device,
+                                     double rate_Bps) {
+  const std::string rate = std::to_string(std::llround(rate_Bps * 8)) + "bit";
+  const std::string burst_bytes = std::to_string(std::llround(std::max(rate_Bps * kBurst_s, kMinBurst_bytes)));
+  return {tc,    "-n",   netns, "qdisc", "replace",   "dev",     device, "root",
+          "tbf", "rate", rate,  "burst", burst_bytes, "latency", "50ms"};
+}
+
+void write_text_file(const std::string& path, const std::string& text, fs::perms permissions) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  std::error_code error;
+  if (out) fs::permissions(path, permissions, error);
+  if (!out || error) throw ClusterError("cannot write " + path);
+}
+
+}  // namespace
+
+bool has_net_admin(std::string* why) {
+  try {
+    install_cleanup_handlers();
+    const std::string probe = fresh_prefix() + "-probe";
+    const int slot = claim_slot({netns_path(probe)});
+    std::string error;
+    try {
+      run_helper({find_tool("ip"), "netns", "add", probe});
+    } catch (const ClusterError& e) {
+      error = e.what();
+    }
+    remove_slot(g_slots[slot]);
+    if (!error.empty()) throw ClusterError(error);
+    return true;
+  } catch (const ClusterError& e) {
+    if (why)
+      *why =
+          "cannot create network namespaces (needs root, or CAP_NET_ADMIN and CAP_SYS_ADMIN): " + std::string(e.what());
+    return false;
+  }
+}
+
+EmulatedCluster::EmulatedCluster(ClusterSpec spec, std::string prefix, int cleanup_slot)
+    : spec_(spec), prefix_(std::move(prefix)), cleanup_slot_(cleanup_slot) {}
+
+EmulatedCluster::EmulatedCluster(EmulatedCluster&& other) noexcept
+    : spec_(other.spec_), prefix_(std::move(other.prefix_)), cleanup_slot_(std::exchange(other.cleanup_slot_, -1)) {}
+
+EmulatedCluster& EmulatedCluster::operator=(EmulatedCluster&& other) noexcept {
+  if (this != &other) {
+    EmulatedCluster old(std::move(*this));
+    spec_ = other.spec_;
+    prefix_ = std::move(other.prefix_);
+    cleanup_slot_ = std::exchange(other.cleanup_slot_, -1);
+  }
+  return *this;
+}
+
+// Removes the namespaces (which takes their veths and the bridge with them) and the state file.
+EmulatedCluster::~EmulatedCluster() {
+  if (cleanup_slot_ >= 0 && !remove_slot(g_slots[cleanup_slot_])) {
+    std::fprintf(stderr, "commsim: could not fully remove emulated cluster %s\n", prefix_.c_str());
+  }
+}
+
+// Registers everything for cleanup first, writes the state file, then builds fabric and nodes; if any step
+// throws, the half-built cluster's destructor removes what exists.
+EmulatedCluster EmulatedCluster::up(const ClusterSpec& spec, bool persistent) {
+  validate(spec);
+  install_cleanup_handlers();
+  const std::string ip = find_tool("ip");
+  const std::string tc = spec.nic_bandwidth_Bps > 0 ? find_tool("tc") : "";
+  const std::string prefix = fresh_prefix();
+  std::vector<std::string> namespaces = {fabric_namespace(prefix)};
+  for (int node = 0; node < spec.nodes; ++node) namespaces.push_back(prefix + "-n" + std::to_string(node));
+  std::vector<std::string> paths;
+  for (const std::string& name : namespaces) paths.push_back(netns_path(name));
+  paths.push_back(state_path(prefix));
+
+  EmulatedCluster cluster(spec, prefix, claim_slot(paths));
+  std::error_code ignored;
+  fs::create_directories(kStateDir, ignored);
+  const nlohmann::json state = {{"prefix", prefix},
+                                {"owner_pid", getpid()},
+                                {"persistent", persistent},
+                                {"nodes", spec.nodes},
+                                {"nic_bandwidth_Bps", spec.nic_bandwidth_Bps},
+                                {"namespaces", namespaces}};
+  write_text_file(state_path(prefix), state.dump(2) + "\n", fs::perms::owner_read | fs::perms::owner_write);
+  cluster.create_fabric(ip);
+  for (int node = 0; node < spec.nodes; ++node) cluster.create_node(node, ip, tc);
+
+  if (persistent) {
+    g_slots[cluster.cleanup_slot_].live.store(false);  // now owned by the state file, not by this process
+    cluster.cleanup_slot_ = -1;
+  }
+  return cluster;
+}
+
+// The fabric namespace holds the bridge every node's veth peer is attached to.
+void EmulatedCluster::create_fabric(const std::string& ip) const {
+  const std::string fabric = fabric_namespace(prefix_);
+  run_helper({ip, "netns", "add", fabric});
+  run_helper({ip, "-n", fabric, "link", "set", "lo", "up"});
+  run_helper({ip, "-n", fabric, "link", "add", bridge_name(prefix_), "type", "bridge"});
+  run_helper({ip, "-n", fabric, "link", "set", bridge_name(prefix_), "up"});
+}
+
+// A node: its namespace, a veth created directly inside it (the host's namespace never sees it) with the peer in
+// the fabric, its address, and tbf on both the node's egress and the bridge's egress toward the node.
+void EmulatedCluster::create_node(int node, const std::string& ip, const std::string& tc) const {
+  const std::string fabric = fabric_namespace(prefix_);
+  const std::string netns = node_namespace(node);
+  const std::string peer = peer_name(prefix_, node);
+  run_helper({ip, "netns", "add", netns});
+  run_helper(
+      {ip, "link", "add", interface_name(), "netns", netns, "type", "veth", "peer", "name", peer, "netns", fabric});
+  run_helper({ip, "-n", fabric, "link", "set", peer, "master", bridge_name(prefix_), "up"});
+  run_helper({ip, "-n", netns, "link", "set", "lo", "up"});
+  run_helper({ip, "-n", netns, "addr", "add", node_address(node) + "/16", "dev", interface_name()});
+  run_helper({ip, "-n", netns, "link", "set", interface_name(), "up"});
+  if (spec_.nic_bandwidth_Bps > 0) {
+    run_helper(tbf_command(tc, netns, interface_name(), spec_.nic_bandwidth_Bps));
+    run_helper(tbf_command(tc, fabric, peer, spec_.nic_bandwidth_Bps));
+  }
+}
+
+// Reads the namespaces from the state file, refusing any outside the prefix so a bad file cannot remove others.
+void EmulatedCluster::down(const std::string& prefix) {
+  if (!is_prefix(prefix)) throw ClusterError("'" + prefix + "' is not an emulated-cluster prefix (cs + 6 hex digits)");
+  const std::string state_file = state_path(prefix);
+  std::ifstream in(state_file);
+  if (!in) throw ClusterError("no emulated cluster " + prefix + ": " + state_file + " does not exist");
+  std::vector<std::string> namespaces;
+  try {
+    namespaces = nlohmann::json::parse(in).at("namespaces").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw ClusterError(state_file + " is not a cluster state file: " + one_line(e.what()));
+  }
+  std::vector<std::string> paths;
+  for (const std::string& name : namespaces) {
+    if (!name.starts_with(prefix + "-") || name.find('/') != std::string::npos) {
+      throw ClusterError(state_file + " lists namespace '" + name + "' outside cluster " + prefix);
+    }
+    paths.push_back(netns_path(name));
+  }
+  paths.push_back(state_file);
+  for (const std::string& path : paths) {
+    if (!remove_path(path.c_str())) throw ClusterError("cannot remove " + path + ": " + std::strerror(errno));
+  }
+}
+
+// Tries every state file, then reports the first failure, so one bad cluster does not keep the others alive.
+void EmulatedCluster::down_all() {
+  std::error_code error;
+  std::string first_failure;
+  for (const fs::directory_entry& entry : fs::directory_iterator(kStateDir, error)) {
+    const std::string prefix = entry.path().stem().string();
+    if (entry.path().extension() != ".json" || !is_prefix(prefix)) continue;
+    try {
+      down(prefix);
+    } catch (const ClusterError& e) {
+      if (first_failure.empty()) first_failure = e.what();
+    }
+  }
+  if (!first_failure.empty()) throw ClusterError(first_failure);
+}
+
+void EmulatedCluster::check_node(int node) const {
+  if (node < 0 || node >= spec_.nodes) {
+    throw ClusterError("node " + std::to_string(node) + " is not in cluster " + prefix_ + " (nodes 0.." +
+                       std::to_string(spec_.nodes - 1) + ")");
+  }
+}
+
+std::string EmulatedCluster::node_namespace(int node) const {
+  check_node(node);
+  return prefix_ + "-n" + std::to_string(node);
+}
+
+std::string EmulatedCluster::node_address(int node) const {
+  check_node(node);
+  return "198.18.0." + std::to_string(node + 1);
+}
+
+std::string EmulatedCluster::interface_name() const { return prefix_ + "-nic"; }
+
+// mpirun must run inside node 0: its daemons in the other nodes connect back to it over the fabric, which the
+// host namespace is not part of. Each remote node gets its own hostname (a UTS namespace) because Open MPI names
+// shared-memory segments and session directories by hostname, and identical names on two "nodes" collide.
+std::string EmulatedCluster::write_mpi_launch_files(const std::string& dir, int ranks_per_node) const {
+  if (ranks_per_node < 1) {
+    throw ClusterError("ranks_per_node must be at least 1, got " + std::to_string(ranks_per_node));
+  }
+  const bool plain = !dir.empty() && std::all_of(dir.begin(), dir.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("._/+-", c) != nullptr;
+  });
+  if (!plain) throw ClusterError("MPI launch directory may only contain [A-Za-z0-9._/+-], got '" + dir + "'");
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw ClusterError("cannot create " + dir + ": " + error.message());
+
+  const std::string hostfile = dir + "/" + prefix_ + "-hosts";
+  const std::string agent = dir + "/" + prefix_ + "-rsh-agent";
+  std::string hosts;
+  std::string cases;
+  for (int node = 0; node < spec_.nodes; ++node) {
+    hosts += node_address(node) + " slots=" + std::to_string(ranks_per_node) + "\n";
+    cases += "  " + node_address(node) + ") node=" + node_namespace(node) + " ;;\n";
+  }
+  write_text_file(hostfile, hosts, fs::perms::owner_read | fs::perms::owner_write);
+  std::string script = "#!/bin/sh\n";
+  script +=
+      "# rsh agent for emulated cluster " + prefix_ + ": mpirun calls it like ssh, as \"agent HOST COMMAND...\";\n";
+  script += "# it runs COMMAND with sh inside HOST's network namespace, under that node's hostname.\n";
+  script += "host=\"$1\"; shift\n";
+  script += "case \"$host\" in\n" + cases;
+  script += "  *) echo \"commsim rsh agent: $host is not a node of cluster " + prefix_ + "\" >&2; exit 255 ;;\n";
+  script += "esac\n";
+  script += "exec " + find_tool("ip") + " netns exec \"$node\" " + find_tool("unshare") + " --uts /bin/sh -c \"" +
+            find_tool("hostname") + " $node && $*\"\n";
+  write_text_file(agent, script, fs::perms::owner_all);
+
+  // clang-format off
+  return join({find_tool("ip"), "netns", "exec", node_namespace(0), "mpirun", "--hostfile", hostfile,
+               "--mca", "plm_rsh_agent", agent,
+               "--mca", "btl_tcp_if_include", interface_name(),
+               "--mca", "oob_tcp_if_include", interface_name(),
+               "--mca", "mpi_yield_when_idle", "1", "--allow-run-as-root", "--oversubscribe"});
+  // clang-format on
+}
+
+}  // namespace commsim::hw

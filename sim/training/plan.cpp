@@ -1,0 +1,374 @@
+#include "sim/training/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "sim/core/error.hpp"
+
+namespace commsim {
+
+double dgc_sparsity(const Dgc& dgc, int step) {
+  if (step < dgc.rampup_begin_step) return 0;
+  const int n = static_cast<int>(dgc.sparsity.size());
+  // Paddle: rampup_step 100 with 5 sparsities -> steps 0-19 use the first, 20-39 the second, ...
+  const int period = std::max(1, dgc.rampup_step / n);
+  return dgc.sparsity[std::min(n - 1, (step - dgc.rampup_begin_step) / period)];
+}
+
+int adaptive_k(const LocalSgd& l, int step) {
+  // Paddle AdaptiveLocalSGDOptimizer (after AdaComm, Wang & Joshi 2019):
+  //   k = ceil(sqrt(lr_0 * loss_t / (lr_t * loss_0) * init_k_steps)), clamped to [1, 16].
+  const double lr = l.lr_initial * (l.lr_decay_every_steps > 0 ? std::pow(l.lr_decay_factor, step / l.lr_decay_every_steps) : 1);
+  // The loss decays exponentially from loss_initial towards loss_final with the given half-life (a stated input).
+  const double loss = l.loss_half_life_steps > 0
+                          ? l.loss_final + (l.loss_initial - l.loss_final) * std::exp2(-static_cast<double>(step) / l.loss_half_life_steps)
+                          : l.loss_initial;
+  const double k = std::ceil(std::sqrt(l.lr_initial * loss / (lr * l.loss_initial) * l.init_k_steps));
+  return static_cast<int>(std::clamp(k, 1.0, 16.0));
+}
+
+namespace {
+
+constexpr double kMB = 1024.0 * 1024.0;  // fusion sizes are MiB, as PyTorch's bucket_cap_mb and MindSpore's
+
+struct Builder {
+  const Scenario& sc;
+  const Model& model;
+  const Topology& topo;
+  int ranks;
+  int streams;
+  std::vector<double> forward_s, backward_s;
+
+  CollectiveSpec collective(Collective op, Bytes bytes, Algorithm algorithm) const {
+    CollectiveSpec c;
+    c.op = op;
+    c.algorithm = algorithm;
+    c.bytes = bytes;
+    c.channels = sc.strategy.channels > 0 ? sc.strategy.channels : topo.default_channels();
+    c.hierarchy_groups = sc.strategy.hierarchical_allreduce_inter_nranks;
+    c.ranks_per_node = topo.ranks_per_node();
+    // Gamma: a reduction reads two operands and writes one at memory speed.
+    c.reduce_Bps = sc.device.memory_Bps / 3;
+    return c;
+  }
+  // Bytes each rank sends in the collective: the total of its schedule divided by the ranks.
+  double sent_per_rank(const CollectiveSpec& c) const {
+    const double m = static_cast<double>(c.bytes), p = ranks;
+    switch (c.op) {
+      case Collective::AllReduce: return 2 * (p - 1) / p * m;
+      case Collective::ReduceScatter:
+      case Collective::AllGather: return (p - 1) / p * m;
+      default: return m * (p - 1) / p;
+    }
+  }
+  int add(StepPlan& plan, Task t) const {
+    plan.tasks.push_back(std::move(t));
+    return static_cast<int>(plan.tasks.size() - 1);
+  }
+  int compute(StepPlan& plan, double seconds, const std::string& label, int dep) const {
+    Task t;
+    t.kind = TaskKind::Compute;
+    t.seconds = seconds;
+    t.label = label;
+    if (dep >= 0) t.deps.push_back(dep);
+    return add(plan, t);
+  }
+  // A collective on `stream`, preceded by a cast when the gradients travel in a narrower dtype.
+  int communicate(StepPlan& plan, int stream, Collective op, std::uint64_t elements, double bytes_per_element,
+                  std::vector<int> deps, const std::string& label, int bucket, const std::vector<int>& tensors,
+                  Algorithm algorithm) const {
+    if (sc.strategy.comm_dtype != CommDtype::Fp32) {
+      // Cast down before and up after: read 4 + write b bytes, then read b + write 4, per element.
+      Task cast;
+      cast.kind = TaskKind::Delay;
+      cast.stream = stream;
+      cast.seconds = 2.0 * static_cast<double>(elements) * (4 + dtype_bytes(sc.strategy.comm_dtype)) / sc.device.memory_Bps;
+      cast.deps = deps;
+      cast.label = "cast " + label;
+      cast.bucket = bucket;
+      deps = {add(plan, cast)};
+    }
+    Task t;
+    t.kind = TaskKind::Collective;
+    t.stream = stream;
+    t.collective = collective(op, static_cast<Bytes>(std::ceil(static_cast<double>(elements) * bytes_per_element)), algorithm);
+    t.bytes_sent_per_rank = sent_per_rank(t.collective);
+    t.deps = std::move(deps);
+    t.label = label;
+    t.bucket = bucket;
+    t.tensors = tensors;
+    return add(plan, t);
+  }
+
+  // Forward and backward compute; returns the task of each layer's backward.
+  std::vector<int> compute_pass(StepPlan& plan, const std::vector<int>& forward_gate = {}) const {
+    int last = -1;
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+      const int gate = forward_gate.empty() ? -1 : forward_gate[l];
+      last = compute(plan, forward_s[l], "fwd " + model.layers[l].name, last);
+      if (gate >= 0) plan.tasks[last].deps.push_back(gate);
+    }
+    std::vector<int> backward(model.layers.size());
+    for (std::size_t l = model.layers.size(); l-- > 0;) last = backward[l] = compute(plan, backward_s[l], "bwd " + model.layers[l].name, last);
+    return backward;
+  }
+};
+
+std::vector<Bucket> make_buckets(const Scenario& sc, const Model& model) {
+  const Fusion& f = sc.strategy.fusion;
+  const int n = static_cast<int>(model.tensors.size());
+  std::vector<std::vector<int>> groups;  // each in backward order
+  if (f.mode == FusionMode::None) {
+    for (int t = n - 1; t >= 0; --t) groups.push_back({t});
+  } else if (f.mode == FusionMode::Index) {
+    // MindSpore all_reduce_fusion_config: indices split the forward-ordered tensors; the last group is launched first.
+    if (f.indices.back() >= n)
+      throw InputError(sc.file, "strategy.fusion.indices", "split index " + std::to_string(f.indices.back()) +
+                                                                 " is past the last tensor (the model has " + std::to_string(n) + ")");
+    std::vector<int> bounds{0};
+    bounds.insert(bounds.end(), f.indices.begin(), f.indices.end());
+    bounds.push_back(n);
+    for (std::size_t g = bounds.size() - 1; g-- > 0;) {
+      std::vector<int> group;
+      for (int t = bounds[g + 1] - 1; t >= bounds[g]; --t) group.push_back(t);
+      groups.push_back(group);
+    }
+  } else {
+    // Size: fill in backward order until the bucket reaches its cap (PyTorch DDP Reducer; MindSpore "size"/"auto").
+    double cap = (f.mode == FusionMode::Size ? f.first_bucket_mb : f.size_mb) * kMB;
+    std::vector<int> group;
+    double bytes = 0;
+    for (int t = n - 1; t >= 0; --t) {
+      group.push_back(t);
+      bytes += 4.0 * static_cast<double>(model.tensors[t].elements);
+      if (bytes >= cap) {
+        groups.push_back(group);
+        group.clear();
+        bytes = 0;
+        cap = f.size_mb * kMB;
+      }
+    }
+    if (!group.empty()) groups.push_back(group);
+  }
+  std::vector<Bucket> buckets;
+  for (auto& g : groups) {
+    Bucket b;
+    b.tensors = g;
+    b.ready_layer = model.tensors[g.back()].layer;  // lowest forward index: its gradient comes last
+    for (int t : g) b.elements += model.tensors[t].elements;
+    buckets.push_back(b);
+  }
+  return buckets;
+}
+
+// Buckets of `cap_bytes` in a given tensor order (for sharded all-gathers and reduce-scatters).
+std::vector<std::vector<int>> pack(const Model& model, const std::vector<int>& order, double cap_bytes) {
+  std::vector<std::vector<int>> groups(1);
+  double bytes = 0;
+  for (int t : order) {
+    groups.back().push_back(t);
+    bytes += 4.0 * static_cast<double>(model.tensors[t].elements);
+    if (bytes >= cap_bytes) groups.emplace_back(), bytes = 0;
+  }
+  if (groups.back().empty()) groups.pop_back();
+  return groups;
+}
+
+std::uint64_t elements_of(const Model& model, const std::vector<int>& tensors) {
+  std::uint64_t e = 0;
+  for (int t : tensors) e += model.tensors[t].elements;
+  return e;
+}
+
+}  // namespace
+
+Plan build_plan(const Scenario& sc, const Topology& topo) {
+  Plan plan;
+  plan.scenario = sc;
+  plan.model = load_model(sc.model_path);
+  plan.ranks = topo.ranks();
+  plan.streams = sc.strategy.nccl_comm_num;
+  const Model& model = plan.model;
+  if (plan.ranks < 2) throw InputError(sc.file, "nodes", "data parallelism needs at least 2 ranks, the cluster has " + std::to_string(plan.ranks));
+  CollectiveSpec probe;
+  probe.algorithm = sc.strategy.algorithm;
+  probe.hierarchy_groups = sc.strategy.hierarchical_allreduce_inter_nranks;
+  probe.ranks_per_node = topo.ranks_per_node();
+  check_supported(probe, plan.ranks, sc.file + ": strategy");
+  for (auto& [rank, factor] : sc.strategy.stragglers.slow_ranks)
+    if (rank >= plan.ranks)
+      throw InputError(sc.file, "strategy.stragglers.slow_ranks." + std::to_string(rank), "no such rank (the cluster has " + std::to_string(plan.ranks) + ")");
+
+  Builder b{sc, model, topo, plan.ranks, plan.streams, {}, {}};
+  const double rate = sc.device.peak_flops * sc.device.efficiency;
+  for (const Layer& l : model.layers) {
+    b.forward_s.push_back(l.forward_s_per_sample >= 0 ? l.forward_s_per_sample * sc.batch_per_gpu : l.forward_flops_per_sample * sc.batch_per_gpu / rate);
+    b.backward_s.push_back(l.backward_s_per_sample >= 0 ? l.backward_s_per_sample * sc.batch_per_gpu : l.backward_flops_per_sample * sc.batch_per_gpu / rate);
+    plan.compute_s += b.forward_s.back() + b.backward_s.back();
+  }
+  plan.buckets = make_buckets(sc, model);
+  for (std::size_t i = 0; i < plan.buckets.size(); ++i) plan.buckets[i].stream = 1 + static_cast<int>(i % plan.streams);
+  const Strategy& st = sc.strategy;
+  plan.notes.push_back("compute: FLOPs / (" + sc.device.name + " peak x efficiency); backward = 2x forward unless the model says otherwise");
+  plan.notes.push_back("stragglers: synchronous steps wait for the slowest rank; Local SGD only at each averaging");
+
+  // Gradient synchronisation of every bucket, overlapped with backward or after it.
+  auto sync_step = [&](StepKind kind, double sparsity) {
+    StepPlan step;
+    step.kind = kind;
+    step.sparsity = sparsity;
+    std::vector<int> backward = b.compute_pass(step);
+    const int backward_end = backward.front();
+    for (std::size_t i = 0; i < plan.buckets.size(); ++i) {
+      const Bucket& bucket = plan.buckets[i];
+      const std::vector<int> deps = {st.overlap ? backward[bucket.ready_layer] : backward_end};
+      const std::string name = "bucket " + std::to_string(i);
+      if (kind != StepKind::DgcSparse) {
+        b.communicate(step, bucket.stream, Collective::AllReduce, bucket.elements, dtype_bytes(st.comm_dtype), deps, name,
+                      static_cast<int>(i), bucket.tensors, st.algorithm);
+        continue;
+      }
+      // DGC: tensors of at least min_elements are sparsified: top-k selection, then an AllGather of (value, index).
+      std::vector<int> sparse, dense;
+      for (int t : bucket.tensors) (model.tensors[t].elements >= st.dgc->min_elements ? sparse : dense).push_back(t);
+      std::vector<int> after = deps;
+      if (!sparse.empty()) {
+        const std::uint64_t elements = elements_of(model, sparse);
+        Task select;
+        select.kind = TaskKind::Delay;
+        select.stream = bucket.stream;
+        // Sampled threshold then one selection pass over the gradient (DGC paper, sec. 3): ~2 reads of fp32.
+        select.seconds = 2.0 * 4.0 * static_cast<double>(elements) / sc.device.memory_Bps;
+        select.deps = deps;
+        select.label = "top-k " + name;
+        select.bucket = static_cast<int>(i);
+        int s = b.add(step, select);
+        const double kept = std::ceil((1 - sparsity) * static_cast<double>(elements));
+        // Every rank contributes kept pairs of (value in comm dtype, int32 index): the gathered output is p times that.
+        Task gather;
+        gather.kind = TaskKind::Collective;
+        gather.stream = bucket.stream;
+        gather.collective = b.collective(Collective::AllGather, static_cast<Bytes>(kept * (dtype_bytes(st.comm_dtype) + 4) * plan.ranks), Algorithm::Ring);
+        gather.bytes_sent_per_rank = b.sent_per_rank(gather.collective);
+        gather.deps = {s};
+        gather.label = "dgc allgather " + name;
+        gather.bucket = static_cast<int>(i);
+        gather.tensors = sparse;
+        b.add(step, gather);
+      }
+      if (!dense.empty())
+        b.communicate(step, bucket.stream, Collective::AllReduce, elements_of(model, dense), dtype_bytes(st.comm_dtype), after,
+                      name + " dense", static_cast<int>(i), dense, st.algorithm);
+    }
+    return step;
+  };
+  // Local SGD: local steps only compute; an averaging step allreduces the parameters after the local update.
+  auto local_step = [&](bool average) {
+    StepPlan step;
+    step.kind = average ? StepKind::LocalAverage : StepKind::LocalOnly;
+    std::vector<int> backward = b.compute_pass(step);
+    if (!average) return step;
+    for (std::size_t i = 0; i < plan.buckets.size(); ++i)
+      b.communicate(step, plan.buckets[i].stream, Collective::AllReduce, plan.buckets[i].elements, dtype_bytes(st.comm_dtype),
+                    {backward.front()}, "average " + std::to_string(i), static_cast<int>(i), plan.buckets[i].tensors, st.algorithm);
+    return step;
+  };
+  // Sharded data parallel: gradients reduce-scattered during backward; stage 3 all-gathers parameters before each
+  // layer group's forward and backward, one group ahead (prefetch); stage 2 all-gathers updated parameters at the end.
+  auto sharded_step = [&]() {
+    StepPlan step;
+    step.kind = StepKind::Sharded;
+    std::vector<int> forward_order(model.tensors.size());
+    for (std::size_t t = 0; t < forward_order.size(); ++t) forward_order[t] = static_cast<int>(t);
+    const auto gather_groups = pack(model, forward_order, st.sharding.allgather_fusion_mb * kMB);
+    std::vector<int> gate(model.layers.size(), -1);
+    if (st.sharding.stage == 3) {
+      int previous = -1;
+      for (std::size_t g = 0; g < gather_groups.size(); ++g) {
+        std::vector<int> deps;
+        if (previous >= 0) deps.push_back(previous);
+        previous = b.communicate(step, 1, Collective::AllGather, elements_of(model, gather_groups[g]), dtype_bytes(st.comm_dtype),
+                                 deps, "allgather params " + std::to_string(g), -1, gather_groups[g], Algorithm::Ring);
+        for (int t : gather_groups[g]) {
+          int& gl = gate[model.tensors[t].layer];
+          gl = std::max(gl, previous);
+        }
+      }
+    }
+    std::vector<int> backward = b.compute_pass(step, gate);
+    std::vector<int> backward_order(forward_order.rbegin(), forward_order.rend());
+    const auto scatter_groups = pack(model, backward_order, st.sharding.reducescatter_fusion_mb * kMB);
+    std::vector<int> scattered;
+    for (std::size_t g = 0; g < scatter_groups.size(); ++g) {
+      const int ready = model.tensors[scatter_groups[g].back()].layer;
+      const int stream = 1 + static_cast<int>((g + (st.sharding.stage == 3 ? 1 : 0)) % plan.streams);
+      scattered.push_back(b.communicate(step, stream, Collective::ReduceScatter, elements_of(model, scatter_groups[g]),
+                                        dtype_bytes(st.comm_dtype), {st.overlap ? backward[ready] : backward.front()},
+                                        "reducescatter grads " + std::to_string(g), -1, scatter_groups[g], Algorithm::Ring));
+    }
+    if (st.sharding.stage == 2)
+      for (std::size_t g = 0; g < gather_groups.size(); ++g)
+        b.communicate(step, 1 + static_cast<int>(g % plan.streams), Collective::AllGather, elements_of(model, gather_groups[g]),
+                      dtype_bytes(st.comm_dtype), scattered, "allgather params " + std::to_string(g), -1, gather_groups[g], Algorithm::Ring);
+    return step;
+  };
+
+  auto kind_index = [&](StepPlan step) {
+    for (std::size_t k = 0; k < plan.kinds.size(); ++k)
+      if (plan.kinds[k].kind == step.kind && plan.kinds[k].sparsity == step.sparsity) return static_cast<int>(k);
+    plan.kinds.push_back(std::move(step));
+    return static_cast<int>(plan.kinds.size() - 1);
+  };
+  int since_average = 0;
+  for (int s = 0; s < sc.steps; ++s) {
+    int k;
+    if (st.sharding.stage) {
+      k = kind_index(sharded_step());
+    } else if (st.dgc) {
+      const double sparsity = dgc_sparsity(*st.dgc, s);
+      k = kind_index(sync_step(sparsity > 0 ? StepKind::DgcSparse : StepKind::Sync, sparsity));
+    } else if (st.localsgd && s >= st.localsgd->begin_step) {
+      const int interval = st.localsgd->adaptive ? adaptive_k(*st.localsgd, s) : st.localsgd->k_steps;
+      const bool average = ++since_average >= interval;
+      if (average) since_average = 0;
+      k = kind_index(local_step(average));
+    } else {
+      k = kind_index(sync_step(StepKind::Sync, 0));
+    }
+    plan.step_kind.push_back(k);
+  }
+
+  // Straggler factors: per rank and step, compute time x max(0.5, N(1, cv)) x the rank's fixed slowdown.
+  const Stragglers& sg = st.stragglers;
+  plan.compute_factor.assign(sc.steps, 1.0);
+  if (sg.compute_cv > 0 || !sg.slow_ranks.empty()) {
+    std::mt19937_64 rng(sg.seed);
+    std::normal_distribution<double> noise(1.0, sg.compute_cv);
+    std::vector<double> since_sync(plan.ranks, 0.0);
+    double mean_since_sync = 0;
+    for (int s = 0; s < sc.steps; ++s) {
+      double worst = 0, mean = 0;
+      for (int r = 0; r < plan.ranks; ++r) {
+        double f = sg.compute_cv > 0 ? std::max(0.5, noise(rng)) : 1.0;
+        if (auto it = sg.slow_ranks.find(r); it != sg.slow_ranks.end()) f *= it->second;
+        since_sync[r] += f;
+        worst = std::max(worst, since_sync[r]);
+        mean += f / plan.ranks;
+      }
+      const StepKind kind = plan.kinds[plan.step_kind[s]].kind;
+      if (kind == StepKind::LocalOnly) {
+        // Ranks run ahead independently: the representative timeline advances by the mean; the wait comes at sync.
+        plan.compute_factor[s] = mean;
+        mean_since_sync += mean;
+        continue;
+      }
+      plan.compute_factor[s] = worst - mean_since_sync;  // the slowest rank's accumulated time, less what was counted
+      std::fill(since_sync.begin(), since_sync.end(), 0.0);
+      mean_since_sync = 0;
+    }
+  }
+  return plan;
+}
+
+}  // namespace commsim

@@ -1,0 +1,72 @@
+#include "sim/training/result.hpp"
+
+#include <unistd.h>
+
+#include "sim/core/json_fields.hpp"
+
+namespace commsim {
+
+nlohmann::json Result::to_json() const {
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  return {{"scenario", scenario},
+          {"backend", backend},
+          {"fidelity", fidelity},
+          {"ranks", ranks},
+          {"batch_per_gpu", batch_per_gpu},
+          {"step_time_s", step_time_s},
+          {"step_time_spread_s", step_time_spread_s},
+          {"steady_from", steady_from},
+          {"steps", steps_s},
+          {"throughput_samples_s", throughput_samples_s},
+          {"scaling_efficiency", scaling_efficiency},
+          {"breakdown", {{"compute_s", compute_s}, {"comm_s", comm_s}, {"exposed_comm_s", exposed_comm_s}, {"overlap_ratio", overlap_ratio}}},
+          {"stream_busy_s", stream_busy_s},
+          {"link_class_busy_s", link_class_busy_s},
+          {"bytes_sent", bytes_sent_per_rank},
+          {"notes", notes},
+          {"provenance", {{"commsim_version", COMMSIM_VERSION}, {"scenario_hash", scenario_hash}, {"backend", backend},
+                          {"fidelity", fidelity}, {"host", host}}}};
+}
+
+Result Result::from_json(const nlohmann::json& j, const std::string& file) {
+  Result r;
+  try {
+    r.scenario = j.at("scenario").get<std::string>();
+    r.backend = j.at("backend").get<std::string>();
+    r.fidelity = j.at("fidelity").get<std::string>();
+    r.ranks = j.at("ranks").get<int>();
+    r.batch_per_gpu = j.value("batch_per_gpu", 0);
+    r.step_time_s = j.at("step_time_s").get<double>();
+    r.step_time_spread_s = j.value("step_time_spread_s", 0.0);
+    r.steps_s = j.at("steps").get<std::vector<double>>();
+    r.throughput_samples_s = j.at("throughput_samples_s").get<double>();
+    r.scaling_efficiency = j.value("scaling_efficiency", 0.0);
+    const auto& b = j.at("breakdown");
+    r.compute_s = b.at("compute_s").get<double>();
+    r.comm_s = b.at("comm_s").get<double>();
+    r.exposed_comm_s = b.at("exposed_comm_s").get<double>();
+    r.overlap_ratio = b.value("overlap_ratio", 0.0);
+    r.bytes_sent_per_rank = j.at("bytes_sent").get<double>();
+    r.stream_busy_s = j.value("stream_busy_s", std::vector<double>{});
+    r.link_class_busy_s = j.value("link_class_busy_s", std::map<std::string, double>{});
+    r.notes = j.value("notes", std::vector<std::string>{});
+    r.scenario_hash = j.at("provenance").value("scenario_hash", "");
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(file, "", std::string("not a commsim result: ") + e.what());
+  }
+  return r;
+}
+
+nlohmann::json chrome_trace(const Result& r, int streams) {
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", r.scenario + " (rank 0)"}}}});
+  for (int s = 0; s <= streams; ++s)
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", s},
+                      {"args", {{"name", s == 0 ? std::string("compute") : "comm stream " + std::to_string(s)}}}});
+  for (const TraceEvent& e : r.trace)
+    events.push_back({{"name", e.name}, {"ph", "X"}, {"pid", 0}, {"tid", e.stream}, {"ts", e.start_s * 1e6}, {"dur", e.duration_s * 1e6}});
+  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace commsim

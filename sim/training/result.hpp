@@ -1,0 +1,46 @@
+// The Result schema shared by the simulator and the hardware backends (design contract: step_time_s, steps[],
+// throughput_samples_s, breakdown.{compute_s, comm_s, exposed_comm_s}, bytes_sent, backend, fidelity).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace commsim {
+
+struct TraceEvent {
+  std::string name;
+  int stream;
+  double start_s, duration_s;
+};
+
+struct Result {
+  std::string scenario;
+  std::string scenario_hash;  // FNV-1a of the scenario document after overrides
+  std::string backend = "sim";
+  std::string fidelity;
+  int ranks = 0;
+  int batch_per_gpu = 0;
+  std::vector<double> steps_s;   // each step's time
+  double step_time_s = 0;        // steady-state mean (see steady_from)
+  int steady_from = 0;           // first step counted in the steady state
+  double step_time_spread_s = 0; // hardware: half the interquartile range of the steady steps
+  double throughput_samples_s = 0;
+  double scaling_efficiency = 0;  // throughput / (ranks x single-GPU throughput)
+  double compute_s = 0, comm_s = 0, exposed_comm_s = 0, overlap_ratio = 0;  // steady-state means per step
+  std::vector<double> stream_busy_s;              // per step, index 0 = compute stream
+  std::map<std::string, double> link_class_busy_s;  // summed over steady steps, per step
+  double bytes_sent_per_rank = 0;                  // per step, steady-state mean
+  std::vector<std::string> notes;
+  std::vector<TraceEvent> trace;  // first steps, representative rank
+
+  nlohmann::json to_json() const;
+  static Result from_json(const nlohmann::json& j, const std::string& file);
+};
+
+// Writes a Chrome trace (Perfetto opens it): one thread per stream of the representative rank.
+nlohmann::json chrome_trace(const Result& r, int streams);
+
+}  // namespace commsim

@@ -1,0 +1,202 @@
+#include "sim/training/scenario.hpp"
+
+#include <filesystem>
+
+namespace commsim {
+
+int dtype_bytes(CommDtype d) {
+  static constexpr int bytes[] = {4, 2, 2, 1};
+  return bytes[static_cast<int>(d)];
+}
+std::string_view to_string(CommDtype d) {
+  static constexpr std::string_view names[] = {"fp32", "fp16", "bf16", "fp8"};
+  return names[static_cast<int>(d)];
+}
+
+namespace {
+
+std::string resolve(const std::string& file, const std::string& relative) {
+  std::filesystem::path p(relative);
+  if (p.is_absolute()) return relative;
+  return (std::filesystem::path(file).parent_path() / p).lexically_normal().string();
+}
+
+Fusion parse_fusion(JsonFields f) {
+  Fusion fusion;
+  const std::string mode = f.string("mode");
+  if (mode == "none") fusion.mode = FusionMode::None;
+  else if (mode == "size") fusion.mode = FusionMode::Size;
+  else if (mode == "index") fusion.mode = FusionMode::Index;
+  else if (mode == "auto") fusion.mode = FusionMode::Auto;
+  else f.fail("mode", "unknown fusion mode \"" + mode + "\" (none, size, index, auto)");
+  if (fusion.mode == FusionMode::Size) {
+    fusion.size_mb = f.positive("size_mb");
+    fusion.first_bucket_mb = f.positive_or("first_bucket_mb", fusion.size_mb);
+  }
+  if (fusion.mode == FusionMode::Auto) fusion.size_mb = 64;  // MindSpore "auto": 64 MB
+  if (fusion.mode == FusionMode::Index) {
+    const Json& indices = f.array("indices");
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      if (!indices[i].is_number_integer() || indices[i].get<std::int64_t>() < 1)
+        f.fail("indices[" + std::to_string(i) + "]", "must be a positive integer");
+      const int v = static_cast<int>(indices[i].get<std::int64_t>());
+      if (!fusion.indices.empty() && v <= fusion.indices.back())
+        f.fail("indices[" + std::to_string(i) + "]", "split indices must increase");
+      fusion.indices.push_back(v);
+    }
+  }
+  f.reject_unknown();
+  return fusion;
+}
+
+Dgc parse_dgc(JsonFields f) {
+  Dgc d;
+  d.rampup_begin_step = static_cast<int>(f.integer("rampup_begin_step", 0, 1 << 30));
+  d.rampup_step = static_cast<int>(f.integer("rampup_step", 1, 1 << 30));
+  const Json& s = f.array("sparsity");
+  if (s.empty()) f.fail("sparsity", "needs at least one value");
+  d.sparsity.clear();
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!s[i].is_number() || !(s[i].get<double>() >= 0 && s[i].get<double>() < 1))
+      f.fail("sparsity[" + std::to_string(i) + "]", "must be in [0, 1), got " + s[i].dump());
+    d.sparsity.push_back(s[i].get<double>());
+  }
+  d.min_elements = static_cast<std::uint64_t>(f.integer_or("min_elements", 16384, 0, std::int64_t{1} << 40));
+  f.reject_unknown();
+  return d;
+}
+
+LocalSgd parse_localsgd(JsonFields f, bool adaptive) {
+  LocalSgd l;
+  l.adaptive = adaptive;
+  l.begin_step = static_cast<int>(f.integer_or("begin_step", 1, 0, 1 << 30));
+  if (!adaptive) {
+    l.k_steps = static_cast<int>(f.integer("k_steps", 1, 1 << 20));
+  } else {
+    l.init_k_steps = static_cast<int>(f.integer("init_k_steps", 1, 16));
+    l.lr_initial = f.positive_or("lr_initial", 0.1);
+    l.lr_decay_factor = f.positive_or("lr_decay_factor", 1);
+    l.lr_decay_every_steps = static_cast<int>(f.integer_or("lr_decay_every_steps", 0, 0, 1 << 30));
+    l.loss_initial = f.positive_or("loss_initial", 1);
+    l.loss_final = f.positive_or("loss_final", l.loss_initial);
+    l.loss_half_life_steps = static_cast<int>(f.integer_or("loss_half_life_steps", 0, 0, 1 << 30));
+  }
+  f.reject_unknown();
+  return l;
+}
+
+CommDtype parse_dtype(JsonFields& f, const std::string& key) {
+  const std::string s = f.string(key);
+  for (int i = 0; i < 4; ++i)
+    if (to_string(static_cast<CommDtype>(i)) == s) return static_cast<CommDtype>(i);
+  f.fail(key, "unknown dtype \"" + s + "\" (fp32, fp16, bf16, fp8)");
+}
+
+Strategy parse_strategy(JsonFields f) {
+  Strategy s;
+  if (f.has("fusion")) s.fusion = parse_fusion(f.object("fusion"));
+  s.overlap = f.boolean_or("overlap", true);
+  s.nccl_comm_num = static_cast<int>(f.integer_or("nccl_comm_num", 1, 1, 64));
+  if (f.has("algorithm")) {
+    const std::string a = f.string("algorithm");
+    if (!parse_algorithm(a, s.algorithm)) f.fail("algorithm", "unknown algorithm \"" + a + "\" (ring, tree, hd, hierarchical, 2d-ring, auto)");
+  }
+  s.use_hierarchical_allreduce = f.boolean_or("use_hierarchical_allreduce", false);
+  s.hierarchical_allreduce_inter_nranks = static_cast<int>(f.integer_or("hierarchical_allreduce_inter_nranks", 0, 1, 1 << 24));
+  if (s.use_hierarchical_allreduce) s.algorithm = Algorithm::Hierarchical;
+  s.channels = static_cast<int>(f.integer_or("channels", 0, 0, 64));
+  if (f.has("comm_dtype")) s.comm_dtype = parse_dtype(f, "comm_dtype");
+  if (f.has("dgc")) s.dgc = parse_dgc(f.object("dgc"));
+  if (f.has("localsgd") && f.has("adaptive_localsgd")) f.fail("adaptive_localsgd", "use either localsgd or adaptive_localsgd");
+  if (f.has("localsgd")) s.localsgd = parse_localsgd(f.object("localsgd"), false);
+  if (f.has("adaptive_localsgd")) s.localsgd = parse_localsgd(f.object("adaptive_localsgd"), true);
+  if (s.dgc && s.localsgd) f.fail("dgc", "DGC and Local SGD cannot be combined (Paddle rejects it too)");
+  if (f.has("sharding")) {
+    JsonFields sh = f.object("sharding");
+    s.sharding.stage = static_cast<int>(sh.integer("stage", 0, 3));
+    if (s.sharding.stage == 1) sh.fail("stage", "stage 1 shards only optimizer state and communicates like plain data parallel; use 0, 2 or 3");
+    s.sharding.allgather_fusion_mb = sh.positive_or("allgather_fusion_mb", 64);
+    s.sharding.reducescatter_fusion_mb = sh.positive_or("reducescatter_fusion_mb", 64);
+    sh.reject_unknown();
+    if (s.sharding.stage && (s.dgc || s.localsgd)) sh.fail("stage", "sharding cannot be combined with DGC or Local SGD");
+  }
+  if (f.has("stragglers")) {
+    JsonFields st = f.object("stragglers");
+    s.stragglers.seed = static_cast<std::uint64_t>(st.integer_or("seed", 1, 0, std::int64_t{1} << 62));
+    s.stragglers.compute_cv = st.number_or("compute_cv", 0);
+    if (s.stragglers.compute_cv < 0 || s.stragglers.compute_cv > 1) st.fail("compute_cv", "must be in [0, 1]");
+    if (const Json* slow = st.raw_optional("slow_ranks")) {
+      if (!slow->is_object()) st.fail("slow_ranks", "must be an object {\"rank\": factor}");
+      for (auto& [k, v] : slow->items()) {
+        int rank = -1;
+        try { rank = std::stoi(k); } catch (...) {}
+        if (rank < 0 || std::to_string(rank) != k) st.fail("slow_ranks." + k, "key must be a rank number");
+        if (!v.is_number() || v.get<double>() < 1) st.fail("slow_ranks." + k, "factor must be a number >= 1");
+        s.stragglers.slow_ranks[rank] = v.get<double>();
+      }
+    }
+    st.reject_unknown();
+  }
+  f.reject_unknown();
+  return s;
+}
+
+}  // namespace
+
+Json apply_overrides(Json document, const std::vector<std::string>& overrides, const std::string& file) {
+  for (const std::string& o : overrides) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0) throw InputError("--set", "", "\"" + o + "\" is not key=value");
+    const std::string key = o.substr(0, eq), text = o.substr(eq + 1);
+    Json value = Json::parse(text, nullptr, false);
+    if (value.is_discarded()) value = text;
+    Json* at = &document;
+    std::size_t start = 0;
+    while (true) {
+      const auto dot = key.find('.', start);
+      const std::string part = key.substr(start, dot - start);
+      if (part.empty()) throw InputError("--set", key, "empty path component");
+      if (!at->is_object()) throw InputError(file, key, "cannot set a field inside a non-object");
+      if (dot == std::string::npos) {
+        (*at)[part] = value;
+        break;
+      }
+      at = &(*at)[part];
+      if (at->is_null()) *at = Json::object();
+      start = dot + 1;
+    }
+  }
+  return document;
+}
+
+Scenario parse_scenario(const Json& document, const std::string& file) {
+  JsonFields top(document, file, "");
+  Scenario s;
+  s.file = file;
+  s.name = top.string("name");
+  top.string_or("description", "");
+  s.topology_path = resolve(file, top.string("topology"));
+  s.nodes = static_cast<int>(top.integer_or("nodes", 0, 1, 1 << 22));
+  s.model_path = resolve(file, top.string("model"));
+  {
+    JsonFields d = top.object("device");
+    s.device.name = d.string("name");
+    s.device.peak_flops = d.positive("peak_flops");
+    s.device.efficiency = d.positive("efficiency");
+    if (s.device.efficiency > 1) d.fail("efficiency", "must be in (0, 1]");
+    s.device.memory_Bps = d.positive("memory_Bps");
+    d.string("source");
+    d.reject_unknown();
+  }
+  s.batch_per_gpu = static_cast<int>(top.integer("batch_per_gpu", 1, 1 << 20));
+  s.steps = static_cast<int>(top.integer_or("steps", 10, 1, 100000));
+  if (top.has("strategy")) s.strategy = parse_strategy(top.object("strategy"));
+  top.reject_unknown();
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse_scenario(apply_overrides(read_json_file(path), overrides, path), path);
+}
+
+}  // namespace commsim

@@ -1,0 +1,31 @@
+#include "sim/training/simulation.hpp"
+
+#include <cstdio>
+
+namespace commsim {
+
+std::string fnv1a_hex(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity) {
+  SimulationRun run;
+  run.scenario = parse_scenario(document, file);
+  run.topology = load_topology(run.scenario.topology_path, run.scenario.nodes);
+  run.plan = build_plan(run.scenario, *run.topology);
+  run.result = simulate_plan(run.plan, *run.topology, fidelity);
+  run.result.scenario_hash = fnv1a_hex(document.dump());
+  return run;
+}
+
+SimulationRun simulate_scenario(const std::string& path, const std::vector<std::string>& sets, int steps, Fidelity fidelity) {
+  std::vector<std::string> all = sets;
+  if (steps > 0) all.push_back("steps=" + std::to_string(steps));
+  return simulate_document(apply_overrides(read_json_file(path), all, path), path, fidelity);
+}
+
+}  // namespace commsim

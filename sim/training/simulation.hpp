@@ -1,0 +1,29 @@
+// One scenario, simulated: load (with overrides), derive the plan, run it. The entry point of every command that
+// predicts (simulate, sweep, recommend, regress, validate).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/training/plan.hpp"
+#include "sim/training/result.hpp"
+#include "sim/training/step_simulator.hpp"
+
+namespace commsim {
+
+struct SimulationRun {
+  Scenario scenario;
+  std::unique_ptr<Topology> topology;
+  Plan plan;
+  Result result;
+};
+
+// `sets` are --set overrides; `steps` > 0 overrides the step count.
+SimulationRun simulate_scenario(const std::string& path, const std::vector<std::string>& sets, int steps, Fidelity fidelity);
+// The same from an already parsed document (after overrides); `file` names it and resolves its relative paths.
+SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity);
+
+std::string fnv1a_hex(const std::string& text);
+
+}  // namespace commsim

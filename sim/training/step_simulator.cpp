@@ -1,0 +1,259 @@
+#include "sim/training/step_simulator.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "sim/core/error.hpp"
+#include "sim/engine/executor.hpp"
+
+namespace commsim {
+namespace {
+
+using ScheduleKey = std::tuple<int, int, Bytes, int, int, int>;
+ScheduleKey key_of(const CollectiveSpec& c) {
+  return {static_cast<int>(c.op), static_cast<int>(c.algorithm), c.bytes, c.channels, c.hierarchy_groups, c.chunks};
+}
+
+// Processor sharing of the network's bandwidth among concurrent collectives in analytical fidelity: each of n
+// active collectives drains its bandwidth term at 1/n of full speed (latency terms overlap freely).
+class SharedBandwidth final : public EventHandler {
+ public:
+  SharedBandwidth(EventQueue& q, std::function<void(int)> done) : queue_(q), done_(std::move(done)) {}
+  void add(int task, TimePs work) {
+    advance();
+    jobs_.push_back({task, static_cast<double>(work)});
+    reschedule();
+  }
+  void on_event(std::uint64_t version) override {
+    if (version != version_) return;
+    advance();
+    std::vector<int> finished;
+    for (auto it = jobs_.begin(); it != jobs_.end();)
+      if (it->remaining_ps <= 0.5) finished.push_back(it->task), it = jobs_.erase(it);
+      else ++it;
+    reschedule();
+    for (int t : finished) done_(t);
+  }
+
+ private:
+  struct Job { int task; double remaining_ps; };
+  void advance() {
+    const TimePs now = queue_.now();
+    if (!jobs_.empty()) {
+      const double share = static_cast<double>(now - last_) / static_cast<double>(jobs_.size());
+      for (Job& j : jobs_) j.remaining_ps -= share;
+    }
+    last_ = now;
+  }
+  void reschedule() {
+    ++version_;
+    if (jobs_.empty()) return;
+    double least = jobs_.front().remaining_ps;
+    for (const Job& j : jobs_) least = std::min(least, j.remaining_ps);
+    queue_.schedule(queue_.now() + static_cast<TimePs>(std::ceil(std::max(0.0, least) * static_cast<double>(jobs_.size()))), this, version_);
+  }
+  EventQueue& queue_;
+  std::function<void(int)> done_;
+  std::vector<Job> jobs_;
+  TimePs last_ = 0;
+  std::uint64_t version_ = 0;
+};
+
+class StepRunner final : public EventHandler {
+ public:
+  StepRunner(const Plan& plan, const Topology& topo, Fidelity fidelity)
+      : plan_(plan), topo_(topo), fidelity_(fidelity), shared_(queue_, [this](int t) { finish(t); }) {
+    if (fidelity == Fidelity::Flow) network_ = make_network(Fidelity::Flow, topo, queue_);
+  }
+
+  // Runs one step to completion; returns its duration.
+  TimePs run(const StepPlan& step, double factor, bool trace, Result& out) {
+    step_ = &step;
+    factor_ = factor;
+    const std::size_t n = step.tasks.size();
+    pending_.assign(n, 0);
+    start_.assign(n, 0);
+    end_.assign(n, 0);
+    dependents_.assign(n, {});
+    queues_.assign(plan_.streams + 1, {});
+    head_.assign(plan_.streams + 1, 0);
+    busy_.assign(plan_.streams + 1, false);
+    runs_.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      const Task& t = step.tasks[i];
+      pending_[i] = static_cast<int>(t.deps.size());
+      for (int d : t.deps) dependents_[d].push_back(static_cast<int>(i));
+      queues_[t.stream].push_back(static_cast<int>(i));
+    }
+    remaining_ = n;
+    const TimePs begin = queue_.now();
+    for (int s = 0; s <= plan_.streams; ++s) try_start(s);
+    queue_.run();
+    COMMSIM_CHECK(remaining_ == 0, "step did not finish: a task waits forever");
+    // Metrics of this step.
+    std::vector<std::pair<TimePs, TimePs>> comm;
+    std::vector<double> stream_busy(plan_.streams + 1, 0.0);
+    double compute = 0, bytes = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Task& t = step.tasks[i];
+      const double d = ps_to_seconds(end_[i] - start_[i]);
+      stream_busy[t.stream] += d;
+      if (t.kind == TaskKind::Compute) compute += d;
+      else comm.push_back({start_[i], end_[i]});
+      bytes += t.bytes_sent_per_rank;
+      if (trace) out.trace.push_back({t.label, t.stream, ps_to_seconds(start_[i]), d});
+    }
+    std::sort(comm.begin(), comm.end());
+    TimePs covered = 0, reach = 0;
+    for (auto [a, b] : comm) {
+      if (b <= reach) continue;
+      covered += b - std::max(a, reach);
+      reach = b;
+    }
+    last_compute_s_ = compute;
+    last_comm_s_ = ps_to_seconds(covered);
+    last_bytes_ = bytes;
+    last_stream_busy_ = stream_busy;
+    return queue_.now() - begin;
+  }
+
+  void on_event(std::uint64_t payload) override {
+    const int task = static_cast<int>(payload >> 1);
+    if (payload & 1) {  // latency phase of an analytical collective is over: its bandwidth term now shares
+      shared_.add(task, bandwidth_work_[task]);
+      return;
+    }
+    finish(task);
+  }
+
+  const LinkUsage* usage() const { return network_ ? &network_->usage() : nullptr; }
+  double last_compute_s_ = 0, last_comm_s_ = 0, last_bytes_ = 0;
+  std::vector<double> last_stream_busy_;
+
+ private:
+  void try_start(int stream) {
+    if (busy_[stream] || head_[stream] >= queues_[stream].size()) return;
+    const int id = queues_[stream][head_[stream]];
+    if (pending_[id] > 0) return;
+    busy_[stream] = true;
+    ++head_[stream];
+    start_[id] = queue_.now();
+    const Task& t = step_->tasks[id];
+    switch (t.kind) {
+      case TaskKind::Compute:
+        queue_.schedule(queue_.now() + seconds_to_ps(t.seconds * factor_), this, static_cast<std::uint64_t>(id) << 1);
+        break;
+      case TaskKind::Delay:
+        queue_.schedule(queue_.now() + seconds_to_ps(t.seconds), this, static_cast<std::uint64_t>(id) << 1);
+        break;
+      case TaskKind::Collective:
+        if (fidelity_ == Fidelity::Analytical) {
+          auto [latency, total] = closed_form(t.collective);
+          bandwidth_work_[id] = total - latency;
+          queue_.schedule(queue_.now() + latency, this, (static_cast<std::uint64_t>(id) << 1) | 1);
+        } else {
+          const Schedule& schedule = schedule_for(t.collective);
+          runs_.push_back(std::make_unique<ScheduleRun>(schedule, t.collective.reduce_Bps, *network_, queue_, [this, id] { finish(id); }));
+          runs_.back()->start();
+        }
+        break;
+    }
+  }
+
+  void finish(int id) {
+    end_[id] = queue_.now();
+    --remaining_;
+    const int stream = step_->tasks[id].stream;
+    busy_[stream] = false;
+    for (int d : dependents_[id])
+      if (--pending_[d] == 0) try_start(step_->tasks[d].stream);
+    try_start(stream);
+  }
+
+  std::pair<TimePs, TimePs> closed_form(const CollectiveSpec& c) {
+    auto key = key_of(c);
+    auto it = closed_cache_.find(key);
+    if (it != closed_cache_.end()) return it->second;
+    CollectiveSpec zero = c;
+    zero.bytes = 0;
+    const TimePs latency = seconds_to_ps(closed_form_seconds(zero, topo_));
+    const TimePs total = std::max(latency, seconds_to_ps(closed_form_seconds(c, topo_)));
+    return closed_cache_[key] = {latency, total};
+  }
+  const Schedule& schedule_for(const CollectiveSpec& c) {
+    auto key = key_of(c);
+    auto it = schedules_.find(key);
+    if (it != schedules_.end()) return *it->second;
+    auto s = std::make_unique<Schedule>();
+    std::vector<OpId> frontier(topo_.ranks(), kNoOp);
+    generate(c, topo_, *s, frontier);
+    return *(schedules_[key] = std::move(s));
+  }
+
+  const Plan& plan_;
+  const Topology& topo_;
+  Fidelity fidelity_;
+  EventQueue queue_;
+  std::unique_ptr<NetworkModel> network_;
+  SharedBandwidth shared_;
+  const StepPlan* step_ = nullptr;
+  double factor_ = 1;
+  std::vector<int> pending_;
+  std::vector<TimePs> start_, end_;
+  std::vector<std::vector<int>> dependents_;
+  std::vector<std::vector<int>> queues_;
+  std::vector<std::size_t> head_;
+  std::vector<bool> busy_;
+  std::size_t remaining_ = 0;
+  std::map<int, TimePs> bandwidth_work_;
+  std::map<ScheduleKey, std::pair<TimePs, TimePs>> closed_cache_;
+  std::map<ScheduleKey, std::unique_ptr<Schedule>> schedules_;
+  std::vector<std::unique_ptr<ScheduleRun>> runs_;
+};
+
+}  // namespace
+
+Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, int trace_steps) {
+  const Scenario& sc = plan.scenario;
+  Result r;
+  r.scenario = sc.name;
+  r.fidelity = std::string(to_string(fidelity));
+  r.ranks = plan.ranks;
+  r.batch_per_gpu = sc.batch_per_gpu;
+  r.notes = plan.notes;
+  StepRunner runner(plan, topology, fidelity);
+  // The steady state starts once DGC has reached its final sparsity and Local SGD has begun.
+  const Strategy& st = sc.strategy;
+  if (st.dgc) r.steady_from = st.dgc->rampup_begin_step + st.dgc->rampup_step;
+  if (st.localsgd) r.steady_from = st.localsgd->begin_step;
+  if (r.steady_from >= sc.steps) r.steady_from = 0;
+  const int steady = sc.steps - r.steady_from;
+  r.stream_busy_s.assign(plan.streams + 1, 0.0);
+  LinkUsage before{};
+  for (int s = 0; s < sc.steps; ++s) {
+    const TimePs t = runner.run(plan.kinds[plan.step_kind[s]], plan.compute_factor[s], s < trace_steps, r);
+    const double seconds = ps_to_seconds(t);
+    r.steps_s.push_back(seconds);
+    if (s < r.steady_from) continue;
+    r.step_time_s += seconds / steady;
+    r.compute_s += runner.last_compute_s_ / steady;
+    r.comm_s += runner.last_comm_s_ / steady;
+    r.exposed_comm_s += std::max(0.0, seconds - runner.last_compute_s_) / steady;
+    r.bytes_sent_per_rank += runner.last_bytes_ / steady;
+    for (int k = 0; k <= plan.streams; ++k) r.stream_busy_s[k] += runner.last_stream_busy_[k] / steady;
+    if (const LinkUsage* u = runner.usage()) {
+      for (int c = 0; c < kLinkClassCount; ++c) {
+        const double busy = u->busy_s[c] - before.busy_s[c];
+        if (busy > 0) r.link_class_busy_s[std::string(to_string(static_cast<LinkClass>(c)))] += busy / steady;
+      }
+    }
+    if (const LinkUsage* u = runner.usage()) before = *u;
+  }
+  r.throughput_samples_s = plan.ranks * static_cast<double>(sc.batch_per_gpu) / r.step_time_s;
+  r.scaling_efficiency = plan.compute_s / r.step_time_s;
+  r.overlap_ratio = r.comm_s > 0 ? std::clamp(1 - r.exposed_comm_s / r.comm_s, 0.0, 1.0) : 0;
+  return r;
+}
+
+}  // namespace commsim

@@ -1,0 +1,14 @@
+// Executes a Plan in simulated time: the compute stream and the communication streams of a representative rank
+// (the critical one: synchronous collectives wait for the slowest), collectives either in closed form
+// (`analytical`, concurrent collectives sharing bandwidth as processor sharing) or as schedules on the flow network.
+#pragma once
+
+#include "sim/engine/network.hpp"
+#include "sim/training/plan.hpp"
+#include "sim/training/result.hpp"
+
+namespace commsim {
+
+Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, int trace_steps = 3);
+
+}  // namespace commsim
