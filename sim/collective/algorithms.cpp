@@ -14,6 +14,10 @@ namespace {
 Bytes piece(Bytes total, std::uint64_t parts, std::uint64_t index) {
   return total / parts + (index < total % parts ? 1 : 0);
 }
+// Where piece `index` of piece(total, parts, .) starts: the sum of the pieces before it.
+Bytes piece_offset(Bytes total, std::uint64_t parts, std::uint64_t index) {
+  return index * (total / parts) + std::min(index, total % parts);
+}
 
 // `bytes`: what one pipeline moves (one channel's share; for the double tree, one tree's half), as the closed form
 // (cost_model.cpp pipeline_chunks) counts it.
@@ -21,7 +25,8 @@ int default_chunks(const CollectiveSpec& s, bool pipeline, Bytes bytes) {
   if (s.chunks > 0) return s.chunks;
   if (!pipeline) return 1;
   // Pipelined algorithms move ~512 KiB slices, the order of NCCL's Simple-protocol chunk (NCCL_BUFFSIZE 4 MiB / 8 steps).
-  return static_cast<int>(std::clamp<Bytes>((bytes + (512u << 10) - 1) / (512u << 10), 1, 64));
+  const Bytes in_bytes = bytes * static_cast<Bytes>(std::max(1, s.unit_bytes));
+  return static_cast<int>(std::clamp<Bytes>((in_bytes + (512u << 10) - 1) / (512u << 10), 1, 64));
 }
 
 std::vector<int> participants(const CollectiveSpec& s, const Topology& t) {
@@ -41,11 +46,13 @@ std::vector<int> channel_order(const std::vector<int>& ranks, int ranks_per_node
 
 struct Gen {
   const CollectiveSpec& spec;
+  const Topology& topo;
   Schedule& s;
   std::vector<OpId>& frontier;
+  Bytes base = 0;  // where this channel's share starts in the vector (Op::offset)
   bool reduces() const { return spec.reduce_Bps > 0; }
-  OpId maybe_reduce(int rank, Bytes bytes, OpId after, OpId also = kNoOp) {
-    return reduces() ? s.reduce(rank, bytes, {after, also}) : after;
+  OpId maybe_reduce(int rank, Bytes bytes, OpId after, OpId also = kNoOp, Bytes offset = 0) {
+    return reduces() ? s.reduce(rank, bytes, {after, also}, offset) : after;
   }
 };
 
@@ -55,26 +62,48 @@ void ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatte
   const int p = static_cast<int>(order.size());
   if (p < 2) return;
   const int steps = (reduce_scatter ? p - 1 : 0) + (all_gather ? p - 1 : 0);
+  if (g.spec.aggregate) {
+    // The other steps' latencies: those of the slowest edge, as the closed form counts them.
+    double latency_s = 0;
+    for (int i = 0; i < p; ++i) latency_s = std::max(latency_s, g.topo.path_cost(order[i], order[(i + 1) % p]).latency_s);
+    const TimePs wait = (steps - 1) * seconds_to_ps(latency_s);
+    std::vector<OpId> into(p);
+    for (int i = 0; i < p; ++i) {
+      const int to = (i + 1) % p;
+      Bytes total = 0;
+      for (int step = 0; step < steps; ++step) total += piece(bytes, p, static_cast<std::uint64_t>(((i - step) % p + p) % p));
+      OpId d = g.s.delay(order[i], wait, {g.frontier[order[i]], g.frontier[order[to]]});
+      into[to] = g.s.transfer(order[i], order[to], total, {d});
+    }
+    for (int i = 0; i < p; ++i)
+      g.frontier[order[i]] = reduce_scatter && g.reduces() ? g.s.reduce(order[i], (p - 1) * piece(bytes, p, 0), {into[i]}) : into[i];
+    return;
+  }
   // holds[i][k]: op after which position i holds piece k of the block it received last; last_out[i]: the last
   // transfer position i started, since pieces leave one connection in order (FIFO).
   std::vector<std::vector<OpId>> holds(p, std::vector<OpId>(chunks, kNoOp));
   std::vector<OpId> last_out(p, kNoOp);
   std::vector<OpId> entry(p);
   for (int i = 0; i < p; ++i) entry[i] = g.frontier[order[i]];
+  // An allgather on its own runs the allreduce's second half, so position i contributes block (i + 1) mod p: the
+  // block a reduce-scatter on its own leaves it (what Ring2D chains, and what a backend lays out real data by).
+  const int first_step = reduce_scatter ? 0 : p - 1;
   for (int step = 0; step < steps; ++step) {
     const bool reducing = reduce_scatter && step < p - 1;
     std::vector<std::vector<OpId>> next(p, std::vector<OpId>(chunks, kNoOp));
     for (int i = 0; i < p; ++i) {
       const int to = (i + 1) % p;
       // Block index (mod p) sent at this step: the classic ring schedule sends block (i - step) mod p.
-      const std::uint64_t block = static_cast<std::uint64_t>(((i - step) % p + p) % p);
+      const std::uint64_t block = static_cast<std::uint64_t>(((i - first_step - step) % p + p) % p);
       const Bytes block_bytes = piece(bytes, p, block);
+      const Bytes block_offset = g.base + piece_offset(bytes, p, block);
       for (int k = 0; k < chunks; ++k) {
         const Bytes b = piece(block_bytes, chunks, k);
+        const Bytes offset = block_offset + piece_offset(block_bytes, chunks, k);
         OpId ready = step == 0 ? entry[i] : holds[i][k];
-        OpId t = g.s.transfer(order[i], order[to], b, {ready, last_out[i], step == 0 ? entry[to] : kNoOp});
+        OpId t = g.s.transfer(order[i], order[to], b, {ready, last_out[i], step == 0 ? entry[to] : kNoOp}, offset);
         last_out[i] = t;
-        next[to][k] = reducing ? g.maybe_reduce(order[to], b, t, entry[to]) : t;
+        next[to][k] = reducing ? g.maybe_reduce(order[to], b, t, entry[to], offset) : t;
       }
     }
     holds.swap(next);
@@ -96,9 +125,10 @@ void chain(Gen& g, std::vector<int> order, Bytes bytes, bool reduce, int chunks)
     OpId previous = kNoOp;
     for (int k = 0; k < chunks; ++k) {
       const Bytes b = piece(bytes, chunks, k);
-      OpId t = g.s.transfer(order[i], order[i + 1], b, {have[k], previous, entry[i + 1]});
+      const Bytes offset = g.base + piece_offset(bytes, chunks, k);
+      OpId t = g.s.transfer(order[i], order[i + 1], b, {have[k], previous, entry[i + 1]}, offset);
       previous = t;
-      have[k] = reduce ? g.maybe_reduce(order[i + 1], b, t, entry[i + 1]) : t;
+      have[k] = reduce ? g.maybe_reduce(order[i + 1], b, t, entry[i + 1], offset) : t;
     }
     // Every rank but the last holds its result once it has passed the last piece on (broadcast) or, for reduce,
     // only the root matters; intermediate ranks are done once they forwarded.
@@ -109,7 +139,7 @@ void chain(Gen& g, std::vector<int> order, Bytes bytes, bool reduce, int chunks)
 
 // One binary tree over `order` in heap layout (parent of position i is (i-1)/2): pipelined reduce to the root,
 // then pipelined broadcast back down. Returns per position the op after which it holds the result.
-void tree(Gen& g, const std::vector<int>& order, Bytes bytes, int chunks, std::vector<OpId>& done) {
+void tree(Gen& g, const std::vector<int>& order, Bytes base, Bytes bytes, int chunks, std::vector<OpId>& done) {
   const int p = static_cast<int>(order.size());
   std::vector<OpId> entry(p);
   for (int i = 0; i < p; ++i) entry[i] = g.frontier[order[i]];
@@ -119,13 +149,14 @@ void tree(Gen& g, const std::vector<int>& order, Bytes bytes, int chunks, std::v
   for (int i = p - 1; i >= 0; --i) {
     for (int k = 0; k < chunks; ++k) {
       const Bytes b = piece(bytes, chunks, k);
+      const Bytes offset = base + piece_offset(bytes, chunks, k);
       OpId have = entry[i];
       for (int child : {2 * i + 1, 2 * i + 2}) {
         if (child >= p) continue;
-        OpId t = g.s.transfer(order[child], order[i], b, {reduced[child][k], last_up[child], entry[i]});
+        OpId t = g.s.transfer(order[child], order[i], b, {reduced[child][k], last_up[child], entry[i]}, offset);
         last_up[child] = t;
         // Joins the child's piece with what i holds; without gamma the reduce takes no time.
-        have = g.s.reduce(order[i], g.reduces() ? b : 0, {t, have});
+        have = g.s.reduce(order[i], g.reduces() ? b : 0, {t, have}, offset);
       }
       reduced[i][k] = have;
     }
@@ -138,7 +169,8 @@ void tree(Gen& g, const std::vector<int>& order, Bytes bytes, int chunks, std::v
     for (int child : {2 * i + 1, 2 * i + 2}) {
       if (child >= p) continue;
       for (int k = 0; k < chunks; ++k) {
-        OpId t = g.s.transfer(order[i], order[child], piece(bytes, chunks, k), {have[i][k], last_down[child]});
+        OpId t = g.s.transfer(order[i], order[child], piece(bytes, chunks, k), {have[i][k], last_down[child]},
+                              base + piece_offset(bytes, chunks, k));
         last_down[child] = t;
         have[child][k] = t;
       }
@@ -154,8 +186,8 @@ void double_tree(Gen& g, const std::vector<int>& order, Bytes bytes, int chunks)
   if (p < 2) return;
   std::vector<int> reversed(order.rbegin(), order.rend());
   std::vector<OpId> done_a, done_b;
-  tree(g, order, piece(bytes, 2, 0), chunks, done_a);
-  tree(g, reversed, piece(bytes, 2, 1), chunks, done_b);
+  tree(g, order, g.base, piece(bytes, 2, 0), chunks, done_a);
+  tree(g, reversed, g.base + piece(bytes, 2, 0), piece(bytes, 2, 1), chunks, done_b);
   // A rank holds its result when both halves have arrived; a zero-byte reduce joins the two dependencies.
   for (int i = 0; i < p; ++i) g.frontier[order[i]] = g.s.reduce(order[i], 0, {done_a[i], done_b[p - 1 - i]});
 }
@@ -170,40 +202,48 @@ void halving_doubling(Gen& g, const std::vector<int>& order, Bytes bytes) {
   std::vector<OpId> state(p);
   for (int i = 0; i < p; ++i) state[i] = g.frontier[order[i]];
   for (int i = q; i < p; ++i) {
-    OpId t = g.s.transfer(order[i], order[i - q], bytes, {state[i], state[i - q]});
-    state[i - q] = g.maybe_reduce(order[i - q], bytes, t, state[i - q]);
+    OpId t = g.s.transfer(order[i], order[i - q], bytes, {state[i], state[i - q]}, g.base);
+    state[i - q] = g.maybe_reduce(order[i - q], bytes, t, state[i - q], g.base);
   }
-  // Reduce-scatter: distance q/2, q/4, ..., 1; each exchange moves half of what the rank currently owns.
-  Bytes owned = bytes;
-  std::vector<Bytes> sizes;
+  // Reduce-scatter: distance q/2, q/4, ..., 1; each exchange moves half of the range the pair owns. owns[i]: the
+  // range position i is reducing; both positions of a pair own the same range, so uneven halves stay exact.
+  struct Range {
+    Bytes offset, bytes;
+  };
+  std::vector<Range> owns(q, Range{g.base, bytes});
+  std::vector<std::vector<Range>> before_halving;  // what the allgather retraces, innermost last
   for (int distance = q / 2; distance >= 1; distance /= 2) {
-    const Bytes half = owned / 2, kept = owned - half;
+    before_halving.push_back(owns);
     std::vector<OpId> next(state);
     for (int i = 0; i < q; ++i) {
       const int partner = i ^ distance;
+      const Range r = owns[i];
+      const Bytes kept = r.bytes - r.bytes / 2;
       // The lower rank of a pair keeps the first part (`kept` bytes) and sends the rest, and vice versa.
-      const Bytes send = (i < partner) ? half : kept;
-      OpId t = g.s.transfer(order[i], order[partner], send, {state[i], state[partner]});
-      next[partner] = g.s.reduce(order[partner], g.reduces() ? send : 0, {t, next[partner]});
+      const Range send = i < partner ? Range{r.offset + kept, r.bytes - kept} : Range{r.offset, kept};
+      OpId t = g.s.transfer(order[i], order[partner], send.bytes, {state[i], state[partner]}, send.offset);
+      next[partner] = g.s.reduce(order[partner], g.reduces() ? send.bytes : 0, {t, next[partner]}, send.offset);
     }
-    // Each rank's new state waits for its own send too (its buffer is reused).
+    for (int i = 0; i < q; ++i) {
+      const Range r = owns[i];
+      const Bytes kept = r.bytes - r.bytes / 2;
+      owns[i] = i < (i ^ distance) ? Range{r.offset, kept} : Range{r.offset + kept, r.bytes - kept};
+    }
     state = next;
-    sizes.push_back(kept);
-    owned = kept;
   }
   // Allgather: distance 1, 2, ..., q/2, exchanging what each rank owns, doubling it.
   for (int distance = 1; distance < q; distance *= 2) {
     std::vector<OpId> next(state);
-    const Bytes send = sizes.back();
-    sizes.pop_back();
     for (int i = 0; i < q; ++i) {
       const int partner = i ^ distance;
-      OpId t = g.s.transfer(order[i], order[partner], send, {state[i], state[partner]});
+      OpId t = g.s.transfer(order[i], order[partner], owns[i].bytes, {state[i], state[partner]}, owns[i].offset);
       next[partner] = g.s.reduce(order[partner], 0, {next[partner], t});
     }
+    owns = before_halving.back();
+    before_halving.pop_back();
     state = next;
   }
-  for (int i = q; i < p; ++i) state[i] = g.s.transfer(order[i - q], order[i], bytes, {state[i - q], state[i]});
+  for (int i = q; i < p; ++i) state[i] = g.s.transfer(order[i - q], order[i], bytes, {state[i - q], state[i]}, g.base);
   for (int i = 0; i < p; ++i) g.frontier[order[i]] = state[i];
 }
 
@@ -293,10 +333,13 @@ void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& sc
     for (int phase = 0; phase < 3; ++phase) {
       const bool across = phase == 1;
       inner.op = phase == 0 ? Collective::ReduceScatter : phase == 1 ? Collective::AllReduce : Collective::AllGather;
-      // Across nodes each local index carries its 1/rpn share of the vector.
-      inner.bytes = across ? s.bytes / rpn : s.bytes;
       inner.ranks_per_node = 1;
       for (int group = 0; group < (across ? rpn : nodes); ++group) {
+        // Across nodes each local position carries the block the node's reduce-scatter left it: position j of a
+        // ring ends the reduce-scatter holding block (j + 1) mod rpn (see ring()), piece(bytes, rpn, that block).
+        const std::uint64_t block = static_cast<std::uint64_t>((group + 1) % rpn);
+        inner.bytes = across ? piece(s.bytes, rpn, block) : s.bytes;
+        inner.offset = across ? s.offset + piece_offset(s.bytes, rpn, block) : s.offset;
         inner.ranks.clear();
         for (int j = 0; j < (across ? nodes : rpn); ++j) inner.ranks.push_back(across ? ranks[j * rpn + group] : ranks[group * rpn + j]);
         generate(inner, topology, schedule, frontier);
@@ -307,7 +350,7 @@ void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& sc
   const std::vector<OpId> entry = frontier;
   for (int c = 0; c < s.channels; ++c) {
     std::vector<OpId> channel_frontier = entry;
-    Gen g{s, schedule, channel_frontier};
+    Gen g{s, topology, schedule, channel_frontier, s.offset + piece_offset(s.bytes, s.channels, c)};
     const Bytes bytes = piece(s.bytes, s.channels, c);
     std::vector<int> order = channel_order(ranks, s.ranks_per_node, c);
     switch (s.algorithm) {

@@ -41,6 +41,13 @@ struct CollectiveSpec {
                              // 0 = one group per node
   double reduce_Bps = 0;   // gamma: local reduction rate in bytes/s; 0 = reductions take no time
   int ranks_per_node = 1;  // for node-aware ring orders, Ring2D and the default hierarchy
+  Bytes offset = 0;        // where this collective's vector starts in each rank's buffer (Op::offset)
+  int unit_bytes = 1;      // bytes per unit of `bytes`/`offset`: a backend that generates in elements (so no piece
+                           // splits one) gives the element size, and pipelines are cut as they would be in bytes
+  // Rings only: one flow per ring edge carrying all of its steps' bytes, after a delay of the other steps'
+  // latencies, instead of one transfer per step. Same time on an uncontended network (the slowest edge sets both),
+  // contention still shared by the flows; p x channels transfers instead of 2(p-1) x p x channels.
+  bool aggregate = false;
 };
 
 // nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw * factor.

@@ -174,7 +174,7 @@ TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
       for (int j = 0; j < rpn; ++j) {
         std::vector<int> column;
         for (int n = 0; n < nodes; ++n) column.push_back(ranks[n * rpn + j]);
-        across = std::max(across, single.ring(column, spec.bytes / rpn, true, true));
+        across = std::max(across, single.ring(column, ceil_div(spec.bytes, rpn), true, true));  // the largest block
       }
       // The allgather inside the node mirrors the reduce-scatter without reductions.
       TimePs ag = 0;

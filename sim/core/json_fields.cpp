@@ -12,9 +12,9 @@ Json read_json_file(const std::string& path) {
   try {
     return Json::parse(in, nullptr, true, /*ignore_comments=*/false);
   } catch (const Json::parse_error& e) {
-    // nlohmann's message already says "at line L, column C".
+    // nlohmann's message already says "at line L, column C" (before "syntax error"): keep it, drop the prefix.
     std::string what = e.what();
-    auto pos = what.find("syntax error");
+    auto pos = what.find("at line");
     throw InputError(path, "", "invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
   }
 }

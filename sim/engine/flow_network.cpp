@@ -3,6 +3,7 @@
 // recomputed only when the set of flows changes, once per timestamp (a class-1 event batches all the changes of
 // that instant), and only over the connected component of links and flows that the changes touch.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "sim/core/error.hpp"
@@ -10,6 +11,15 @@
 
 namespace commsim {
 namespace {
+
+// Rounds a rate to 40 significant bits. Flows that are symmetric get rates that differ only by the order of
+// floating-point subtractions; snapping makes them equal, so they finish in the same picosecond and one rate update
+// serves them all (a 1e-12 relative change, far below the engine's picosecond quantum for any real transfer).
+double snap(double rate) {
+  int exponent;
+  const double mantissa = std::frexp(rate, &exponent);
+  return std::ldexp(std::round(std::ldexp(mantissa, 40)), exponent - 40);
+}
 
 enum EventKind : std::uint64_t { kEnter = 0, kComplete = 1, kRecompute = 2 };
 std::uint64_t payload(EventKind kind, std::uint32_t flow, std::uint32_t version) {
@@ -153,21 +163,29 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     std::vector<std::uint32_t>& index = scratch_index_;
     index.resize(flows_.size());
     for (std::size_t i = 0; i < component_flows_.size(); ++i) index[component_flows_[i]] = static_cast<std::uint32_t>(i);
+    // A min-heap of links by fair share. A link's share only grows as flows elsewhere freeze (max-min), so an entry
+    // whose share has grown since it was pushed is pushed again with the new value instead of being used.
+    heap_.clear();
+    for (LinkId l : component_links_)
+      if (links_[l].unfrozen > 0) heap_.push_back({links_[l].capacity_left / links_[l].unfrozen, l});
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
     while (frozen < component_flows_.size()) {
-      LinkId bottleneck = 0;
-      double share = std::numeric_limits<double>::infinity();
-      for (LinkId l : component_links_) {
-        const LinkState& link = links_[l];
-        if (link.unfrozen > 0 && link.capacity_left / link.unfrozen < share) {
-          share = link.capacity_left / link.unfrozen;
-          bottleneck = l;
-        }
+      COMMSIM_CHECK(!heap_.empty(), "unfrozen flow without a link");
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      auto [share, bottleneck] = heap_.back();
+      heap_.pop_back();
+      const LinkState& link = links_[bottleneck];
+      if (link.unfrozen == 0) continue;
+      const double current = link.capacity_left / link.unfrozen;
+      if (current > share * (1 + 1e-12)) {
+        heap_.push_back({current, bottleneck});
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+        continue;
       }
-      COMMSIM_CHECK(share < std::numeric_limits<double>::infinity(), "unfrozen flow without a link");
-      for (std::uint32_t id : links_[bottleneck].flows) {
+      for (std::uint32_t id : link.flows) {
         double& rate = new_rates_[index[id]];
         if (rate >= 0) continue;
-        rate = std::max(share, 0.0);
+        rate = snap(std::max(current, 0.0));
         ++frozen;
         for (LinkId l : flows_[id].route.links) {
           links_[l].capacity_left -= rate;
@@ -199,6 +217,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   std::vector<std::uint32_t> component_flows_;
   std::vector<double> new_rates_;
   std::vector<std::uint32_t> scratch_index_;
+  std::vector<std::pair<double, LinkId>> heap_;
   bool recompute_pending_ = false;
   LinkUsage usage_;
 };

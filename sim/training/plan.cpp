@@ -212,6 +212,7 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
   const Strategy& st = sc.strategy;
   plan.notes.push_back("compute: FLOPs / (" + sc.device.name + " peak x efficiency); backward = 2x forward unless the model says otherwise");
   plan.notes.push_back("stragglers: synchronous steps wait for the slowest rank; Local SGD only at each averaging");
+  plan.notes.push_back("flow fidelity: rings of more than 32768 transfers run as one flow per ring edge (same uncontended time)");
 
   // Gradient synchronisation of every bucket, overlapped with backward or after it.
   auto sync_step = [&](StepKind kind, double sparsity) {

@@ -10,6 +10,8 @@
 namespace commsim {
 namespace {
 
+constexpr double kMaxRingTransfers = 1 << 15;
+
 using ScheduleKey = std::tuple<int, int, Bytes, int, int, int>;
 ScheduleKey key_of(const CollectiveSpec& c) {
   return {static_cast<int>(c.op), static_cast<int>(c.algorithm), c.bytes, c.channels, c.hierarchy_groups, c.chunks};
@@ -187,7 +189,11 @@ class StepRunner final : public EventHandler {
     if (it != schedules_.end()) return *it->second;
     auto s = std::make_unique<Schedule>();
     std::vector<OpId> frontier(topo_.ranks(), kNoOp);
-    generate(c, topo_, *s, frontier);
+    CollectiveSpec spec = c;
+    // Rings of more than kMaxRingTransfers transfers run as one flow per edge (CollectiveSpec::aggregate).
+    const double p = topo_.ranks();
+    spec.aggregate = 2 * (p - 1) * p * c.channels > kMaxRingTransfers;
+    generate(spec, topo_, *s, frontier);
     return *(schedules_[key] = std::move(s));
   }
 
