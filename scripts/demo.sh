@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/bootstrap.sh >/dev/null
-exec build/cli/commsim simulate scenarios/resnet50-dgx-a100.json "$@"
+exec build/cli/commsim compare scenarios/demo-techniques.json "$@"

@@ -65,4 +65,8 @@ void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& sc
 double closed_form_seconds(const CollectiveSpec& spec, const Topology& topology);
 Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology);
 
+// Bytes the schedule of a (resolved, non-auto) collective moves over the network in total, summed over ranks:
+// equal to Schedule::bytes_transferred() of generate() when the size divides evenly.
+double total_transfer_bytes(const CollectiveSpec& spec, int ranks);
+
 }  // namespace commsim

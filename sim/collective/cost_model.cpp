@@ -23,8 +23,9 @@ struct Model {
   int channels;
 
   TimePs hop(int a, int b, Bytes bytes) const {
-    const PathCost c = topo.path_cost(a, b);
-    const bool same_node = topo.node_of(a) == topo.node_of(b);
+    return hop_time(topo.path_cost(a, b), topo.node_of(a) == topo.node_of(b), bytes);
+  }
+  TimePs hop_time(const PathCost& c, bool same_node, Bytes bytes) const {
     const double share = same_node ? channels : std::max(1.0, std::ceil(static_cast<double>(channels) / spec.ranks_per_node));
     // The engine enters a flow after its latency, then drains it at its rate: the same two roundings here.
     return seconds_to_ps(c.latency_s) + transfer_ps(static_cast<double>(bytes), c.bottleneck_Bps / share);
@@ -32,11 +33,39 @@ struct Model {
   TimePs reduce(Bytes bytes) const {
     return spec.reduce_Bps > 0 ? transfer_ps(static_cast<double>(bytes), spec.reduce_Bps) : 0;
   }
-  // Slowest hop of a ring over `order` for a message of `bytes`.
+  // Slowest hop of a ring over `order` for a message of `bytes`. Rings visit hundreds of thousands of ranks, so
+  // hops are priced sparingly: a hop inside a node costs what the same pair of local ranks costs in any node (every
+  // node is the same template), so those are priced once per local pair; a hop between nodes is priced only when
+  // its path cost differs from the previous such hop's.
   TimePs ring_hop(const std::vector<int>& order, Bytes bytes) const {
     TimePs worst = 0;
     const std::size_t p = order.size();
-    for (std::size_t i = 0; i < p; ++i) worst = std::max(worst, hop(order[i], order[(i + 1) % p], bytes));
+    const int rpn = topo.ranks_per_node();
+    const bool small_node = rpn <= 64;
+    std::vector<TimePs> local(small_node ? static_cast<std::size_t>(rpn) * rpn : 0, -1);  // by local pair
+    PathCost last{-1, -1};
+    bool last_same_node = false;
+    TimePs last_time = 0;
+    int node_a = p > 0 ? order[0] / rpn : 0;
+    for (std::size_t i = 0; i < p; ++i) {
+      const int a = order[i], b = order[i + 1 == p ? 0 : i + 1];
+      const int node_b = b / rpn;
+      const bool same_node = node_a == node_b;
+      node_a = node_b;
+      if (same_node && small_node) {
+        TimePs& t = local[static_cast<std::size_t>(a - node_b * rpn) * rpn + (b - node_b * rpn)];
+        if (t < 0) t = hop_time(topo.path_cost(a, b), true, bytes);
+        worst = std::max(worst, t);
+        continue;
+      }
+      const PathCost c = topo.path_cost(a, b);
+      if (c.latency_s != last.latency_s || c.bottleneck_Bps != last.bottleneck_Bps || same_node != last_same_node) {
+        last = c;
+        last_same_node = same_node;
+        last_time = hop_time(c, same_node, bytes);
+      }
+      worst = std::max(worst, last_time);
+    }
     return worst;
   }
 
@@ -211,6 +240,33 @@ Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology)
     if (t < best_ps) best_ps = t, best = a;  // ties keep the earlier (simpler) algorithm
   }
   return best;
+}
+
+double total_transfer_bytes(const CollectiveSpec& spec, int p) {
+  const double m = static_cast<double>(spec.bytes);
+  switch (spec.algorithm) {
+    case Algorithm::Ring:
+      // Allreduce: every rank sends 2(p-1) blocks of m/p; the others (p-1) blocks, or the chain's p-1 hops of m.
+      return spec.op == Collective::AllReduce ? 2.0 * (p - 1) * m : (p - 1) * m;
+    case Algorithm::Tree: return 2.0 * (p - 1) * m;  // two trees, each m/2 up and down p-1 edges
+    case Algorithm::HalvingDoubling: {
+      int q = 1;
+      while (q * 2 <= p) q *= 2;
+      return 2.0 * (q - 1) * m + 2.0 * (p - q) * m;  // halving + doubling, plus the fold in and out
+    }
+    case Algorithm::Hierarchical: {
+      const int groups = spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, p / spec.ranks_per_node);
+      const int g = p / groups;
+      return groups * 2.0 * (g - 1) * m + 2.0 * (groups - 1) * m + groups * (g - 1.0) * m;
+    }
+    case Algorithm::Ring2D: {
+      const int r = spec.ranks_per_node, n = p / r;
+      return 2.0 * n * (r - 1) * m + 2.0 * (n - 1) * m;  // in-node reduce-scatter + allgather, across-node allreduce
+    }
+    case Algorithm::Auto: break;
+  }
+  COMMSIM_CHECK(false, "total_transfer_bytes needs a resolved algorithm");
+  return 0;
 }
 
 double closed_form_seconds(const CollectiveSpec& spec, const Topology& topology) {

@@ -30,6 +30,12 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
  public:
   FlowNetwork(const Topology& topology, EventQueue& queue) : topology_(topology), queue_(queue) {
     links_.resize(topology.link_count());
+    // Each link's capacity and class, read once: Topology::link() computes them from the id (a division per call).
+    for (std::size_t l = 0; l < links_.size(); ++l) {
+      const LinkParams& p = topology.link(static_cast<LinkId>(l));
+      links_[l].capacity = p.effective_Bps();
+      links_[l].link_class = static_cast<std::uint8_t>(p.link_class);
+    }
   }
 
   void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) override {
@@ -49,7 +55,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     f.listener = listener;
     f.tag = tag;
     ++f.version;
-    for (LinkId l : f.route.links) usage_.bytes[static_cast<int>(topology_.link(l).link_class)] += bytes;
+    for (LinkId l : f.route.links) usage_.bytes[links_[l].link_class] += bytes;
     queue_.schedule(queue_.now() + seconds_to_ps(f.route.cost.latency_s), this, payload(kEnter, id, f.version));
   }
 
@@ -81,7 +87,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       *it = link.flows.back();
       link.flows.pop_back();
       if (link.flows.empty())
-        usage_.busy_s[static_cast<int>(topology_.link(l).link_class)] += ps_to_seconds(queue_.now() - link.busy_since);
+        usage_.busy_s[link.link_class] += ps_to_seconds(queue_.now() - link.busy_since);
       mark_dirty(l);
     }
     finish(id);
@@ -101,10 +107,12 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   struct LinkState {
     std::vector<std::uint32_t> flows;
     TimePs busy_since = 0;
+    double capacity = 0;       // effective bandwidth, bytes/s
     double capacity_left = 0;  // scratch for progressive filling
     int unfrozen = 0;
     bool dirty = false;
     bool in_component = false;
+    std::uint8_t link_class = 0;
   };
 
   void mark_dirty(LinkId l) {
@@ -154,7 +162,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     // Progressive filling: repeatedly saturate the link with the smallest fair share.
     for (LinkId l : component_links_) {
       LinkState& link = links_[l];
-      link.capacity_left = topology_.link(l).effective_Bps();
+      link.capacity_left = link.capacity;
       link.unfrozen = static_cast<int>(link.flows.size());
     }
     new_rates_.assign(component_flows_.size(), -1);
@@ -163,15 +171,40 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     std::vector<std::uint32_t>& index = scratch_index_;
     index.resize(flows_.size());
     for (std::size_t i = 0; i < component_flows_.size(); ++i) index[component_flows_[i]] = static_cast<std::uint32_t>(i);
+    // A flow alone on every link of its route gets its route's bottleneck, as progressive filling would give it,
+    // without the heap (the common case: a collective's flows rarely share links).
+    for (std::size_t i = 0; i < component_flows_.size(); ++i) {
+      const Flow& f = flows_[component_flows_[i]];
+      double alone = std::numeric_limits<double>::infinity();
+      bool lone = true;
+      for (LinkId l : f.route.links) {
+        if (links_[l].flows.size() != 1) {
+          lone = false;
+          break;
+        }
+        alone = std::min(alone, links_[l].capacity_left);
+      }
+      if (!lone) continue;
+      const double rate = snap(alone);
+      new_rates_[i] = rate;
+      ++frozen;
+      for (LinkId l : f.route.links) {
+        links_[l].capacity_left -= rate;
+        --links_[l].unfrozen;
+      }
+    }
     // A min-heap of links by fair share. A link's share only grows as flows elsewhere freeze (max-min), so an entry
     // whose share has grown since it was pushed is pushed again with the new value instead of being used.
     heap_.clear();
+    const auto later = [](const std::pair<double, LinkId>& a, const std::pair<double, LinkId>& b) {
+      return a.first > b.first || (a.first == b.first && a.second > b.second);
+    };
     for (LinkId l : component_links_)
       if (links_[l].unfrozen > 0) heap_.push_back({links_[l].capacity_left / links_[l].unfrozen, l});
-    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+    std::make_heap(heap_.begin(), heap_.end(), later);
     while (frozen < component_flows_.size()) {
       COMMSIM_CHECK(!heap_.empty(), "unfrozen flow without a link");
-      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      std::pop_heap(heap_.begin(), heap_.end(), later);
       auto [share, bottleneck] = heap_.back();
       heap_.pop_back();
       const LinkState& link = links_[bottleneck];
@@ -179,7 +212,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       const double current = link.capacity_left / link.unfrozen;
       if (current > share * (1 + 1e-12)) {
         heap_.push_back({current, bottleneck});
-        std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+        std::push_heap(heap_.begin(), heap_.end(), later);
         continue;
       }
       for (std::uint32_t id : link.flows) {

@@ -52,15 +52,11 @@ struct Builder {
     c.reduce_Bps = sc.device.memory_Bps / 3;
     return c;
   }
-  // Bytes each rank sends in the collective: the total of its schedule divided by the ranks.
+  // Bytes each rank sends in the collective, on average over ranks.
   double sent_per_rank(const CollectiveSpec& c) const {
-    const double m = static_cast<double>(c.bytes), p = ranks;
-    switch (c.op) {
-      case Collective::AllReduce: return 2 * (p - 1) / p * m;
-      case Collective::ReduceScatter:
-      case Collective::AllGather: return (p - 1) / p * m;
-      default: return m * (p - 1) / p;
-    }
+    CollectiveSpec resolved = c;
+    resolved.algorithm = choose_algorithm(c, topo);
+    return total_transfer_bytes(resolved, ranks) / ranks;
   }
   int add(StepPlan& plan, Task t) const {
     plan.tasks.push_back(std::move(t));

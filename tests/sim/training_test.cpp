@@ -1,0 +1,367 @@
+// Training-step model: each knob moves the prediction as theory says. Expectations are derived in the comments.
+//
+// The cluster of most tests: two nodes of two GPUs, every link of the same latency; bandwidths set per test.
+//
+//   gpu0 ─┐                            ┌─ gpu2
+//         sw0 ─ nic0 ══ switch ══ nic1 ─ sw1
+//   gpu1 ─┘                            └─ gpu3
+//
+// The model: four layers, one 1 Mi-element fp32 tensor (4 MiB) each; forward 1 ms and backward 2 ms per layer at
+// batch 1, so one step computes 4 + 8 = 12 ms. Gamma is made negligible (memory 3e18 B/s: a reduction of 1 MiB
+// takes ~1 ps) so that the arithmetic below is the alpha-beta part only.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/training/plan.hpp"
+#include "sim/training/simulation.hpp"
+
+namespace commsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kMiB = 1048576.0;
+constexpr double kComputeS = 0.012;  // 4 x (1 ms forward + 2 ms backward)
+
+std::string temp_dir() {
+  static const std::string dir = [] {
+    fs::path p = fs::temp_directory_path() / ("commsim-training-" + std::to_string(::getpid()));
+    fs::create_directories(p);
+    return p.string();
+  }();
+  return dir;
+}
+
+std::string write(const std::string& name, const Json& doc) {
+  const std::string path = temp_dir() + "/" + name;
+  std::ofstream(path) << doc.dump(2);
+  return path;
+}
+
+std::string cluster(double intra_Bps, double inter_Bps, double latency_s, int gpus_per_node = 2) {
+  auto cls = [&](double bw) { return Json{{"latency_s", latency_s}, {"bandwidth_Bps", bw}, {"source", "test"}}; };
+  Json devices = Json::array(), links = Json::array();
+  for (int g = 0; g < gpus_per_node; ++g) {
+    devices.push_back({{"name", "gpu" + std::to_string(g)}, {"kind", "gpu"}});
+    links.push_back({{"a", "gpu" + std::to_string(g)}, {"b", "sw"}, {"class", "nvswitch"}});
+  }
+  devices.push_back({{"name", "sw"}, {"kind", "nvswitch"}});
+  devices.push_back({{"name", "nic0"}, {"kind", "nic"}});
+  links.push_back({{"a", "nic0"}, {"b", "sw"}, {"class", "pcie"}});
+  Json t = {{"name", "test-cluster"},
+            {"link_classes", {{"nvswitch", cls(intra_Bps)}, {"pcie", cls(intra_Bps)}, {"rdma", cls(inter_Bps)}}},
+            {"node", {{"devices", devices}, {"links", links}}},
+            {"nodes", 2},
+            {"fabric", {{"kind", "single_switch"}, {"link_class", "rdma"}}}};
+  return write("cluster-" + std::to_string(intra_Bps) + "-" + std::to_string(inter_Bps) + "-" + std::to_string(latency_s) +
+                   "-" + std::to_string(gpus_per_node) + ".json",
+               t);
+}
+
+Json scenario(const std::string& topology, Json strategy, int steps = 2) {
+  return {{"name", "test"},
+          {"topology", topology},
+          {"model", fs::absolute("tests/data/training/model-4x1m.json").string()},
+          {"device", {{"name", "test"}, {"peak_flops", 1e12}, {"efficiency", 1}, {"memory_Bps", 3e18}, {"source", "test"}}},
+          {"batch_per_gpu", 1},
+          {"steps", steps},
+          {"strategy", strategy}};
+}
+
+Result simulate(const Json& doc, Fidelity fidelity = Fidelity::Analytical) {
+  return simulate_document(doc, write("scenario.json", doc), fidelity).result;
+}
+
+const Json kNoFusion = {{"mode", "none"}};
+const Json kOneBucket = {{"mode", "size"}, {"size_mb", 1000}};
+
+TEST(Fusion, ChangesNothingWithZeroLatency) {
+  // alpha = 0: a ring allreduce of m bytes takes 2(p-1)(m/p)/beta, linear in m, so four 4 MiB allreduces take as
+  // long as one of 16 MiB: p = 4, beta = 10 GB/s -> 6 x 4 MiB/4 / 1e10 = 629.1456 us each, 2.5166 ms in all.
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Result separate = simulate(scenario(t, {{"fusion", kNoFusion}, {"overlap", false}}));
+  const Result fused = simulate(scenario(t, {{"fusion", kOneBucket}, {"overlap", false}}));
+  const double comm_s = 4 * 6 * (kMiB / 1e10);
+  EXPECT_NEAR(fused.step_time_s, kComputeS + comm_s, 1e-9);
+  EXPECT_NEAR(separate.step_time_s, fused.step_time_s, 1e-9 * fused.step_time_s);
+}
+
+TEST(Fusion, FewerBucketsWinWithLargeLatency) {
+  // alpha = 100 us, bandwidth practically infinite: each allreduce costs its 2(p-1) = 6 latencies, so four buckets
+  // cost 3 x 6 x 100 us = 1.8 ms more than one.
+  const std::string t = cluster(1e18, 1e18, 100e-6);
+  const Result separate = simulate(scenario(t, {{"fusion", kNoFusion}, {"overlap", false}}));
+  const Result fused = simulate(scenario(t, {{"fusion", kOneBucket}, {"overlap", false}}));
+  EXPECT_NEAR(separate.step_time_s - fused.step_time_s, 3 * 6 * 100e-6, 1e-8);
+}
+
+TEST(Overlap, HidesAllButTheLastBucket) {
+  // One bucket per layer, 629.1456 us each (see above), shorter than a layer's 2 ms backward: each bucket finishes
+  // before the next is ready, so only the last (layer 0's, ready at 12 ms) shows: step = 12 ms + 629.1456 us.
+  const std::string t = cluster(10e9, 10e9, 0);
+  const double bucket_s = 6 * (kMiB / 1e10);
+  const Result on = simulate(scenario(t, {{"fusion", kNoFusion}, {"overlap", true}}));
+  const Result off = simulate(scenario(t, {{"fusion", kNoFusion}, {"overlap", false}}));
+  EXPECT_NEAR(on.step_time_s, kComputeS + bucket_s, 1e-9);
+  EXPECT_NEAR(on.exposed_comm_s, bucket_s, 1e-9);
+  EXPECT_NEAR(off.step_time_s, kComputeS + 4 * bucket_s, 1e-9);
+  // The bounds: max(compute, comm) <= step <= compute + comm.
+  EXPECT_GE(on.step_time_s, std::max(on.compute_s, on.comm_s));
+  EXPECT_LE(on.step_time_s, on.compute_s + on.comm_s + 1e-12);
+  EXPECT_NEAR(on.overlap_ratio, 0.75, 1e-6);  // 3 of 4 equal buckets hidden
+}
+
+TEST(Streams, HelpOnlyWhenOneStreamCannotFillTheLink) {
+  // Bandwidth-bound (alpha = 0): two streams share the bandwidth, so four buckets take 4 x 629.1456 us either way.
+  const std::string bw = cluster(10e9, 10e9, 0);
+  const Result one = simulate(scenario(bw, {{"fusion", kNoFusion}, {"overlap", false}, {"nccl_comm_num", 1}}));
+  const Result two = simulate(scenario(bw, {{"fusion", kNoFusion}, {"overlap", false}, {"nccl_comm_num", 2}}));
+  EXPECT_NEAR(two.step_time_s, one.step_time_s, 1e-9);
+  // Latency-bound (alpha = 100 us, bandwidth ~infinite): each allreduce waits 6 x 100 us; two streams wait in
+  // parallel, so the communication after backward halves: 4 x 600 us -> 2 x 600 us.
+  const std::string lat = cluster(1e18, 1e18, 100e-6);
+  const Result lat_one = simulate(scenario(lat, {{"fusion", kNoFusion}, {"overlap", false}, {"nccl_comm_num", 1}}));
+  const Result lat_two = simulate(scenario(lat, {{"fusion", kNoFusion}, {"overlap", false}, {"nccl_comm_num", 2}}));
+  EXPECT_NEAR(lat_one.step_time_s - kComputeS, 4 * 600e-6, 1e-8);
+  EXPECT_NEAR(lat_two.step_time_s - kComputeS, 2 * 600e-6, 1e-8);
+}
+
+TEST(Hierarchy, BeatsFlatRingWhenInterNodeIsSlow) {
+  // Intra-node 100 GB/s, inter-node 1 GB/s, one 16 MiB bucket (m), alpha = 0.
+  // Flat ring over 4 ranks: 2(p-1) steps of m/4 through the slowest hop: 1.5 m / 1e9 = 25.17 ms.
+  // Hierarchical with 2 leaders (Paddle hierarchical_allreduce_inter_nranks = 2): group allreduce 2 x (m/2)/100e9
+  // = 0.168 ms, leaders' allreduce 2 x (m/2)/1e9 = 16.78 ms, group broadcast in 32 pipelined 512 KiB pieces
+  // 32 x 512 KiB/100e9 = 0.168 ms: 17.11 ms.
+  const std::string t = cluster(100e9, 1e9, 0);
+  const double m = 16 * kMiB;
+  const Result flat = simulate(scenario(t, {{"fusion", kOneBucket}, {"overlap", false}}));
+  const Result hier = simulate(scenario(t, {{"fusion", kOneBucket},
+                                            {"overlap", false},
+                                            {"use_hierarchical_allreduce", true},
+                                            {"hierarchical_allreduce_inter_nranks", 2}}));
+  EXPECT_NEAR(flat.comm_s, 1.5 * m / 1e9, 1e-6);
+  EXPECT_NEAR(hier.comm_s, m / 100e9 + m / 1e9 + m / 100e9, 1e-6);
+  EXPECT_LT(hier.step_time_s, flat.step_time_s);
+}
+
+TEST(Dgc, MovesTheBytesTheFormulaSays) {
+  // Sparsity 0.999 from step 0; every tensor (1 Mi elements >= 16384) is sparsified: each rank keeps
+  // ceil(0.001 x 1048576) = 1049 (value, index) pairs of 4 + 4 bytes = 8392 bytes per tensor. The AllGather of p = 4
+  // such contributions makes each rank send (p-1) x 8392 = 25176 bytes per tensor, 100704 per step.
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Json dgc = {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {0.999}}};
+  const Result r = simulate(scenario(t, {{"fusion", kNoFusion}, {"dgc", dgc}}));
+  EXPECT_DOUBLE_EQ(r.bytes_sent_per_rank, 4 * 3 * 8392.0);
+  // Dense, the same step sends 2(p-1)/p x 16 MiB = 1.5 x 16 MiB per rank.
+  const Result dense = simulate(scenario(t, {{"fusion", kNoFusion}}));
+  EXPECT_DOUBLE_EQ(dense.bytes_sent_per_rank, 1.5 * 16 * kMiB);
+}
+
+TEST(Dgc, RampUpMappingIsPaddles) {
+  // Paddle's example: rampup_step 100 with 5 sparsities: steps 0-19 use the first, 20-39 the second, ...
+  Dgc d;
+  d.rampup_begin_step = 0;
+  d.rampup_step = 100;
+  d.sparsity = {0.75, 0.9375, 0.984375, 0.996, 0.999};
+  EXPECT_EQ(dgc_sparsity(d, 0), 0.75);
+  EXPECT_EQ(dgc_sparsity(d, 19), 0.75);
+  EXPECT_EQ(dgc_sparsity(d, 20), 0.9375);
+  EXPECT_EQ(dgc_sparsity(d, 99), 0.999);
+  EXPECT_EQ(dgc_sparsity(d, 5000), 0.999);  // after the ramp, the last value stays
+  d.rampup_begin_step = 10;                 // dense before rampup_begin_step
+  EXPECT_EQ(dgc_sparsity(d, 9), 0.0);
+  EXPECT_EQ(dgc_sparsity(d, 10), 0.75);
+  EXPECT_EQ(dgc_sparsity(d, 30), 0.9375);
+}
+
+TEST(Dgc, RampUpShowsInTheStepTimes) {
+  // Dense for steps 0-1 (rampup_begin_step 2), then sparse: the dense steps carry 16 MiB allreduces, so they are slower.
+  const std::string t = cluster(10e9, 1e9, 0);
+  const Json dgc = {{"rampup_begin_step", 2}, {"rampup_step", 1}, {"sparsity", {0.999}}};
+  const Result r = simulate(scenario(t, {{"fusion", kOneBucket}, {"overlap", false}, {"dgc", dgc}}, 4));
+  ASSERT_EQ(r.steps_s.size(), 4u);
+  EXPECT_EQ(r.steps_s[0], r.steps_s[1]);
+  EXPECT_GT(r.steps_s[1], r.steps_s[2]);
+  EXPECT_EQ(r.steady_from, 3);  // the ramp ends at rampup_begin_step + rampup_step
+}
+
+TEST(LocalSgd, KFourCommunicatesAQuarterAsOften) {
+  // k_steps 4 from step 0 over 8 steps: parameters are averaged after steps 3 and 7 only; the other six steps
+  // only compute (12 ms).
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Result r = simulate(scenario(t, {{"fusion", kOneBucket}, {"localsgd", {{"k_steps", 4}, {"begin_step", 0}}}}, 8));
+  int communicating = 0;
+  for (double s : r.steps_s) communicating += s > kComputeS + 1e-9;
+  EXPECT_EQ(communicating, 2);
+  EXPECT_GT(r.steps_s[3], kComputeS);
+  EXPECT_GT(r.steps_s[7], kComputeS);
+  // Bytes: two allreduces of 16 MiB in 8 steps: 2 x 1.5 x 16 MiB / 8 per step on average.
+  EXPECT_DOUBLE_EQ(r.bytes_sent_per_rank, 2 * 1.5 * 16 * kMiB / 8);
+}
+
+TEST(LocalSgd, AdaptiveIntervalFollowsPaddlesFormula) {
+  // k = ceil(sqrt(lr_0 * loss_t / (lr_t * loss_0) * init_k)), clamped to [1, 16].
+  LocalSgd l;
+  l.adaptive = true;
+  l.init_k_steps = 4;
+  EXPECT_EQ(adaptive_k(l, 0), 2);  // constant lr and loss: ceil(sqrt(4)) = 2
+  l.lr_decay_factor = 0.1;
+  l.lr_decay_every_steps = 10;
+  EXPECT_EQ(adaptive_k(l, 10), 7);  // lr 10x smaller: ceil(sqrt(10 x 4)) = ceil(6.32) = 7
+  EXPECT_EQ(adaptive_k(l, 20), 16);  // ceil(sqrt(100 x 4)) = 20, capped at 16
+  l.lr_decay_factor = 1;
+  l.loss_initial = 4;
+  l.loss_final = 1;
+  l.loss_half_life_steps = 1;
+  EXPECT_EQ(adaptive_k(l, 1000), 1);  // loss 4x smaller: ceil(sqrt(4 / 4)) = 1
+}
+
+TEST(Stragglers, SynchronousStepsWaitForTheSlowestRank) {
+  // Rank 3 computes twice as slowly: every synchronous step's compute takes 24 ms instead of 12.
+  const std::string t = cluster(1e18, 1e18, 0);
+  const Result r = simulate(scenario(t, {{"fusion", kOneBucket}, {"stragglers", {{"slow_ranks", {{"3", 2.0}}}}}}));
+  EXPECT_NEAR(r.compute_s, 2 * kComputeS, 1e-9);
+}
+
+TEST(Stragglers, LocalSgdWaitsOnlyAtAveraging) {
+  // Random per-step slowdowns: synchronous training pays sum over steps of max over ranks; Local SGD pays
+  // max over ranks of the sum over a cycle, which is never larger (max of sums <= sum of maxes).
+  const std::string t = cluster(1e18, 1e18, 0);
+  const Json noise = {{"seed", 7}, {"compute_cv", 0.2}};
+  const Result sync = simulate(scenario(t, {{"fusion", kOneBucket}, {"stragglers", noise}}, 16));
+  const Result local = simulate(scenario(t, {{"fusion", kOneBucket}, {"stragglers", noise}, {"localsgd", {{"k_steps", 4}, {"begin_step", 0}}}}, 16));
+  EXPECT_LT(local.compute_s, sync.compute_s);
+}
+
+TEST(Compression, Fp16HalvesTheBytes) {
+  // fp16 gradients: 2 bytes per element instead of 4, so half the bytes on the wire.
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Result fp32 = simulate(scenario(t, {{"fusion", kOneBucket}}));
+  const Result fp16 = simulate(scenario(t, {{"fusion", kOneBucket}, {"comm_dtype", "fp16"}}));
+  EXPECT_DOUBLE_EQ(fp16.bytes_sent_per_rank, fp32.bytes_sent_per_rank / 2);
+}
+
+TEST(Sharding, Stage3GathersParametersAndScattersGradients) {
+  // ZeRO-3: per step an all-gather of the 16 MiB of parameters and a reduce-scatter of the 16 MiB of gradients,
+  // each (p-1)/p x 16 MiB per rank: 2 x 0.75 x 16 MiB, the same as one allreduce (ZeRO paper, sec. 7).
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Result r = simulate(scenario(t, {{"sharding", {{"stage", 3}}}}));
+  EXPECT_DOUBLE_EQ(r.bytes_sent_per_rank, 2 * 0.75 * 16 * kMiB);
+}
+
+TEST(Fidelity, FlowAgreesWithAnalyticalOnAnUncontendedCluster) {
+  // One bucket, one stream, uniform links: the flow network sees one ring at a time, so both fidelities give the
+  // closed form (the aggregate ring and the step-by-step ring agree on an uncontended network).
+  const std::string t = cluster(10e9, 10e9, 1e-6);
+  const Json doc = scenario(t, {{"fusion", kOneBucket}, {"overlap", false}});
+  EXPECT_NEAR(simulate(doc, Fidelity::Flow).step_time_s, simulate(doc, Fidelity::Analytical).step_time_s, 1e-9);
+}
+
+TEST(Trace, IsAChromeTraceWithEveryStream) {
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Json doc = scenario(t, {{"fusion", kNoFusion}, {"nccl_comm_num", 2}});
+  const SimulationRun run = simulate_document(doc, write("trace.json", doc), Fidelity::Analytical);
+  const Json trace = chrome_trace(run.result, run.plan.streams);
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  std::set<int> threads;
+  int complete = 0;
+  for (const Json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++complete;
+      EXPECT_TRUE(e.contains("ts") && e.contains("dur") && e.contains("name"));
+      threads.insert(e["tid"].get<int>());
+    }
+  }
+  // Two steps traced: 8 compute tasks and 4 bucket allreduces each.
+  EXPECT_EQ(complete, 2 * (8 + 4));
+  EXPECT_EQ(threads, (std::set<int>{0, 1, 2}));
+}
+
+Json bad(Json doc, const std::string& pointer, Json value) {
+  doc[Json::json_pointer(pointer)] = value;
+  return doc;
+}
+
+TEST(BadScenario, EachIsOneClearError) {
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Json good = scenario(t, {{"fusion", kNoFusion}});
+  struct Case {
+    Json doc;
+    std::string expected;
+  } cases[] = {
+      {bad(good, "/strategy/nccl_comm_nums", 2), "strategy.nccl_comm_nums: unknown field"},
+      {bad(good, "/strategy/dgc", {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {1.0}}}), "strategy.dgc.sparsity[0]: must be in [0, 1)"},
+      {bad(good, "/strategy/localsgd", {{"k_steps", 0}}), "strategy.localsgd.k_steps: must be in [1"},
+      {bad(good, "/strategy/fusion", {{"mode", "index"}, {"indices", {2, 4}}}), "strategy.fusion.indices: split index 4 is past the last tensor"},
+      {bad(good, "/strategy/stragglers", {{"slow_ranks", {{"9", 2.0}}}}), "strategy.stragglers.slow_ranks.9: no such rank"},
+      {bad(good, "/topology", cluster(10e9, 10e9, 0, 1)), "strategy: hierarchical"},
+  };
+  // The last case: 2 nodes x 1 GPU is fine for a flat ring; make it too small by asking for 4 leaders.
+  cases[5].doc["strategy"]["use_hierarchical_allreduce"] = true;
+  cases[5].doc["strategy"]["hierarchical_allreduce_inter_nranks"] = 4;
+  cases[5].expected = "hierarchical_allreduce_inter_nranks: 4 leaders do not divide 2 ranks";
+  for (const Case& c : cases) {
+    try {
+      simulate(c.doc);
+      ADD_FAILURE() << "accepted: " << c.expected;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line";
+    }
+  }
+}
+
+TEST(BadScenario, TooFewRanks) {
+  // One node of one GPU: data parallelism needs two ranks.
+  Json doc = scenario(cluster(10e9, 10e9, 0, 1), {{"fusion", kNoFusion}});
+  doc["nodes"] = 1;
+  try {
+    simulate(doc);
+    ADD_FAILURE() << "accepted a one-rank cluster";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 2 ranks"), std::string::npos) << e.what();
+  }
+}
+
+// Every shipped model on every shipped GPU topology with every technique: the simulator answers, and a step is
+// never shorter than its compute.
+TEST(Shipped, EveryModelTopologyAndTechnique) {
+  const std::vector<Json> techniques = {
+      Json::object(),
+      {{"nccl_comm_num", 2}},
+      {{"use_hierarchical_allreduce", true}},
+      {{"algorithm", "auto"}},
+      {{"dgc", {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {0.999}}}}},
+      {{"localsgd", {{"k_steps", 4}, {"begin_step", 0}}}},
+      {{"adaptive_localsgd", {{"init_k_steps", 2}, {"begin_step", 0}}}},
+      {{"comm_dtype", "bf16"}},
+      {{"sharding", {{"stage", 3}}}},
+      {{"fusion", {{"mode", "auto"}}}, {"stragglers", {{"compute_cv", 0.1}}}},
+  };
+  // The zoo the project promises (other files may be present too).
+  std::set<std::string> models;
+  for (const auto& f : fs::directory_iterator("scenarios/models")) models.insert(f.path().stem().string());
+  for (const char* required : {"resnet50", "vgg16", "bert-large", "gpt2-xl", "gpt3-175b", "faster-rcnn-r50-fpn"})
+    EXPECT_TRUE(models.count(required)) << required;
+  int runs = 0;
+  for (const auto& model : fs::directory_iterator("scenarios/models")) {
+    for (const char* topology : {"dgx-a100", "dgx-h100", "dgx1-v100", "pcie-gen4-8gpu", "cloud-tcp-10gbe", "cloud-p3-v100-25gbe"}) {
+      for (const Json& strategy : techniques) {
+        Json doc = scenario(fs::absolute(std::string("topologies/") + topology + ".json").string(), strategy, 4);
+        doc["model"] = fs::absolute(model.path()).string();
+        doc["nodes"] = 2;
+        const Result r = simulate(doc);
+        ASSERT_TRUE(std::isfinite(r.step_time_s) && r.step_time_s > 0) << model.path() << " " << topology << " " << strategy;
+        EXPECT_GE(r.step_time_s, r.compute_s * (1 - 1e-9)) << model.path() << " " << topology << " " << strategy;
+        ++runs;
+      }
+    }
+  }
+  EXPECT_EQ(runs, static_cast<int>(models.size()) * 6 * 10);
+}
+
+}  // namespace
+}  // namespace commsim
