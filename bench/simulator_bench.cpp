@@ -1,2 +1,143 @@
+// Simulator performance (BENCHMARKS.md has the figures, the command and the targets):
+//  (a) flow-level ring allreduce of 1 GiB over 1024 GPUs (dgx-a100.json, 128 nodes), events/s and time;
+//  (b) the same over 8192 GPUs (1024 nodes);
+//  (c) the closed form (analytical fidelity) of the ring allreduce over 131 072 GPUs (16 384 nodes).
+// Times: the CPU column is this process's CPU time (one core); Time is wall-clock, longer when the machine is
+// shared. Flow cases take the number of channels as an argument: 1, or 8 (dgx-a100's default, one ring per NIC, what
+// `commsim collective` uses). The schedule is generated once, outside the timed loop; generation has its own case.
 #include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "sim/collective/collective.hpp"
+#include "sim/engine/executor.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace commsim {
+namespace {
+
+const std::string kDgxA100 = std::string(COMMSIM_SOURCE_DIR) + "/topologies/dgx-a100.json";
+constexpr Bytes kGiB = Bytes(1) << 30;
+
+const Topology& dgx_a100(int nodes) {
+  static std::map<int, std::unique_ptr<Topology>> cache;
+  auto& t = cache[nodes];
+  if (!t) t = load_topology(kDgxA100, nodes);
+  return *t;
+}
+
+CollectiveSpec ring_allreduce(const Topology& t, int channels) {
+  CollectiveSpec s;
+  s.op = Collective::AllReduce;
+  s.algorithm = Algorithm::Ring;
+  s.bytes = kGiB;
+  s.channels = channels;
+  s.ranks_per_node = t.ranks_per_node();
+  return s;
+}
+
+// (a), (b): args {nodes, channels}.
+void BM_FlowRingAllReduce(benchmark::State& state) {
+  const Topology& t = dgx_a100(static_cast<int>(state.range(0)));
+  const CollectiveSpec spec = ring_allreduce(t, static_cast<int>(state.range(1)));
+  Schedule schedule;
+  {
+    std::vector<OpId> frontier(t.ranks(), kNoOp);
+    generate(spec, t, schedule, frontier);
+  }
+  std::uint64_t events = 0;
+  double simulated = 0, wall = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const ScheduleResult r = simulate_schedule(schedule, t, Fidelity::Flow, 0);
+    wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    events += r.events;
+    simulated = r.seconds;
+    benchmark::DoNotOptimize(r.seconds);
+  }
+  std::uint64_t transfers = 0;
+  for (const Op& op : schedule.ops) transfers += op.kind == OpKind::Transfer;
+  state.counters["gpus"] = t.ranks();
+  state.counters["transfers"] = static_cast<double>(transfers);
+  state.counters["events"] = static_cast<double>(events / state.iterations());
+  // Events per second of this process's CPU time (one core; the benchmark's CPU column), and of wall-clock time
+  // (lower when other processes share the core).
+  state.counters["events_per_cpu_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["events_per_wall_s"] = static_cast<double>(events) / wall;
+  state.counters["simulated_ms"] = simulated * 1e3;
+  state.counters["busbw_GBps"] = static_cast<double>(kGiB) / simulated / 1e9 * busbw_factor(Collective::AllReduce, t.ranks());
+}
+BENCHMARK(BM_FlowRingAllReduce)
+    ->ArgNames({"nodes", "channels"})
+    ->Args({128, 1})
+    ->Args({128, 8})
+    ->Unit(benchmark::kMillisecond);
+// 8192 GPUs: one iteration (minutes, gigabytes). The default 8 channels would need ~1.1e9 transfers (tens of GB)
+// and are not run.
+BENCHMARK(BM_FlowRingAllReduce)
+    ->ArgNames({"nodes", "channels"})
+    ->Args({1024, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// For reference (not a target): the same collective with CollectiveSpec::aggregate, one flow per ring edge and
+// channel carrying all of its steps (p x channels transfers): the same simulated time on this uncontended ring.
+void BM_FlowRingAllReduceAggregated(benchmark::State& state) {
+  const Topology& t = dgx_a100(static_cast<int>(state.range(0)));
+  CollectiveSpec spec = ring_allreduce(t, static_cast<int>(state.range(1)));
+  spec.aggregate = true;
+  Schedule schedule;
+  std::vector<OpId> frontier(t.ranks(), kNoOp);
+  generate(spec, t, schedule, frontier);
+  double simulated = 0;
+  for (auto _ : state) simulated = simulate_schedule(schedule, t, Fidelity::Flow, 0).seconds;
+  state.counters["gpus"] = t.ranks();
+  state.counters["simulated_ms"] = simulated * 1e3;
+}
+BENCHMARK(BM_FlowRingAllReduceAggregated)
+    ->ArgNames({"nodes", "channels"})
+    ->Args({128, 8})
+    ->Args({1024, 8})
+    ->Unit(benchmark::kMillisecond);
+
+// Schedule generation of the same cases, for reference (not part of the targets).
+void BM_GenerateRingAllReduce(benchmark::State& state) {
+  const Topology& t = dgx_a100(static_cast<int>(state.range(0)));
+  const CollectiveSpec spec = ring_allreduce(t, static_cast<int>(state.range(1)));
+  std::uint64_t ops = 0;
+  for (auto _ : state) {
+    Schedule schedule;
+    std::vector<OpId> frontier(t.ranks(), kNoOp);
+    generate(spec, t, schedule, frontier);
+    ops = schedule.ops.size();
+    benchmark::DoNotOptimize(schedule.ops.data());
+  }
+  state.counters["ops"] = static_cast<double>(ops);
+}
+BENCHMARK(BM_GenerateRingAllReduce)
+    ->ArgNames({"nodes", "channels"})
+    ->Args({128, 1})
+    ->Args({128, 8})
+    ->Unit(benchmark::kMillisecond);
+
+// (c): the closed form over args {nodes} x 8 GPUs, default channels (8).
+void BM_ClosedFormRingAllReduce(benchmark::State& state) {
+  const Topology& t = dgx_a100(static_cast<int>(state.range(0)));
+  const CollectiveSpec spec = ring_allreduce(t, t.default_channels());
+  double seconds = 0;
+  for (auto _ : state) {
+    seconds = closed_form_seconds(spec, t);
+    benchmark::DoNotOptimize(seconds);
+  }
+  state.counters["gpus"] = t.ranks();
+  state.counters["simulated_ms"] = seconds * 1e3;
+}
+BENCHMARK(BM_ClosedFormRingAllReduce)->ArgName("nodes")->Arg(128)->Arg(16384)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace commsim
+
 BENCHMARK_MAIN();

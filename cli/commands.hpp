@@ -14,6 +14,12 @@ namespace commsim::cli {
 
 void register_collective(CLI::App& app, int& exit_code);
 void register_simulate(CLI::App& app, int& exit_code);
+void register_compare(CLI::App& app, int& exit_code);
+void register_hardware(CLI::App& app, int& exit_code);  // cli/run_cmd.cpp: run, bench, cluster
+void register_sweep(CLI::App& app, int& exit_code);      // cli/sweep_cmd.cpp
+void register_recommend(CLI::App& app, int& exit_code);  // cli/recommend_cmd.cpp
+void register_regress(CLI::App& app, int& exit_code);    // cli/regress_cmd.cpp
+void register_report(CLI::App& app, int& exit_code);     // cli/report_cmd.cpp
 
 void print_result(const SimulationRun& run);
 

@@ -12,6 +12,12 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   commsim::cli::register_collective(app, exit_code);
   commsim::cli::register_simulate(app, exit_code);
+  commsim::cli::register_compare(app, exit_code);
+  commsim::cli::register_hardware(app, exit_code);
+  commsim::cli::register_sweep(app, exit_code);
+  commsim::cli::register_recommend(app, exit_code);
+  commsim::cli::register_regress(app, exit_code);
+  commsim::cli::register_report(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

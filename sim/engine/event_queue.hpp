@@ -20,7 +20,7 @@ class EventQueue {
  public:
   // Events of a higher class run after every lower-class event of the same time (used to batch rate updates).
   void schedule(TimePs at, EventHandler* handler, std::uint64_t payload, std::uint8_t klass = 0) {
-    heap_.push({at, klass, next_seq_++, handler, payload});
+    heap_.push({at, (static_cast<std::uint64_t>(klass) << 56) | next_seq_++, handler, payload});
   }
   TimePs now() const { return now_; }
   bool empty() const { return heap_.empty(); }
@@ -40,15 +40,10 @@ class EventQueue {
  private:
   struct Event {
     TimePs at;
-    std::uint8_t klass;
-    std::uint64_t seq;
+    std::uint64_t order;  // class in the top 8 bits, insertion sequence below: one comparison orders both
     EventHandler* handler;
     std::uint64_t payload;
-    bool operator>(const Event& o) const {
-      if (at != o.at) return at > o.at;
-      if (klass != o.klass) return klass > o.klass;
-      return seq > o.seq;
-    }
+    bool operator>(const Event& o) const { return at != o.at ? at > o.at : order > o.order; }
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
   TimePs now_ = 0;

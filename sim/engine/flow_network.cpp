@@ -4,6 +4,7 @@
 // that instant), and only over the connected component of links and flows that the changes touch.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "sim/core/error.hpp"
@@ -15,10 +16,14 @@ namespace {
 // Rounds a rate to 40 significant bits. Flows that are symmetric get rates that differ only by the order of
 // floating-point subtractions; snapping makes them equal, so they finish in the same picosecond and one rate update
 // serves them all (a 1e-12 relative change, far below the engine's picosecond quantum for any real transfer).
+// For a positive finite double this is round(ldexp(frexp(rate), 40)) scaled back, done on the bits: dropping the
+// low 13 of the 53 significand bits, rounding half away from zero (a carry moves into the exponent, as it should).
 double snap(double rate) {
-  int exponent;
-  const double mantissa = std::frexp(rate, &exponent);
-  return std::ldexp(std::round(std::ldexp(mantissa, 40)), exponent - 40);
+  std::uint64_t bits;
+  std::memcpy(&bits, &rate, sizeof bits);
+  bits = (bits + (std::uint64_t{1} << 12)) & ~((std::uint64_t{1} << 13) - 1);
+  std::memcpy(&rate, &bits, sizeof bits);
+  return rate;
 }
 
 enum EventKind : std::uint64_t { kEnter = 0, kComplete = 1, kRecompute = 2 };

@@ -1,12 +1,18 @@
-// Shared helpers of the simulator tests: loading fixtures, generating and simulating a collective, and walking a
-// schedule's dependency DAG.
+// Shared helpers of the simulator tests: loading fixtures, generating and simulating a collective, walking a
+// schedule's dependency DAG, counting delivered bytes, the byte formulas of the algorithms, and running the CLI.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,6 +89,168 @@ inline double simulate(const CollectiveSpec& spec, const Topology& t, Fidelity f
   return simulate_schedule(s, t, f, spec.reduce_Bps).seconds;
 }
 
+// Bytes every schedule must transfer in total, summed over channels (each channel moves its share, and the
+// shares sum to m):
+//   ring allreduce 2(p-1) m: 2(p-1) steps, each moving all p blocks, which sum to m (for any m);
+//   ring reduce-scatter / allgather (p-1) m; chain broadcast / reduce (p-1) m: p-1 edges, each all pieces;
+//   double tree 2(p-1) m: each tree moves its half up p-1 edges and down p-1 edges;
+//   halving-doubling 2(p-1) m when q (the largest power of two <= p) divides each channel's share: folding
+//     moves (p-q) m in and out, the exchanges m(q-1) each way;
+//   hierarchical, G groups of S: G * 2(S-1) m + 2(G-1) m + G (S-1) m;
+//   2D ring, N nodes of R: N m + R * 2(N-1) (m/R) + N m (blocks of one node sum to m).
+inline Bytes expected_bytes(const CollectiveSpec& s, int p, Bytes m) {
+  const Bytes P = static_cast<Bytes>(p);
+  switch (s.algorithm) {
+    case Algorithm::Ring:
+      return s.op == Collective::AllReduce ? 2 * (P - 1) * m : (P - 1) * m;
+    case Algorithm::Tree:
+    case Algorithm::HalvingDoubling: return 2 * (P - 1) * m;
+    case Algorithm::Hierarchical: {
+      const Bytes G = static_cast<Bytes>(s.hierarchy_groups > 0 ? s.hierarchy_groups : std::max(1, p / s.ranks_per_node));
+      const Bytes S = P / G;
+      return G * 2 * (S - 1) * m + 2 * (G - 1) * m + G * (S - 1) * m;
+    }
+    case Algorithm::Ring2D: {
+      const Bytes R = static_cast<Bytes>(s.ranks_per_node), N = P / R;
+      return 2 * N * (R - 1) * m + 2 * (N - 1) * m;
+    }
+    case Algorithm::Auto: break;
+  }
+  ADD_FAILURE() << "unresolved algorithm";
+  return 0;
+}
+
+// The naive max-min flow simulation of flow_reference_test.cpp (makespan in seconds).
+double reference_flow_seconds(const Schedule& s, const Topology& t, double reduce_Bps);
+
 inline double rel_diff(double a, double b) { return std::abs(a - b) / std::max(std::abs(a), std::abs(b)); }
+
+
+// A network that forwards to a real one and counts what it was asked to move and what it delivered, so a test can
+// check that every byte of a schedule arrives (and that no transfer is lost or completed twice).
+class CountingNetwork final : public NetworkModel, public TransferListener {
+ public:
+  explicit CountingNetwork(std::unique_ptr<NetworkModel> inner) : inner_(std::move(inner)) {}
+  void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) override {
+    pending_.push_back({listener, tag, bytes, false});
+    started_bytes += bytes;
+    ++started;
+    inner_->start(src, dst, bytes, this, pending_.size() - 1);
+  }
+  const LinkUsage& usage() const override { return inner_->usage(); }
+  void on_transfer_done(std::uint64_t index) override {
+    Pending& p = pending_[index];
+    EXPECT_FALSE(p.done) << "transfer " << index << " delivered twice";
+    p.done = true;
+    delivered_bytes += p.bytes;
+    ++delivered;
+    p.listener->on_transfer_done(p.tag);
+  }
+  double started_bytes = 0, delivered_bytes = 0;
+  std::uint64_t started = 0, delivered = 0;
+
+ private:
+  struct Pending {
+    TransferListener* listener;
+    std::uint64_t tag;
+    double bytes;
+    bool done;
+  };
+  std::unique_ptr<NetworkModel> inner_;
+  std::vector<Pending> pending_;
+};
+
+struct CountedRun {
+  double seconds = 0;
+  bool finished = false;
+  double started_bytes = 0, delivered_bytes = 0;
+  std::uint64_t started = 0, delivered = 0;
+};
+
+inline CountedRun run_counted(const Schedule& s, const Topology& t, Fidelity f, double reduce_Bps) {
+  EventQueue queue;
+  CountingNetwork net(make_network(f, t, queue));
+  ScheduleRun run(s, reduce_Bps, net, queue, nullptr);
+  run.start();
+  queue.run();
+  return {ps_to_seconds(run.finished_at()), run.done(), net.started_bytes, net.delivered_bytes, net.started,
+          net.delivered};
+}
+
+// Total effective bandwidth a rank can inject: the sum over the distinct directed links that its routes start on.
+// Every flow from the rank starts on one of them, so at any instant the rank sends at most this many bytes/s.
+inline double injection_Bps(const Topology& t, int rank) {
+  std::vector<LinkId> first;
+  for (int dst = 0; dst < t.ranks(); ++dst) {
+    if (dst == rank) continue;
+    Route r;
+    t.route(rank, dst, r);
+    first.push_back(r.links.front());
+  }
+  std::sort(first.begin(), first.end());
+  first.erase(std::unique(first.begin(), first.end()), first.end());
+  double total = 0;
+  for (LinkId l : first) total += t.link(l).effective_Bps();
+  return total;
+}
+
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A fresh empty directory under the system's temp directory, removed when the object goes.
+class TempDir {
+ public:
+  TempDir() {
+    const auto base = std::filesystem::temp_directory_path();
+    for (int i = 0;; ++i) {
+      path_ = base / ("commsim-test-" + std::to_string(::getpid()) + "-" + std::to_string(i));
+      if (std::filesystem::create_directory(path_)) break;
+    }
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs the built `commsim` with `args` (already shell-quoted where needed), capturing stdout and stderr.
+inline CliResult run_cli(const std::string& args) {
+#ifdef COMMSIM_CLI_PATH
+  TempDir dir;
+  const auto out = dir.path() / "stdout", err = dir.path() / "stderr";
+  const std::string cmd = std::string("'") + COMMSIM_CLI_PATH + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+#else
+  (void)args;
+  return {};
+#endif
+}
+
+inline bool cli_available() {
+#ifdef COMMSIM_CLI_PATH
+  return std::filesystem::exists(COMMSIM_CLI_PATH);
+#else
+  return false;
+#endif
+}
 
 }  // namespace commsim::test

@@ -1,0 +1,93 @@
+// `commsim regress`: the CI performance gate. Re-evaluates the scenarios of a baseline, compares their step times
+// with the stored ones, prints a table, writes JUnit XML; exit 1 on a regression beyond the tolerance.
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.hpp"
+#include "reports/baseline.hpp"
+#include "reports/format.hpp"
+#include "reports/junit.hpp"
+#include "sim/core/json_fields.hpp"
+
+namespace commsim::cli {
+namespace {
+
+struct RegressOptions {
+  std::string baseline, junit;
+  std::vector<std::string> measured;
+  double tolerance = 1;
+  bool tolerance_given = false, update = false;
+  int jobs = 0;
+};
+
+int run_regress(const RegressOptions& o) {
+  using namespace reports;
+  Baseline b = load_baseline(o.baseline, o.update);
+  const double tolerance = o.tolerance_given ? o.tolerance : b.tolerance_pct;
+  std::map<std::string, Result> measured;
+  for (const std::string& m : o.measured) {
+    const auto eq = m.find('=');
+    if (eq == std::string::npos || eq == 0) throw InputError("--measured", "", "\"" + m + "\" is not NAME=RESULT.json");
+    const std::string name = m.substr(0, eq), file = m.substr(eq + 1);
+    bool known = false;
+    for (const BaselineEntry& e : b.entries) known |= e.name == name && e.backend != "sim";
+    if (!known) throw InputError("--measured", name, "no hardware entry of that name in " + o.baseline);
+    measured[name] = Result::from_json(read_json_file(file), file);
+  }
+
+  std::vector<double> seconds;
+  const std::vector<Check> checks = check_baseline(b, tolerance, measured, o.jobs, seconds);
+  TextTable table({"scenario", "evaluated by", "stored ms", "now ms", "change", "verdict"});
+  std::vector<JUnitCase> cases;
+  std::size_t count[4] = {0, 0, 0, 0};
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    const BaselineEntry& e = b.entries[i];
+    const Check& c = checks[i];
+    ++count[static_cast<int>(c.verdict)];
+    const bool skipped = c.verdict == Verdict::Skipped;
+    table.add({e.name, e.backend == "sim" ? e.fidelity : e.backend, e.step_time_s > 0 ? fixed(e.step_time_s * 1e3, 3) : "new",
+               skipped ? "-" : fixed(c.now_s * 1e3, 3), skipped ? "-" : (c.change >= 0 ? "+" : "") + percent(c.change, 2),
+               std::string(to_string(c.verdict))});
+    cases.push_back({e.name, seconds[i], c.verdict == Verdict::Regression ? c.message : "", skipped ? c.message : "", c.message});
+  }
+  std::fputs(table.str().c_str(), stdout);
+  for (std::size_t i = 0; i < checks.size(); ++i)
+    if (checks[i].verdict != Verdict::Pass) std::printf("%s: %s\n", b.entries[i].name.c_str(), checks[i].message.c_str());
+  std::printf("%zu scenarios: %zu pass, %zu faster, %zu regressions, %zu skipped (tolerance %s %%)\n", checks.size(), count[0],
+              count[1], count[2], count[3], number(tolerance).c_str());
+  if (!o.junit.empty()) write_file(o.junit, junit_xml("commsim.regress", cases), "--junit");
+
+  if (o.update) {
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      if (checks[i].verdict == Verdict::Skipped) continue;
+      b.entries[i].step_time_s = checks[i].now_s;
+      b.entries[i].step_time_spread_s = checks[i].now_spread_s;
+    }
+    write_file(o.baseline, baseline_json(b).dump(2) + "\n", "--baseline");
+    std::printf("updated %s (commsim %s)\n", o.baseline.c_str(), COMMSIM_VERSION);
+    return 0;
+  }
+  return count[static_cast<int>(Verdict::Regression)] ? 1 : 0;
+}
+
+}  // namespace
+
+void register_regress(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<RegressOptions>();
+  CLI::App* cmd = app.add_subcommand("regress", "Compare step times with a stored baseline (CI gate): exit 1 on a regression");
+  cmd->add_option("--baseline", o->baseline, "baseline JSON file (see baselines/ci.json)")->required();
+  CLI::Option* tol = cmd->add_option("--tolerance", o->tolerance, "allowed slowdown in percent (default: the baseline's tolerance_pct)")
+                         ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--update", o->update, "store the step times of this commsim in the baseline instead of comparing");
+  cmd->add_option("--junit", o->junit, "write JUnit XML for CI systems");
+  cmd->add_option("--measured", o->measured,
+                  "NAME=RESULT.json: a hardware result measured now (commsim run --json) for the baseline entry NAME")
+      ->allow_extra_args(false);
+  cmd->add_option("--jobs", o->jobs, "parallel simulations (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->callback([o, tol, &exit_code] {
+    o->tolerance_given = tol->count() > 0;
+    exit_code = run_regress(*o);
+  });
+}
+
+}  // namespace commsim::cli

@@ -1,0 +1,188 @@
+// `commsim run --backend mpi|nccl SCENARIO`: executes a scenario's Plan on real hardware and measures it; the
+// Result has the simulator's schema (backend "mpi"/"nccl", fidelity "measured"), so the two compare directly.
+//
+// With the MPI backend the same command works in two ways (docs/hardware-mpi.md):
+//   - outside mpirun it launches mpirun itself, one rank per rank of the scenario's topology, on loopback or, with
+//     --cluster, inside an emulated cluster that exists for the run only;
+//   - under mpirun (OMPI_COMM_WORLD_SIZE set) it is one rank of the job.
+// This file also registers `commsim bench` and `commsim cluster` (register_hardware).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/commands.hpp"
+#include "hw/common/emulation.hpp"
+#include "hw/common/plan_buffers.hpp"
+#include "sim/core/error.hpp"
+
+#ifdef COMMSIM_HAVE_MPI
+#include <mpi.h>
+
+#include "hw/mpi/launcher.hpp"
+#include "hw/mpi/mpi_backend.hpp"
+#endif
+#ifdef COMMSIM_HAVE_NCCL
+#include "hw/nccl/nccl_backend.hpp"
+#endif
+
+namespace commsim::cli {
+
+void register_bench(CLI::App& app, int& exit_code);    // cli/bench_cmd.cpp
+void register_cluster(CLI::App& app, int& exit_code);  // cli/cluster_cmd.cpp
+
+namespace {
+
+struct RunCommand {
+  std::string scenario, json, backend = "mpi", impl = "schedule";
+  std::vector<std::string> sets;
+  int steps = 0, warmup = 2;
+  bool check = false, cluster = false;
+  double timeout_s = 0;
+};
+
+std::string absolute(const std::string& path) { return path.empty() ? path : std::filesystem::absolute(path).string(); }
+
+void write_json(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream out(path);
+  if (!out) throw InputError("--json", "", "cannot write " + path);
+  out << doc.dump(2) << "\n";
+}
+
+// The measured result as `commsim simulate` prints a prediction, plus its spread, notes and the check's outcome.
+void print_measured(const SimulationRun& run) {
+  print_result(run);
+  const Result& r = run.result;
+  std::printf("  step spread    %10.3f ms   (half the interquartile range)\n", r.step_time_spread_s * 1e3);
+  for (const std::string& note : r.notes) std::printf("  note: %s\n", note.c_str());
+  std::fflush(stdout);
+}
+
+#ifdef COMMSIM_HAVE_MPI
+hw::RunOptions run_options(const RunCommand& o) {
+  hw::RunOptions options;
+  options.scenario = o.scenario;
+  options.sets = o.sets;
+  options.steps = o.steps;
+  options.json = o.json;
+  options.check = o.check;
+  options.impl = o.impl == "native" ? hw::CollectiveImpl::Native : hw::CollectiveImpl::Schedule;
+  options.warmup = o.warmup;
+  return options;
+}
+
+// One rank of the job. Bad input (the same on every rank) is reported once, by rank 0; any other failure is
+// reported by the rank that hit it, which then aborts the job so that no rank waits forever.
+int run_rank(const RunCommand& o) {
+  hw::MpiSession session(nullptr, nullptr);
+  int code = 0;
+  try {
+    const hw::RunOptions options = run_options(o);
+    SimulationRun run = hw::load_run(options);
+    const hw::CheckCounts check = hw::measure_plan(run, options);
+    code = o.check && check.wrong_elements > 0 ? 1 : 0;
+    if (session.rank() == 0) {
+      print_measured(run);
+      if (o.check)
+        std::printf("check: %llu wrong of %llu elements in %llu collective results: %s\n",
+                    static_cast<unsigned long long>(check.wrong_elements), static_cast<unsigned long long>(check.checked_elements),
+                    static_cast<unsigned long long>(check.collectives), check.wrong_elements == 0 ? "all exact" : "FAILED");
+      if (!o.json.empty()) write_json(o.json, run.result.to_json());
+      std::fflush(stdout);
+    }
+  } catch (const InputError& e) {
+    if (session.rank() == 0) std::fprintf(stderr, "commsim: %s\n", e.what());
+    code = 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "commsim: rank %d: %s\n", session.rank(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  if (session.rank() == 0) hw::report_job_status(code);
+  return code;
+}
+
+// Outside mpirun: checks everything that can be checked here (scenario, plan, memory, emulation), then starts the
+// job with this same command line, absolute paths, under mpirun.
+int launch_run(const RunCommand& o) {
+  const SimulationRun run = hw::load_run(run_options(o));
+  hw::check_memory(run.plan, hw::available_memory_bytes());
+  hw::Launch launch;
+  launch.ranks = run.plan.ranks;
+  launch.timeout_s = o.timeout_s;
+  if (o.cluster) launch.cluster = hw::emulation_for(run.scenario.topology_path, run.scenario.nodes);
+  std::vector<std::string>& a = launch.worker_args;
+  a = {"run", "--backend", "mpi", absolute(o.scenario), "--impl", o.impl, "--warmup", std::to_string(o.warmup)};
+  if (o.steps > 0) a.insert(a.end(), {"--steps", std::to_string(o.steps)});
+  for (const std::string& s : o.sets) a.insert(a.end(), {"--set", s});
+  if (o.check) a.push_back("--check");
+  if (!o.json.empty()) a.insert(a.end(), {"--json", absolute(o.json)});
+  return hw::launch_mpi_job(launch);
+}
+#endif
+
+int run_mpi(const RunCommand& o) {
+#ifdef COMMSIM_HAVE_MPI
+  return hw::under_mpirun() ? run_rank(o) : launch_run(o);
+#else
+  (void)o;
+  std::fprintf(stderr, "commsim: this build has no MPI backend (MPI was not found when commsim was configured; see COMMSIM_MPI)\n");
+  return 2;
+#endif
+}
+
+int run_nccl(const RunCommand& o) {
+#ifdef COMMSIM_HAVE_NCCL
+  std::vector<std::string> sets = o.sets;
+  if (o.steps > 0) sets.push_back("steps=" + std::to_string(o.steps));
+  SimulationRun run;
+  const Json document = apply_overrides(read_json_file(o.scenario), sets, o.scenario);
+  run.scenario = parse_scenario(document, o.scenario);
+  run.topology = load_topology(run.scenario.topology_path, run.scenario.nodes);
+  run.plan = build_plan(run.scenario, *run.topology);
+  nccl::NcclOptions options;
+  options.check = o.check;
+  options.warmup_steps = o.warmup;
+  nccl::validate(options);
+  nccl::NcclRun measured = nccl::run_nccl(run.plan, *run.topology, options);
+  const int code = measured.checked && measured.wrong_elements > 0 ? 1 : 0;
+  if (!measured.root) return code;
+  run.result = measured.result;
+  run.result.scenario_hash = fnv1a_hex(document.dump());
+  print_measured(run);
+  if (measured.checked)
+    std::printf("check: %llu wrong elements: %s\n", static_cast<unsigned long long>(measured.wrong_elements), code ? "FAILED" : "all exact");
+  if (!o.json.empty()) write_json(o.json, run.result.to_json());
+  return code;
+#else
+  (void)o;
+  std::fprintf(stderr, "commsim: this build has no NCCL backend (CUDA and NCCL were not found when commsim was configured; see COMMSIM_NCCL)\n");
+  return 2;
+#endif
+}
+
+void register_run(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<RunCommand>();
+  CLI::App* cmd = app.add_subcommand("run", "Execute a scenario on real hardware and measure it (same Result schema as simulate)");
+  cmd->add_option("scenario", o->scenario, "scenario JSON file")->required();
+  cmd->add_option("--backend", o->backend, "mpi (CPU ranks, Open MPI) | nccl (NVIDIA GPUs)")->check(CLI::IsMember({"mpi", "nccl"}));
+  cmd->add_option("--json", o->json, "write the measured result JSON");
+  cmd->add_flag("--check", o->check, "verifiable inputs; count wrong elements after every collective (exit 1 if any)");
+  cmd->add_option("--impl", o->impl, "mpi: schedule (the simulator's schedules, point-to-point) | native (Open MPI's collectives)")
+      ->check(CLI::IsMember({"schedule", "native"}));
+  cmd->add_flag("--cluster", o->cluster, "mpi: run inside an emulated cluster of the topology (namespaces, tc); needs CAP_NET_ADMIN");
+  cmd->add_option("--warmup", o->warmup, "steps run first and not counted")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--steps", o->steps, "number of measured steps (overrides the scenario)")->check(CLI::PositiveNumber);
+  cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)");
+  cmd->add_option("--timeout-s", o->timeout_s, "mpi: stop the job after this many seconds (0 = no limit)")->check(CLI::NonNegativeNumber);
+  cmd->callback([o, &exit_code] { exit_code = o->backend == "nccl" ? run_nccl(*o) : run_mpi(*o); });
+}
+
+}  // namespace
+
+void register_hardware(CLI::App& app, int& exit_code) {
+  register_run(app, exit_code);
+  register_bench(app, exit_code);
+  register_cluster(app, exit_code);
+}
+
+}  // namespace commsim::cli

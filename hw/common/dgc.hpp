@@ -1,0 +1,20 @@
+// Deep Gradient Compression (Lin et al., ICLR 2018, "Deep Gradient Compression"; Paddle dgc_configs): every rank
+// adds its gradient to a local residual, sends only the k entries of largest magnitude as (value, index) pairs,
+// and keeps the rest for later steps. The pairs of all ranks are gathered and summed into a dense gradient.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace commsim::hw {
+
+// The k entries of largest |value| (ties go to the lower index), as indices in increasing order. One
+// std::nth_element finds the k-th largest magnitude; one pass then collects the entries above and at it, so the
+// result is the same on every rank that computes it for the same values.
+std::vector<std::uint32_t> top_k_indices(const float* values, std::size_t count, std::size_t k);
+
+// Sparse accumulation of one rank's pairs: dense[indices[j]] += values[j].
+void accumulate_sparse(float* dense, const float* values, const std::uint32_t* indices, std::size_t pairs);
+
+}  // namespace commsim::hw

@@ -1,0 +1,242 @@
+#include "hw/mpi/bench.hpp"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "hw/common/dtype.hpp"
+#include "hw/common/schedule_program.hpp"
+#include "hw/common/verifiable.hpp"
+#include "hw/mpi/mpi_check.hpp"
+#include "hw/mpi/native_collectives.hpp"
+#include "hw/mpi/schedule_executor.hpp"
+#include "sim/collective/collective.hpp"
+
+namespace commsim::hw {
+namespace {
+
+constexpr std::uint64_t kMaxPingPongBytes = 64ull << 20;
+constexpr std::uint64_t kReductionBytes = 64ull << 20;
+constexpr int kMaxRepetitions = 10000;
+
+// Repetitions for a size: enough to fill `target_s` given one repetition's time, decided on rank 0 of `comm` and
+// broadcast so that every rank runs the same count.
+int repetitions_for(double one_s, double target_s, MPI_Comm comm) {
+  int reps = static_cast<int>(std::clamp(target_s / std::max(one_s, 1e-9), 1.0, static_cast<double>(kMaxRepetitions)));
+  COMMSIM_MPI_CHECK(MPI_Bcast(&reps, 1, MPI_INT, 0, comm));
+  return reps;
+}
+
+// A barrier that sleeps while it waits: ranks sitting out a measurement must not take the CPU from the ranks
+// measuring (ranks outnumber cores here, and a blocking MPI_Barrier polls).
+void idle_barrier(MPI_Comm comm) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  COMMSIM_MPI_CHECK(MPI_Ibarrier(comm, &request));
+  for (int done = 0;;) {
+    COMMSIM_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+}
+
+// One round trip between position 0 and 1 of the two-rank `pair`.
+void round_trip(MPI_Comm pair, int me, std::vector<char>& buffer, int bytes) {
+  if (me == 0) {
+    COMMSIM_MPI_CHECK(MPI_Send(buffer.data(), bytes, MPI_BYTE, 1, 0, pair));
+    COMMSIM_MPI_CHECK(MPI_Recv(buffer.data(), bytes, MPI_BYTE, 1, 0, pair, MPI_STATUS_IGNORE));
+  } else {
+    COMMSIM_MPI_CHECK(MPI_Recv(buffer.data(), bytes, MPI_BYTE, 0, 0, pair, MPI_STATUS_IGNORE));
+    COMMSIM_MPI_CHECK(MPI_Send(buffer.data(), bytes, MPI_BYTE, 0, 0, pair));
+  }
+}
+
+// Round trips between `rank` and `partner`, 8 B up to the cap; the other ranks sleep meanwhile.
+nlohmann::json ping_pong(int rank, int partner, const std::string& link_class, const BenchOptions& o) {
+  int world_rank = 0;
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  const bool in_pair = world_rank == rank || world_rank == partner;
+  MPI_Comm pair = MPI_COMM_NULL;
+  COMMSIM_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, in_pair ? 0 : MPI_UNDEFINED, world_rank == rank ? 0 : 1, &pair));
+  nlohmann::json samples = nlohmann::json::array();
+  if (in_pair) {
+    const int me = world_rank == rank ? 0 : 1;
+    const std::uint64_t largest = std::min(o.max_bytes, kMaxPingPongBytes);
+    std::vector<char> buffer(largest, 1);
+    for (std::uint64_t bytes = 8; bytes <= largest; bytes *= 2) {
+      const int n = static_cast<int>(bytes);
+      round_trip(pair, me, buffer, n);  // warm-up: connection, pages
+      double start = MPI_Wtime();
+      round_trip(pair, me, buffer, n);
+      const int reps = repetitions_for(MPI_Wtime() - start, o.target_s, pair);
+      start = MPI_Wtime();
+      for (int r = 0; r < reps; ++r) round_trip(pair, me, buffer, n);
+      const double per_rep_s = (MPI_Wtime() - start) / reps;
+      samples.push_back({{"bytes", bytes}, {"seconds_per_repetition", per_rep_s}, {"repetitions", reps}});
+    }
+    MPI_Comm_free(&pair);
+  }
+  idle_barrier(MPI_COMM_WORLD);
+  return {{"link_class", link_class}, {"ranks", {rank, partner}}, {"repetition", "one round trip (two messages of `bytes`)"}, {"samples", samples}};
+}
+
+// Allreduce over all ranks, 8 B up to the cap: each size checked once, then timed (slowest rank).
+nlohmann::json allreduce_sweep(const Topology& topology, const BenchOptions& o, int rank, int ranks) {
+  StreamComms comms = StreamComms::create(MPI_COMM_WORLD);
+  const std::uint64_t largest = std::max<std::uint64_t>(8, o.max_bytes);
+  std::vector<float> vector(largest / sizeof(float)), staging;
+  const Verifiable v{ranks, CommDtype::Fp32, 1};
+  nlohmann::json samples = nlohmann::json::array();
+  if (rank == 0) {
+    std::printf("# allreduce (%s), nccl-tests format; busbw = algbw x 2(n-1)/n, n = %d\n",
+                o.impl == CollectiveImpl::Native ? "Open MPI's MPI_Allreduce" : "the simulator's ring schedule", ranks);
+    std::printf("#%12s %13s %9s %7s %11s %8s %8s %7s\n", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
+    std::printf("#%12s %13s %9s %7s %11s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+  }
+  for (std::uint64_t bytes = 8; bytes <= largest; bytes *= 2) {
+    const std::uint64_t count = bytes / sizeof(float);
+    RankProgram program;
+    if (o.impl == CollectiveImpl::Schedule) {
+      CollectiveSpec spec;
+      spec.algorithm = Algorithm::Ring;
+      spec.bytes = count;
+      spec.unit_bytes = sizeof(float);
+      spec.reduce_Bps = 1;
+      spec.ranks_per_node = topology.ranks_per_node();
+      Schedule schedule;
+      std::vector<OpId> frontier(topology.ranks(), kNoOp);
+      generate(spec, topology, schedule, frontier);
+      program = rank_program(schedule, rank);
+      staging.resize(program.staging_elements);
+    }
+    auto once = [&] {
+      if (o.impl == CollectiveImpl::Schedule) {
+        execute_program(program, comms.world, CommDtype::Fp32, vector.data(), staging.data());
+      } else {
+        native_allreduce(comms, CommDtype::Fp32, vector.data(), count, false);
+      }
+    };
+    // The first run checks verifiable inputs (and warms up); the second times one repetition to choose the count.
+    for (std::uint64_t i = 0; i < count; ++i) vector[i] = v.value(rank, i, bytes);
+    once();
+    std::uint64_t wrong = 0, wrong_total = 0;
+    for (std::uint64_t i = 0; i < count; ++i) wrong += static_cast<double>(vector[i]) != v.sum(i, bytes);
+    COMMSIM_MPI_CHECK(MPI_Reduce(&wrong, &wrong_total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD));
+    COMMSIM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    double start = MPI_Wtime();
+    once();
+    const int reps = repetitions_for(MPI_Wtime() - start, o.target_s, MPI_COMM_WORLD);
+    COMMSIM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    start = MPI_Wtime();
+    for (int r = 0; r < reps; ++r) once();
+    double mine_s = (MPI_Wtime() - start) / reps, slowest_s = 0;
+    COMMSIM_MPI_CHECK(MPI_Reduce(&mine_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+    if (rank == 0) {
+      const double algbw = static_cast<double>(bytes) / slowest_s, busbw = algbw * busbw_factor(Collective::AllReduce, ranks);
+      std::printf(" %12llu %13llu %9s %7s %11.2f %8.3f %8.3f %7llu\n", static_cast<unsigned long long>(bytes),
+                  static_cast<unsigned long long>(count), "float", "sum", slowest_s * 1e6, algbw / 1e9, busbw / 1e9,
+                  static_cast<unsigned long long>(wrong_total));
+      std::fflush(stdout);
+      samples.push_back({{"bytes", bytes}, {"count", count}, {"seconds_per_repetition", slowest_s}, {"repetitions", reps},
+                         {"algbw_Bps", algbw}, {"busbw_Bps", busbw}, {"wrong", wrong_total}});
+    }
+  }
+  comms.free();
+  return {{"op", "allreduce"}, {"impl", o.impl == CollectiveImpl::Native ? "native" : "schedule"}, {"type", "float"}, {"redop", "sum"},
+          {"repetition", "one allreduce; time = slowest rank"}, {"samples", samples}};
+}
+
+// Gamma: how fast one core adds two float vectors (the Reduce op of a schedule), in bytes of the vector per second.
+nlohmann::json reduction(const BenchOptions& o) {
+  const std::size_t count = kReductionBytes / sizeof(float);
+  std::vector<float> a(count, 1.0f), b(count, 2.0f);
+  sum_into(CommDtype::Fp32, a.data(), b.data(), count);  // warm-up: pages
+  double start = MPI_Wtime();
+  sum_into(CommDtype::Fp32, a.data(), b.data(), count);
+  const int reps = static_cast<int>(std::clamp(o.target_s * 4 / std::max(MPI_Wtime() - start, 1e-9), 3.0, 1000.0));
+  start = MPI_Wtime();
+  for (int r = 0; r < reps; ++r) sum_into(CommDtype::Fp32, a.data(), b.data(), count);
+  const double per_rep_s = (MPI_Wtime() - start) / reps;
+  return {{"dtype", "float32"}, {"bytes", kReductionBytes}, {"seconds_per_repetition", per_rep_s}, {"repetitions", reps},
+          {"reduce_Bps", static_cast<double>(kReductionBytes) / per_rep_s}, {"repetition", "a[i] += b[i] over the whole vector"}};
+}
+
+// The class of the slowest link between two ranks, as the topology names it (tcp across emulated nodes).
+std::string bottleneck_class(const Topology& topology, int from, int to) {
+  Route route;
+  topology.route(from, to, route);
+  std::string name = "fabric";
+  for (LinkId id : route.links)
+    if (topology.link(id).effective_Bps() <= route.cost.bottleneck_Bps) name = std::string(to_string(topology.link(id).link_class));
+  return name;
+}
+
+}  // namespace
+
+nlohmann::json run_bench(const Topology& topology, const BenchOptions& options) {
+  int rank = 0, ranks = 1;
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  COMMSIM_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
+  // Which ranks share rank 0's host: MPI knows (shared memory), whatever the topology file says.
+  MPI_Comm node = MPI_COMM_NULL;
+  COMMSIM_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int node_rank = 0;
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(node, &node_rank));
+  std::vector<int> host_leader(ranks);  // world rank of each rank's node rank 0
+  int my_leader = node_rank == 0 ? rank : -1;
+  COMMSIM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &my_leader, 1, MPI_INT, MPI_MAX, node));
+  COMMSIM_MPI_CHECK(MPI_Allgather(&my_leader, 1, MPI_INT, host_leader.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  MPI_Comm_free(&node);
+  int same = -1, across = -1;
+  for (int r = 1; r < ranks; ++r) {
+    if (host_leader[r] == host_leader[0] && same < 0) same = r;
+    if (host_leader[r] != host_leader[0] && across < 0) across = r;
+  }
+
+  nlohmann::json report = {{"backend", "mpi"}, {"ranks", ranks}, {"topology", topology.name()}};
+  nlohmann::json pings = nlohmann::json::array();
+  if (rank == 0) std::printf("# ping-pong: one repetition = one round trip; one-way = round trip / 2\n");
+  struct Pair {
+    int partner;
+    std::string link_class;
+  };
+  std::vector<Pair> pairs;
+  if (same >= 0) pairs.push_back({same, "shm"});
+  if (across >= 0) pairs.push_back({across, bottleneck_class(topology, 0, across)});
+  for (const auto& [partner, link_class] : pairs) {
+    nlohmann::json ping = ping_pong(0, partner, link_class, options);
+    if (rank == 0) {
+      std::printf("# %-5s ranks 0-%-3d %12s %14s %12s %12s\n", link_class.c_str(), partner, "size (B)", "round trip(us)", "one-way(us)", "MB/s");
+      for (const auto& s : ping["samples"]) {
+        const double rt = s["seconds_per_repetition"].get<double>();
+        std::printf("  %-5s %9s %12llu %14.2f %12.2f %12.1f\n", link_class.c_str(), "", static_cast<unsigned long long>(s["bytes"].get<std::uint64_t>()),
+                    rt * 1e6, rt / 2 * 1e6, s["bytes"].get<double>() / (rt / 2) / 1e6);
+      }
+      std::fflush(stdout);
+    }
+    pings.push_back(ping);
+  }
+  report["pingpong"] = pings;
+  report["allreduce"] = allreduce_sweep(topology, options, rank, ranks);
+  if (rank == 0) {
+    report["reduction"] = reduction(options);
+    std::printf("# local reduction (gamma): %.3g GB/s of float vector summed (a[i] += b[i], %llu MiB)\n",
+                report["reduction"]["reduce_Bps"].get<double>() / 1e9, static_cast<unsigned long long>(kReductionBytes >> 20));
+  }
+  idle_barrier(MPI_COMM_WORLD);
+  if (rank != 0) return nullptr;
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  report["host"] = host;
+  report["commsim_version"] = COMMSIM_VERSION;
+  if (const char* mode = std::getenv("COMMSIM_RUN_MODE")) report["network"] = mode;
+  return report;
+}
+
+}  // namespace commsim::hw

@@ -1,0 +1,253 @@
+#include "hw/mpi/launcher.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "sim/core/error.hpp"
+
+extern char** environ;
+
+namespace commsim::hw {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kStatusVariable = "COMMSIM_STATUS_FILE";
+constexpr const char* kModeVariable = "COMMSIM_RUN_MODE";
+constexpr int kFailed = 3;
+constexpr double kGraceAfterTerm_s = 3;  // after SIGTERM, how long the job gets to stop before SIGKILL
+
+volatile sig_atomic_t g_signal = 0;
+void remember_signal(int signal_number) { g_signal = signal_number; }
+
+// hw/cluster returns the mpirun command prefix as one line of words without quoting.
+std::vector<std::string> split_words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// The job runs this very executable, whatever the current directory or PATH.
+std::string self_executable() {
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  if (error) throw InputError("/proc/self/exe", "", "cannot find the commsim executable: " + error.message());
+  return self.string();
+}
+
+// Forks mpirun in its own process group, so that a time limit or a forwarded signal reaches all it started.
+pid_t spawn(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw InputError("fork", "", "cannot start mpirun");
+  if (pid == 0) {
+    setpgid(0, 0);
+    execve(args[0], args.data(), environ);
+    std::fprintf(stderr, "commsim: cannot execute %s\n", args[0]);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+// Every process below this one (the job: mpirun, the rsh agents and daemons of other nodes -- which mpirun puts in
+// process groups of their own -- and all ranks), read from /proc: "PID (NAME) STATE PPID ...", after NAME's ')'.
+std::vector<pid_t> descendants() {
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, parent)
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator("/proc", ignored)) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const std::size_t name_end = line.rfind(')');
+    if (name_end == std::string::npos) continue;
+    std::istringstream rest(line.substr(name_end + 1));
+    std::string state;
+    long parent = 0;
+    if (rest >> state >> parent) parent_of.emplace_back(static_cast<pid_t>(std::stol(line)), static_cast<pid_t>(parent));
+  }
+  std::vector<pid_t> found{getpid()};
+  for (std::size_t i = 0; i < found.size(); ++i)
+    for (auto [pid, parent] : parent_of)
+      if (parent == found[i]) found.push_back(pid);
+  found.erase(found.begin());
+  return found;
+}
+
+void signal_job(int signal_number) {
+  for (pid_t pid : descendants()) kill(pid, signal_number);
+}
+
+// Waits for mpirun; on a signal or at the time limit sends SIGTERM to the whole job, SIGKILL after a grace time.
+struct Ended {
+  int status = 0;
+  bool timed_out = false;
+  int signal_number = 0;
+  bool stopped() const { return timed_out || signal_number != 0; }
+};
+Ended wait_for(pid_t pid, double timeout_s) {
+  Ended ended;
+  const auto start = Clock::now();
+  std::optional<Clock::time_point> terminated_at;
+  for (;;) {
+    const pid_t done = waitpid(pid, &ended.status, WNOHANG);
+    if (done == pid) return ended;
+    const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!terminated_at && (g_signal != 0 || (timeout_s > 0 && elapsed_s > timeout_s))) {
+      ended.signal_number = g_signal;
+      ended.timed_out = g_signal == 0;
+      signal_job(SIGTERM);
+      terminated_at = Clock::now();
+    }
+    if (terminated_at && std::chrono::duration<double>(Clock::now() - *terminated_at).count() > kGraceAfterTerm_s) signal_job(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// The job's processes can outlive mpirun (ranks and daemons of other nodes end a moment later). As the job's child
+// subreaper this process inherits them: it waits for them -- not at all when the job was stopped -- and kills
+// those still there, so that the job leaves no process behind.
+void reap_orphans(bool stopped) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(stopped ? 0 : kGraceAfterTerm_s);
+  for (;;) {
+    int status = 0;
+    const pid_t reaped = waitpid(-1, &status, WNOHANG);
+    if (reaped > 0) continue;
+    if (reaped < 0) return;  // no child left
+    if (Clock::now() > deadline) signal_job(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// What rank 0 reported (report_job_status), or -1 when it never did.
+int read_status(const std::string& path) {
+  std::ifstream in(path);
+  int code = -1;
+  if (in >> code) return code;
+  return -1;
+}
+
+// mpirun's own end, for the message when the job left no report.
+std::string describe(const Ended& e) {
+  if (WIFEXITED(e.status)) return "mpirun exited with status " + std::to_string(WEXITSTATUS(e.status));
+  if (WIFSIGNALED(e.status)) return "mpirun was killed by signal " + std::to_string(WTERMSIG(e.status));
+  return "mpirun ended";
+}
+
+}  // namespace
+
+// As the shell would find it: the first executable of that name in $PATH.
+std::string find_in_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty()) continue;
+    const std::string candidate = dir + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// Rank 0 only; the launcher passes the file through COMMSIM_STATUS_FILE.
+void report_job_status(int exit_code) {
+  if (const char* path = std::getenv(kStatusVariable)) std::ofstream(path) << exit_code << "\n";
+}
+
+// Validates nothing about the scenario (the caller did); builds the mpirun command, runs it, cleans up.
+int launch_mpi_job(const Launch& launch) {
+  const std::string mpirun = find_in_path("mpirun");
+  if (mpirun.empty()) throw InputError("mpirun", "", "not found in PATH (install Open MPI, e.g. apt-get install openmpi-bin)");
+  const std::string self = self_executable();
+
+  // Ctrl-C and SIGTERM stop the job rather than this process alone; installed before a cluster installs its own
+  // cleanup, which removes the cluster first and then hands the signal on to this handler.
+  struct sigaction action {};
+  action.sa_handler = remember_signal;
+  sigemptyset(&action.sa_mask);
+  struct sigaction previous_int {}, previous_term {};
+  sigaction(SIGINT, &action, &previous_int);
+  sigaction(SIGTERM, &action, &previous_term);
+  g_signal = 0;
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  std::optional<EmulatedCluster> cluster;
+  std::string launch_dir;
+  std::vector<std::string> argv;
+  std::string mode = "loopback: all " + std::to_string(launch.ranks) + " ranks on this host, shared memory, unshaped";
+  if (launch.cluster) {
+    std::string why;
+    if (!has_net_admin(&why)) {
+      std::fprintf(stderr, "commsim: %s; running on plain loopback instead, unshaped\n", why.c_str());
+    } else {
+      cluster.emplace(EmulatedCluster::up(launch.cluster->cluster));
+      launch_dir = (fs::temp_directory_path() / ("commsim-" + cluster->prefix())).string();
+      argv = split_words(cluster->write_mpi_launch_files(launch_dir, launch.cluster->ranks_per_node));
+      char rate[64];
+      std::snprintf(rate, sizeof rate, "%.4g MB/s", launch.cluster->cluster.nic_bandwidth_Bps / 1e6);
+      mode = "emulated cluster " + cluster->prefix() + ": " + std::to_string(launch.cluster->cluster.nodes) + " nodes x " +
+             std::to_string(launch.cluster->ranks_per_node) + " ranks, each node's NIC shaped to " + rate +
+             " with tc tbf, shared memory inside a node";
+    }
+  }
+  if (argv.empty()) {
+    argv = {mpirun, "--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"};
+    if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+  }
+  char status_template[] = "/tmp/commsim-status-XXXXXX";
+  const int status_fd = mkstemp(status_template);
+  if (status_fd >= 0) close(status_fd);
+  const std::string status_file = status_template;
+  setenv(kStatusVariable, status_file.c_str(), 1);
+  setenv(kModeVariable, mode.c_str(), 1);
+  argv.insert(argv.end(), {"-np", std::to_string(launch.ranks)});
+  for (const char* name : {kStatusVariable, kModeVariable, "COMMSIM_TEST_KILL_RANK", "COMMSIM_TEST_CORRUPT_RANK"})
+    if (std::getenv(name)) argv.insert(argv.end(), {"-x", name});
+  argv.push_back(self);
+  argv.insert(argv.end(), launch.worker_args.begin(), launch.worker_args.end());
+
+  std::fprintf(stderr, "commsim: %s\n", mode.c_str());
+  std::fflush(stderr);
+  const Ended ended = wait_for(spawn(argv), launch.timeout_s);
+  reap_orphans(ended.stopped());
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+  const int reported = read_status(status_file);
+  std::error_code ignored;
+  fs::remove(status_file, ignored);
+  if (!launch_dir.empty()) fs::remove_all(launch_dir, ignored);
+  cluster.reset();  // removes the namespaces before this function returns, whatever happened
+  sigaction(SIGINT, &previous_int, nullptr);
+  sigaction(SIGTERM, &previous_term, nullptr);
+
+  if (ended.signal_number != 0) {
+    std::fprintf(stderr, "commsim: interrupted by signal %d: stopped the MPI job\n", ended.signal_number);
+    return 128 + ended.signal_number;
+  }
+  if (ended.timed_out) {
+    std::fprintf(stderr, "commsim: the MPI job did not finish within %g s (--timeout-s): stopped it\n", launch.timeout_s);
+    return kFailed;
+  }
+  if (reported < 0) {
+    std::fprintf(stderr, "commsim: the MPI job ended without a result (%s): a rank died or was killed; see mpirun's report above\n",
+                 describe(ended).c_str());
+    return kFailed;
+  }
+  return reported;
+}
+
+}  // namespace commsim::hw

@@ -1,0 +1,53 @@
+// Small text writers shared by the commands: XML/HTML escaping, number formatting, aligned terminal tables, CSV,
+// files, and a progress bar that only draws on a terminal.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace commsim::reports {
+
+// Escapes & < > " ' so the text is safe in XML/HTML content and attribute values.
+std::string escape_xml(std::string_view text);
+// One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break.
+std::string csv_field(std::string_view text);
+std::string csv(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+
+// printf("%.*f") into a std::string.
+std::string fixed(double value, int decimals);
+// A fraction as "38.2 %".
+std::string percent(double fraction, int decimals = 1);
+// Shortest text that reads back as the same double to 6 significant digits ("%.6g"), for data attributes.
+std::string number(double value);
+
+// A terminal table: columns padded to their widest cell; cells that start like a number are right-aligned.
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header) : header_(std::move(header)) {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  std::string str() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// Writes `text` to `path`; a failure is an InputError naming `flag` and the path.
+void write_file(const std::string& path, const std::string& text, const std::string& flag);
+
+// "[#####.....] 12/40 label" redrawn in place on stderr, only when stderr is a terminal (quiet in pipes and CI).
+class ProgressBar {
+ public:
+  ProgressBar(std::string label, std::size_t total);
+  void update(std::size_t done);
+  void finish();
+
+ private:
+  std::string label_;
+  std::size_t total_;
+  bool enabled_;
+};
+
+}  // namespace commsim::reports

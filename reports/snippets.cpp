@@ -1,0 +1,107 @@
+#include "reports/snippets.hpp"
+
+#include "reports/format.hpp"
+
+namespace commsim::reports {
+
+namespace {
+
+std::string py_list(const std::vector<double>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + number(v[i]);
+  return out + "]";
+}
+
+bool size_fusion(const Strategy& s) { return s.fusion.mode == FusionMode::Size || s.fusion.mode == FusionMode::Auto; }
+
+}  // namespace
+
+std::string paddle_snippet(const Strategy& s, int nodes) {
+  std::string out =
+      "import paddle.distributed.fleet as fleet\n"
+      "strategy = fleet.DistributedStrategy()\n";
+  if (size_fusion(s)) out += "strategy.fuse_grad_size_in_MB = " + number(s.fusion.size_mb) + "\n";
+  out += "strategy.nccl_comm_num = " + std::to_string(s.nccl_comm_num) + "\n";
+  out += std::string("strategy.sync_nccl_allreduce = ") + (s.overlap ? "False" : "True") + "\n";
+  if (s.use_hierarchical_allreduce) {
+    out += "strategy.use_hierarchical_allreduce = True\n";
+    out += "strategy.hierarchical_allreduce_inter_nranks = " +
+           std::to_string(s.hierarchical_allreduce_inter_nranks ? s.hierarchical_allreduce_inter_nranks : nodes) +
+           "  # number of leaders\n";
+  }
+  if (s.comm_dtype == CommDtype::Fp16) out += "strategy.fp16_allreduce = True\n";
+  if (s.comm_dtype == CommDtype::Bf16 || s.comm_dtype == CommDtype::Fp8)
+    out += "# " + std::string(to_string(s.comm_dtype)) + " gradient communication has no DistributedStrategy switch\n";
+  if (s.dgc) {
+    out += "strategy.dgc = True\nstrategy.dgc_configs = {\"rampup_begin_step\": " + std::to_string(s.dgc->rampup_begin_step) +
+           ", \"rampup_step\": " + std::to_string(s.dgc->rampup_step) + ", \"sparsity\": " + py_list(s.dgc->sparsity) + "}\n";
+  }
+  if (s.localsgd && !s.localsgd->adaptive) {
+    out += "strategy.localsgd = True\nstrategy.localsgd_configs = {\"k_steps\": " + std::to_string(s.localsgd->k_steps) +
+           ", \"begin_step\": " + std::to_string(s.localsgd->begin_step) + "}\n";
+  }
+  if (s.localsgd && s.localsgd->adaptive) {
+    out += "strategy.adaptive_localsgd = True\nstrategy.adaptive_localsgd_configs = {\"init_k_steps\": " +
+           std::to_string(s.localsgd->init_k_steps) + ", \"begin_step\": " + std::to_string(s.localsgd->begin_step) + "}\n";
+  }
+  return out + "fleet.init(is_collective=True, strategy=strategy)\n";
+}
+
+std::string mindspore_snippet(const Strategy& s) {
+  std::string fusion;
+  if (s.fusion.mode == FusionMode::None) {
+    fusion = "{\"openstate\": False}";
+  } else if (s.fusion.mode == FusionMode::Index) {
+    std::string list;
+    for (int i : s.fusion.indices) list += (list.empty() ? "" : ", ") + std::to_string(i);
+    fusion = "{\"allreduce\": {\"mode\": \"index\", \"config\": [" + list + "]}}";
+  } else if (s.fusion.mode == FusionMode::Auto) {
+    fusion = "{\"allreduce\": {\"mode\": \"auto\", \"config\": None}}";
+  } else {
+    fusion = "{\"allreduce\": {\"mode\": \"size\", \"config\": " + number(s.fusion.size_mb) + "}}";
+  }
+  return "import mindspore as ms\n"
+         "ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, comm_fusion=" + fusion + ")\n";
+}
+
+std::string pytorch_snippet(const Strategy& s) {
+  std::string out = "from torch.nn.parallel import DistributedDataParallel as DDP\n";
+  if (s.fusion.mode == FusionMode::Size || s.fusion.mode == FusionMode::Auto)
+    out += "model = DDP(model, device_ids=[local_rank], bucket_cap_mb=" + number(s.fusion.size_mb) + ")\n";
+  else
+    out += "model = DDP(model, device_ids=[local_rank])  # DDP fuses by size only (bucket_cap_mb)\n";
+  if (s.comm_dtype == CommDtype::Fp16 || s.comm_dtype == CommDtype::Bf16) {
+    out += "from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n";
+    out += "model.register_comm_hook(state=None, hook=default_hooks." + std::string(to_string(s.comm_dtype)) +
+           "_compress_hook)\n";
+  }
+  if (s.comm_dtype == CommDtype::Fp8) out += "# fp8 gradient communication: no built-in DDP comm hook\n";
+  if (s.dgc) out += "# DGC: no built-in DDP comm hook (powerSGD_hook is a different, low-rank compressor)\n";
+  if (s.localsgd && !s.localsgd->adaptive) {
+    out += "from torch.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook import PostLocalSGDState, post_localSGD_hook\n"
+           "from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager\n"
+           "model.register_comm_hook(PostLocalSGDState(process_group=None, subgroup=None, start_localSGD_iter=" +
+           std::to_string(s.localsgd->begin_step) + "), post_localSGD_hook)\n"
+           "averager = PeriodicModelAverager(period=" + std::to_string(s.localsgd->k_steps) + ", warmup_steps=" +
+           std::to_string(s.localsgd->begin_step) + ")  # call averager.average_parameters(model.parameters()) after optimizer.step()\n";
+  }
+  if (s.nccl_comm_num > 1) out += "# nccl_comm_num = " + std::to_string(s.nccl_comm_num) + ": DDP uses one communication stream\n";
+  return out;
+}
+
+std::string nccl_env_snippet(const Strategy& s) {
+  std::string out;
+  switch (s.use_hierarchical_allreduce ? Algorithm::Hierarchical : s.algorithm) {
+    case Algorithm::Ring: out += "export NCCL_ALGO=Ring\n"; break;
+    case Algorithm::Tree: out += "export NCCL_ALGO=Tree\n"; break;
+    case Algorithm::Auto: out += "# NCCL_ALGO unset: NCCL's tuner picks the algorithm per size\n"; break;
+    default:
+      out += "# " + std::string(to_string(s.use_hierarchical_allreduce ? Algorithm::Hierarchical : s.algorithm)) +
+             " is done by the framework (above), not by an NCCL_ALGO; leave NCCL_ALGO unset\n";
+  }
+  if (s.channels > 0)
+    out += "export NCCL_MIN_NCHANNELS=" + std::to_string(s.channels) + " NCCL_MAX_NCHANNELS=" + std::to_string(s.channels) + "\n";
+  return out;
+}
+
+}  // namespace commsim::reports

@@ -1,0 +1,28 @@
+// The outputs of `commsim sweep`: terminal table, CSV, JSON and a self-contained HTML page with SVG charts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "reports/grid.hpp"
+
+namespace commsim::reports {
+
+struct Sweep {
+  std::string scenario_file;
+  std::string fidelity;
+  std::vector<Axis> axes;
+  std::vector<Evaluation> rows;  // the cartesian product, first axis slowest (as cartesian() returns it)
+};
+
+// The value index on each axis of row `row` (mixed radix, first axis slowest).
+std::vector<std::size_t> coordinates(const std::vector<Axis>& axes, std::size_t row);
+
+std::string sweep_table(const Sweep& s);
+std::string sweep_csv(const Sweep& s);
+nlohmann::json sweep_json(const Sweep& s);
+// Charts: for every axis whose values are all numbers, step time against it (one line per combination of the other
+// axes), and for `nodes` also scaling efficiency; then compute / exposed communication bars per configuration.
+std::string sweep_html(const Sweep& s);
+
+}  // namespace commsim::reports

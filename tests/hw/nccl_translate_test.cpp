@@ -1,0 +1,383 @@
+// Plan -> NCCL launch translation (hw/nccl/launch_plan.hpp), without a GPU. The scenario is the demo one,
+// scenarios/resnet50-dgx-a100.json: ResNet-50 (161 gradient tensors, 25 557 032 parameters) on 4 DGX A100 nodes,
+//
+//   node 0: gpu0..gpu7 --NVSwitch--   node 1: gpu8..gpu15   ...   node 3: gpu24..gpu31
+//              |  8 HDR NICs                 |                         |
+//              +--------- rail-optimized HDR fabric ----------------------+
+//
+// so 32 ranks, 8 per node; PyTorch DDP buckets (1 MiB first, then 25 MiB), one communication stream unless a test
+// sets nccl_comm_num. Each test loads it through the simulate-free pieces (load_scenario, load_topology,
+// build_plan) with --set style overrides and checks the translation against the Plan it came from.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "hw/nccl/launch_plan.hpp"
+#include "sim/core/error.hpp"
+#include "sim/training/plan.hpp"
+
+namespace commsim::nccl {
+namespace {
+
+constexpr const char* kScenario = "scenarios/resnet50-dgx-a100.json";
+constexpr int kRanks = 32, kRanksPerNode = 8;
+
+struct Loaded {
+  Scenario scenario;
+  std::unique_ptr<Topology> topology;
+  Plan plan;
+  LaunchProgram program;
+};
+
+Loaded load(const std::vector<std::string>& sets) {
+  Loaded l;
+  l.scenario = load_scenario(kScenario, sets);
+  l.topology = load_topology(l.scenario.topology_path, l.scenario.nodes);
+  l.plan = build_plan(l.scenario, *l.topology);
+  l.program = translate_plan(l.plan, l.topology->ranks_per_node());
+  return l;
+}
+
+std::vector<const LaunchOp*> collectives(const LaunchStep& step) {
+  std::vector<const LaunchOp*> out;
+  for (const LaunchOp& op : step.ops)
+    if (op.kind == OpKind::Collective) out.push_back(&op);
+  return out;
+}
+
+std::uint64_t elements_of(const Plan& plan, const std::vector<int>& tensors) {
+  std::uint64_t e = 0;
+  for (int t : tensors) e += plan.model.tensors[static_cast<std::size_t>(t)].elements;
+  return e;
+}
+
+// Properties every translated step has, whatever the strategy: an event is recorded before anything waits for it;
+// stream 0 holds only compute and bookkeeping; every Plan task appears; the step ends with stream 0 waiting for
+// every communication stream it used.
+void expect_well_formed(const Loaded& l, const LaunchStep& step, const StepPlan& plan_step) {
+  std::set<int> recorded, tasks_seen, comm_streams;
+  for (const LaunchOp& op : step.ops) {
+    ASSERT_GE(op.event, op.kind == OpKind::Record || op.kind == OpKind::Wait ? 0 : -1);
+    ASSERT_LT(op.event, step.events);
+    if (op.kind == OpKind::Record) recorded.insert(op.event);
+    if (op.kind == OpKind::Wait) {
+      EXPECT_TRUE(recorded.count(op.event)) << "wait for event " << op.event << " before its record";
+    }
+    if (op.stream == 0) {
+      EXPECT_TRUE(op.kind == OpKind::Spin || op.kind == OpKind::Record || op.kind == OpKind::Wait) << describe(op, l.program);
+    }
+    if (op.stream > 0 && op.kind != OpKind::Record && op.kind != OpKind::Wait) comm_streams.insert(op.stream);
+    if (op.task >= 0) tasks_seen.insert(op.task);
+    if (op.kind == OpKind::Collective) {
+      ASSERT_GE(op.comm, 0);
+      EXPECT_EQ(l.program.comms[static_cast<std::size_t>(op.comm)].stream, op.stream) << "a communicator serves one stream";
+    }
+  }
+  EXPECT_EQ(tasks_seen.size(), plan_step.tasks.size());
+  // The last ops: for each used comm stream, a record on it and a wait on stream 0.
+  std::set<int> joined;
+  for (auto it = step.ops.rbegin(); it != step.ops.rend() && it->task < 0; ++it)
+    if (it->kind == OpKind::Record && it->stream > 0) joined.insert(it->stream);
+  EXPECT_EQ(joined, comm_streams);
+}
+
+// Default strategy: fp32, ring, one stream. Every bucket becomes one ncclAllReduce of exactly its elements, in float,
+// on the world communicator of stream 1, after its last gradient's backward task (an event on stream 0).
+TEST(NcclTranslate, SyncBucketsBecomeOneAllReduceEach) {
+  const Loaded l = load({});
+  ASSERT_EQ(l.plan.ranks, kRanks);
+  ASSERT_EQ(l.program.kinds.size(), 1u);
+  const LaunchStep& step = l.program.kinds[0];
+  expect_well_formed(l, step, l.plan.kinds[0]);
+  const auto ops = collectives(step);
+  ASSERT_EQ(ops.size(), l.plan.buckets.size());
+  ASSERT_EQ(l.program.comms.size(), 1u);  // one stream, world scope only
+  EXPECT_EQ(l.program.comms[0].stream, 1);
+  EXPECT_EQ(l.program.comms[0].scope, Scope::World);
+  std::uint64_t total = 0;
+  for (const LaunchOp* op : ops) {
+    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(op->task)];
+    const Bucket& bucket = l.plan.buckets[static_cast<std::size_t>(task.bucket)];
+    EXPECT_EQ(op->call, Call::AllReduce);
+    EXPECT_EQ(op->count, bucket.elements) << task.label;
+    EXPECT_EQ(op->dtype, Dtype::Float32);
+    EXPECT_EQ(op->stream, bucket.stream);
+    total += op->count;
+  }
+  // Every parameter is reduced exactly once: the counts add up to the model's 25 557 032 parameters.
+  EXPECT_EQ(total, l.plan.model.parameters());
+  EXPECT_EQ(total, 25557032u);
+  // No cast for fp32.
+  for (const LaunchOp& op : step.ops) EXPECT_NE(op.kind, OpKind::CastDown);
+}
+
+// Overlap: a bucket's allreduce waits for the event of the backward task of its ready layer, which stream 0
+// records right after that task's spin.
+TEST(NcclTranslate, BucketWaitsForItsReadyLayersBackward) {
+  const Loaded l = load({});
+  const LaunchStep& step = l.program.kinds[0];
+  const StepPlan& ps = l.plan.kinds[0];
+  for (std::size_t j = 0; j < step.ops.size(); ++j) {
+    if (step.ops[j].kind != OpKind::Collective) continue;
+    const Task& task = ps.tasks[static_cast<std::size_t>(step.ops[j].task)];
+    ASSERT_EQ(task.deps.size(), 1u);
+    const int dep = task.deps[0];
+    EXPECT_EQ(ps.tasks[static_cast<std::size_t>(dep)].kind, TaskKind::Compute);
+    EXPECT_EQ(ps.tasks[static_cast<std::size_t>(dep)].label.rfind("bwd ", 0), 0u);
+    // The wait sits just before the collective, on its stream.
+    ASSERT_GE(j, 1u);
+    EXPECT_EQ(step.ops[j - 1].kind, OpKind::Wait);
+    EXPECT_EQ(step.ops[j - 1].event, dep);
+    EXPECT_EQ(step.ops[j - 1].stream, step.ops[j].stream);
+  }
+}
+
+// The compute stream spends the Plan's compute time: the spins add up to Plan::compute_s (forward + backward of
+// every layer at batch 256), one spin per compute task.
+TEST(NcclTranslate, SpinsAddUpToThePlansCompute) {
+  const Loaded l = load({});
+  double spin = 0;
+  int spins = 0, compute_tasks = 0;
+  for (const LaunchOp& op : l.program.kinds[0].ops)
+    if (op.kind == OpKind::Spin) spin += op.seconds, ++spins;
+  for (const Task& t : l.plan.kinds[0].tasks) compute_tasks += t.kind == TaskKind::Compute;
+  EXPECT_EQ(spins, compute_tasks);
+  EXPECT_NEAR(spin, l.plan.compute_s, 1e-12 * l.plan.compute_s);
+}
+
+// nccl_comm_num = 2: buckets alternate between streams 1 and 2 (bucket i on 1 + i mod 2), and each stream gets its
+// own communicator -- exactly one per stream, so the two streams' allreduces can overlap.
+TEST(NcclTranslate, OneCommunicatorPerStream) {
+  const Loaded l = load({"strategy.nccl_comm_num=2"});
+  ASSERT_EQ(l.program.comms.size(), 2u);
+  std::set<int> streams;
+  for (const CommSpec& c : l.program.comms) {
+    EXPECT_EQ(c.scope, Scope::World);
+    streams.insert(c.stream);
+  }
+  EXPECT_EQ(streams, (std::set<int>{1, 2}));
+  for (const LaunchOp* op : collectives(l.program.kinds[0])) {
+    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(op->task)];
+    EXPECT_EQ(op->stream, 1 + task.bucket % 2);
+  }
+  expect_well_formed(l, l.program.kinds[0], l.plan.kinds[0]);
+}
+
+// Paddle use_hierarchical_allreduce on 4 nodes of 8: groups of 8 (one per node). Each bucket becomes the triple
+//   ncclReduce(intra, root 0) -> ncclAllReduce(inter: the 4 leaders) -> ncclBroadcast(intra, root 0)
+// on the bucket's stream, each of the bucket's elements; the intra and inter communicators are distinct, per stream.
+TEST(NcclTranslate, HierarchicalGivesReduceAllReduceBroadcastTriples) {
+  const Loaded l = load({"strategy.use_hierarchical_allreduce=true", "strategy.nccl_comm_num=2"});
+  EXPECT_EQ(l.program.group_size, kRanksPerNode);
+  const auto ops = collectives(l.program.kinds[0]);
+  ASSERT_EQ(ops.size(), 3 * l.plan.buckets.size());
+  for (std::size_t i = 0; i < ops.size(); i += 3) {
+    const LaunchOp &reduce = *ops[i], &leaders = *ops[i + 1], &broadcast = *ops[i + 2];
+    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(reduce.task)];
+    const std::uint64_t elements = l.plan.buckets[static_cast<std::size_t>(task.bucket)].elements;
+    EXPECT_EQ(reduce.call, Call::Reduce);
+    EXPECT_EQ(leaders.call, Call::AllReduce);
+    EXPECT_EQ(broadcast.call, Call::Broadcast);
+    for (const LaunchOp* op : {&reduce, &leaders, &broadcast}) {
+      EXPECT_EQ(op->count, elements);
+      EXPECT_EQ(op->task, reduce.task);
+      EXPECT_EQ(op->stream, 1 + task.bucket % 2);
+    }
+    EXPECT_EQ(reduce.root, 0);
+    EXPECT_EQ(broadcast.root, 0);
+    const CommSpec& intra = l.program.comms[static_cast<std::size_t>(reduce.comm)];
+    const CommSpec& inter = l.program.comms[static_cast<std::size_t>(leaders.comm)];
+    EXPECT_EQ(intra.scope, Scope::Intra);
+    EXPECT_EQ(inter.scope, Scope::Inter);
+    EXPECT_EQ(broadcast.comm, reduce.comm);
+    EXPECT_EQ(intra.stream, reduce.stream);
+    EXPECT_EQ(inter.stream, reduce.stream);
+  }
+  // 2 streams x (intra, inter) = 4 communicators.
+  EXPECT_EQ(l.program.comms.size(), 4u);
+}
+
+// hierarchical_allreduce_inter_nranks = 2 leaders: groups of 32 / 2 = 16 ranks (two nodes each).
+TEST(NcclTranslate, HierarchyGroupsFollowInterNranks) {
+  const Loaded l = load({"strategy.use_hierarchical_allreduce=true", "strategy.hierarchical_allreduce_inter_nranks=2"});
+  EXPECT_EQ(l.program.group_size, 16);
+  Plan odd = l.plan;
+  odd.scenario.strategy.hierarchical_allreduce_inter_nranks = 3;  // 32 ranks do not split into 3 groups
+  try {
+    hierarchy_group_size(odd, kRanksPerNode);
+    FAIL() << "3 groups of 32 ranks accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("hierarchical_allreduce_inter_nranks"), std::string::npos) << e.what();
+  }
+}
+
+// Low-precision communication: cast down (fp32 -> dtype) on the bucket's stream, the allreduce in that dtype, cast
+// back up; all three count the bucket's elements.
+class NcclTranslateDtype : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NcclTranslateDtype, CastsAroundEachAllReduce) {
+  const std::string name = GetParam();
+  const Dtype dtype = name == "fp16" ? Dtype::Float16 : name == "bf16" ? Dtype::Bfloat16 : Dtype::Float8e4m3;
+  const Loaded l = load({"strategy.comm_dtype=" + name});
+  const LaunchStep& step = l.program.kinds[0];
+  expect_well_formed(l, step, l.plan.kinds[0]);
+  int triples = 0;
+  for (std::size_t j = 0; j < step.ops.size(); ++j) {
+    if (step.ops[j].kind != OpKind::Collective) continue;
+    const LaunchOp &down = step.ops[j - 1], &coll = step.ops[j], &up = step.ops[j + 1];
+    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(coll.task)];
+    const std::uint64_t elements = l.plan.buckets[static_cast<std::size_t>(task.bucket)].elements;
+    EXPECT_EQ(down.kind, OpKind::CastDown);
+    EXPECT_EQ(up.kind, OpKind::CastUp);
+    EXPECT_EQ(coll.dtype, dtype);
+    EXPECT_EQ(to_string(coll.dtype), name == "fp16" ? "half" : name == "bf16" ? "bfloat16" : "f8e4m3");
+    for (const LaunchOp* op : {&down, &coll, &up}) {
+      EXPECT_EQ(op->count, elements);
+      EXPECT_EQ(op->buffer, coll.buffer);
+      EXPECT_EQ(op->stream, coll.stream);
+    }
+    EXPECT_EQ(up.scale, 1.0f);
+    EXPECT_TRUE(l.program.buffers[static_cast<std::size_t>(coll.buffer)].comm_copy);
+    ++triples;
+  }
+  EXPECT_EQ(static_cast<std::size_t>(triples), l.plan.buckets.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, NcclTranslateDtype, ::testing::Values("fp16", "bf16", "fp8"));
+
+// DGC at sparsity 0.99 from step 0. In each bucket, tensors of at least min_elements (16384) are sparsified: top-k
+// with k = ceil((1 - 0.99) x their elements) (the Plan's formula), then an ncclAllGather of (int32 index, fp32 value)
+// pairs packed in 32-bit words -- 2k words per rank -- then the scatter-add of 32 x k pairs. The smaller tensors of
+// the bucket stay dense: one ncclAllReduce of their elements.
+TEST(NcclTranslate, DgcGivesTopKAndAllGatherOfTwoKWords) {
+  const Loaded l = load({R"(strategy.dgc={"rampup_begin_step":0,"rampup_step":1,"sparsity":[0.99]})"});
+  ASSERT_EQ(l.program.kinds.size(), 1u);
+  const LaunchStep& step = l.program.kinds[0];
+  ASSERT_EQ(step.kind, StepKind::DgcSparse);
+  expect_well_formed(l, step, l.plan.kinds[0]);
+  std::uint64_t sparse_total = 0, dense_total = 0;
+  int gathers = 0;
+  for (std::size_t j = 0; j < step.ops.size(); ++j) {
+    const LaunchOp& op = step.ops[j];
+    if (op.kind != OpKind::Collective) continue;
+    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(op.task)];
+    const std::uint64_t elements = elements_of(l.plan, task.tensors);
+    if (op.call == Call::AllReduce) {
+      for (int t : task.tensors) EXPECT_LT(l.plan.model.tensors[static_cast<std::size_t>(t)].elements, 16384u);
+      EXPECT_EQ(op.count, elements);
+      dense_total += elements;
+      continue;
+    }
+    ASSERT_EQ(op.call, Call::AllGather);
+    for (int t : task.tensors) EXPECT_GE(l.plan.model.tensors[static_cast<std::size_t>(t)].elements, 16384u);
+    const auto k = static_cast<std::uint64_t>(std::ceil((1 - 0.99) * static_cast<double>(elements)));
+    EXPECT_EQ(op.dtype, Dtype::Packed32);
+    EXPECT_EQ(op.count, 2 * k) << task.label;  // fp32: 4-byte index + 4-byte value = 2 words per pair
+    const LaunchOp* topk = nullptr;
+    for (std::size_t i = 0; i < j; ++i)
+      if (step.ops[i].kind == OpKind::TopK && step.ops[i].buffer == op.buffer) topk = &step.ops[i];
+    ASSERT_NE(topk, nullptr);
+    EXPECT_EQ(topk->count, k);
+    EXPECT_EQ(topk->elements, elements);
+    EXPECT_EQ(topk->stream, op.stream);
+    const LaunchOp& scatter = step.ops[j + 1];
+    EXPECT_EQ(scatter.kind, OpKind::Scatter);
+    EXPECT_EQ(scatter.count, k);
+    EXPECT_EQ(l.program.buffers[static_cast<std::size_t>(op.buffer)].gathered_words, 2 * k * kRanks);
+    sparse_total += elements;
+    ++gathers;
+  }
+  EXPECT_GT(gathers, 0);
+  EXPECT_EQ(sparse_total + dense_total, l.plan.model.parameters());
+}
+
+// DGC with fp16 values: a pair is a 4-byte index and a 2-byte value, so ceil(6k / 4) words.
+TEST(NcclTranslate, DgcPacksNarrowValues) {
+  const Loaded l = load({R"(strategy.dgc={"rampup_begin_step":0,"rampup_step":1,"sparsity":[0.999]})", "strategy.comm_dtype=fp16"});
+  for (const LaunchOp& op : l.program.kinds[0].ops)
+    if (op.kind == OpKind::Scatter) {
+      const LaunchOp* gather = &op - 1;
+      EXPECT_EQ(gather->count, (6 * op.count + 3) / 4);
+    }
+}
+
+// Local SGD every 4 steps from step 0: local steps only compute (no collective); averaging steps allreduce every
+// bucket and scale the sum by 1/32 on the way back (the average of 32 ranks).
+TEST(NcclTranslate, LocalSgdAveragesEveryKSteps) {
+  const Loaded l = load({R"(strategy.localsgd={"k_steps":4,"begin_step":0})", "steps=8"});
+  std::map<StepKind, const LaunchStep*> by_kind;
+  for (const LaunchStep& s : l.program.kinds) by_kind[s.kind] = &s;
+  ASSERT_TRUE(by_kind.count(StepKind::LocalOnly));
+  ASSERT_TRUE(by_kind.count(StepKind::LocalAverage));
+  EXPECT_TRUE(collectives(*by_kind[StepKind::LocalOnly]).empty());
+  const LaunchStep& avg = *by_kind[StepKind::LocalAverage];
+  EXPECT_EQ(collectives(avg).size(), l.plan.buckets.size());
+  int scales = 0;
+  for (const LaunchOp& op : avg.ops)
+    if (op.kind == OpKind::CastUp) {
+      EXPECT_FLOAT_EQ(op.scale, 1.0f / kRanks);
+      ++scales;
+    }
+  EXPECT_EQ(static_cast<std::size_t>(scales), l.plan.buckets.size());
+  // Steps 3 and 7 average (the 4th and 8th step of each window).
+  for (int s : {3, 7}) EXPECT_EQ(l.program.kinds[static_cast<std::size_t>(l.plan.step_kind[static_cast<std::size_t>(s)])].kind, StepKind::LocalAverage);
+}
+
+// ZeRO-2: gradients reduce-scattered, parameters all-gathered; NCCL counts are per rank: ceil(elements / 32).
+TEST(NcclTranslate, ShardedCountsArePerRank) {
+  const Loaded l = load({R"(strategy.sharding={"stage":2})"});
+  int rs = 0, ag = 0;
+  for (const LaunchOp* op : collectives(l.program.kinds[0])) {
+    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(op->task)];
+    const std::uint64_t elements = elements_of(l.plan, task.tensors);
+    EXPECT_EQ(op->count, (elements + kRanks - 1) / kRanks) << task.label;
+    EXPECT_EQ(l.program.buffers[static_cast<std::size_t>(op->buffer)].elements % kRanks, 0u);
+    rs += op->call == Call::ReduceScatter;
+    ag += op->call == Call::AllGather;
+  }
+  EXPECT_GT(rs, 0);
+  EXPECT_GT(ag, 0);
+  expect_well_formed(l, l.program.kinds[0], l.plan.kinds[0]);
+}
+
+// overlap = false (Paddle sync_nccl_allreduce): every bucket waits for the end of backward (the first layer's
+// backward, the last compute task).
+TEST(NcclTranslate, NoOverlapWaitsForTheWholeBackward) {
+  const Loaded l = load({"strategy.overlap=false"});
+  const StepPlan& ps = l.plan.kinds[0];
+  int last_compute = -1;
+  for (std::size_t i = 0; i < ps.tasks.size(); ++i)
+    if (ps.tasks[i].kind == TaskKind::Compute) last_compute = static_cast<int>(i);
+  for (const LaunchOp& op : l.program.kinds[0].ops)
+    if (op.kind == OpKind::Wait && op.stream > 0 && op.task >= 0) {
+      EXPECT_EQ(op.event, last_compute);
+    }
+}
+
+// The single-step entry point lists the same ops as the whole-program translation.
+TEST(NcclTranslate, SingleStepEntryPointMatches) {
+  const Loaded l = load({"strategy.nccl_comm_num=3"});
+  const std::vector<LaunchOp> ops = translate(l.plan, l.plan.kinds[0], kRanksPerNode);
+  ASSERT_EQ(ops.size(), l.program.kinds[0].ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(ops[i].kind, l.program.kinds[0].ops[i].kind);
+    EXPECT_EQ(ops[i].count, l.program.kinds[0].ops[i].count);
+    EXPECT_EQ(ops[i].stream, l.program.kinds[0].ops[i].stream);
+  }
+}
+
+// --dry-run output: one line per op naming the NCCL call, and the Plan task's label.
+TEST(NcclTranslate, FormatsTheProgram) {
+  const Loaded l = load({"strategy.use_hierarchical_allreduce=true"});
+  const std::string text = format_program(l.plan, l.program);
+  EXPECT_NE(text.find("ncclReduce comm"), std::string::npos);
+  EXPECT_NE(text.find("(s1 inter)"), std::string::npos);
+  EXPECT_NE(text.find("[bucket 0]"), std::string::npos);
+  EXPECT_NE(text.find("32 ranks, hierarchy groups of 8"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace commsim::nccl

@@ -1,0 +1,187 @@
+// The commands as users run them: exit codes (0 success, 1 the check failed, 2 bad input with one line on
+// stderr), the files they write and what they print. Runs the built commsim from the source root.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/reports/test_helpers.hpp"
+
+namespace commsim::test {
+namespace {
+
+using nlohmann::json;
+
+const std::string kScenario = "scenarios/resnet50-dgx-a100.json";
+
+// Bad input: exit code 2 and exactly one line on stderr that contains `expected`.
+void expect_bad_input(const CliRun& r, const std::string& expected) {
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+}
+
+std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(SweepCli, WritesTableCsvJsonAndHtml) {
+  ScratchDir dir("sweep");
+  const CliRun r = commsim("sweep " + kScenario + " --vary nodes=1,2 --vary strategy.nccl_comm_num=1,2 --steps 2 --jobs 2 -o " + dir.path.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 2 x 2 = 4 configurations: table header, rule, 4 rows, then the summary line
+  EXPECT_EQ(lines(r.out), 7u) << r.out;
+  EXPECT_NE(r.out.find("4 configurations, fidelity analytical"), std::string::npos);
+  EXPECT_EQ(r.err, "");  // no progress bar: stderr is not a terminal here
+  EXPECT_EQ(lines(read_text(dir / "sweep.csv")), 5u);  // header + 4 rows
+  EXPECT_EQ(json::parse(read_text(dir / "sweep.json"))["rows"].size(), 4u);
+  const XmlCheck html = check_xml(read_text(dir / "sweep.html"));
+  EXPECT_EQ(html.error, "");
+  EXPECT_GE(html.named("svg").size(), 3u);  // step time and efficiency against nodes, breakdown
+}
+
+TEST(SweepCli, ImpossibleVariantsAreListedNotFatal) {
+  ScratchDir dir("sweep-impossible");
+  // nodes=0 is out of range; as a later combination it is reported in its row, the others still run
+  const CliRun r = commsim("sweep " + kScenario + " --vary nodes=1,0 --steps 2 -o " + dir.path.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("impossible: " + kScenario + ": nodes: must be in [1,"), std::string::npos) << r.out;
+}
+
+TEST(SweepCli, BadInputIsExitTwoWithOneLine) {
+  ScratchDir dir("sweep-bad");
+  const std::string run = "sweep " + kScenario + " --steps 2 -o " + dir.path.string() + " ";
+  // an unknown field: the strict loader names it (checked on the first combination, before any simulation)
+  expect_bad_input(commsim(run + "--vary strategy.fuson.size_mb=1,2"), "--vary: " + kScenario + ": strategy.fuson: unknown field");
+  // an empty grid
+  expect_bad_input(commsim(run + "--vary nodes="), "--vary: nodes: no values: the grid is empty");
+  // malformed specs
+  expect_bad_input(commsim(run + "--vary nodes"), "\"nodes\" is not KEY=V1,V2,...");
+  expect_bad_input(commsim(run + "--vary 'strategy.dgc.sparsity=[0.9'"), "unbalanced brackets");
+  expect_bad_input(commsim(run + "--vary nodes=1 --vary nodes=2"), "--vary: nodes: varied twice");
+  // a first value the loader rejects, and no --vary at all
+  expect_bad_input(commsim(run + "--vary nodes=0,1"), "nodes: must be in [1,");
+  expect_bad_input(commsim(run), "--vary is required");
+}
+
+const std::string kCloud = kScenario + " --set topology=../topologies/cloud-tcp-10gbe.json --set nodes=8 --steps 2";
+
+TEST(RecommendCli, TopFiveWithReasonsAndSnippets) {
+  const CliRun r = commsim("recommend " + kCloud + " --budget 60");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // full grid 10 sizes x 4 streams x 5 algorithms = 200 > budget 60: the descent evaluates at most 60
+  EXPECT_NE(r.out.find("200 configurations in the full grid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("by coordinate descent"), std::string::npos);
+  for (const char* rank : {"\n1 ", "\n5 ", "\n1. ", "\n5. "}) EXPECT_NE(r.out.find(rank), std::string::npos) << rank;
+  EXPECT_NE(r.out.find(" because "), std::string::npos);
+  for (const char* snippet : {"# Paddle (fleet)", "strategy.fuse_grad_size_in_MB = ", "# MindSpore", "comm_fusion=",
+                              "# PyTorch DDP", "bucket_cap_mb=", "# NCCL environment"})
+    EXPECT_NE(r.out.find(snippet), std::string::npos) << snippet;
+  EXPECT_EQ(r.out.find("[changes convergence"), std::string::npos);  // nothing lossy without --allow-lossy
+}
+
+TEST(RecommendCli, LossyOnlyWhenAllowedAndFlagged) {
+  const CliRun r = commsim("recommend " + kCloud + " --budget 80 --allow-lossy");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 200 x 4 dtypes x 6 compression choices = 4800 in the full grid
+  EXPECT_NE(r.out.find("4800 configurations in the full grid"), std::string::npos) << r.out;
+  // on 10 GbE, compressing the gradients wins, and is flagged as changing convergence
+  EXPECT_NE(r.out.find("[changes convergence: check accuracy]"), std::string::npos) << r.out;
+}
+
+TEST(RecommendCli, BadInputIsExitTwoWithOneLine) {
+  expect_bad_input(commsim("recommend " + kScenario + " --budget 0"), "--budget");
+  expect_bad_input(commsim("recommend scenarios/nope.json"), "scenarios/nope.json: cannot open file");
+  expect_bad_input(commsim("recommend " + kScenario + " --fidelity exact"), "--fidelity: unknown fidelity \"exact\"");
+}
+
+// baselines/ci.json with absolute scenario paths (so that a copy elsewhere still finds them), edited by `edit`.
+std::string ci_copy(const ScratchDir& dir, const std::function<void(json&)>& edit) {
+  json b = json::parse(read_text("baselines/ci.json"));
+  for (json& e : b["scenarios"])
+    e["scenario"] = std::filesystem::absolute(std::filesystem::path("baselines") / e["scenario"].get<std::string>()).lexically_normal().string();
+  edit(b);
+  std::ofstream(dir / "b.json") << b.dump(2);
+  return dir / "b.json";
+}
+
+TEST(RegressCli, ShippedBaselinePassesAndWritesJUnit) {
+  ScratchDir dir("regress");
+  const CliRun r = commsim("regress --baseline baselines/ci.json --junit " + (dir / "j.xml"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("3 scenarios: 3 pass, 0 faster, 0 regressions, 0 skipped"), std::string::npos) << r.out;
+  const XmlCheck junit = check_xml(read_text(dir / "j.xml"));
+  ASSERT_EQ(junit.error, "");
+  EXPECT_EQ(junit.named("testsuite")[0]->attrs.at("tests"), "3");
+  EXPECT_EQ(junit.named("testsuite")[0]->attrs.at("failures"), "0");
+}
+
+TEST(RegressCli, SlowerThanStoredIsExitOne) {
+  ScratchDir dir("regress-slow");
+  // store 10 % less than the simulation gives: every scenario is now 1 / 0.9 - 1 = 11.1 % slower, beyond 1 %
+  const std::string b = ci_copy(dir, [](json& j) {
+    for (json& e : j["scenarios"]) e["step_time_s"] = e["step_time_s"].get<double>() * 0.9;
+  });
+  const CliRun r = commsim("regress --baseline " + b + " --junit " + (dir / "j.xml"));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("+11.11 %"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 pass, 0 faster, 3 regressions"), std::string::npos);
+  EXPECT_EQ(check_xml(read_text(dir / "j.xml")).named("failure").size(), 3u);
+  // a 12 % tolerance lets the same slowdown pass
+  EXPECT_EQ(commsim("regress --baseline " + b + " --tolerance 12").code, 0);
+}
+
+TEST(RegressCli, UpdateRebasesAnOldBaseline) {
+  ScratchDir dir("regress-update");
+  const std::string b = ci_copy(dir, [](json& j) {
+    j["commsim_version"] = "0.0.1";
+    for (json& e : j["scenarios"]) e["step_time_s"] = 1.0;
+  });
+  const CliRun r = commsim("regress --baseline " + b + " --update");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json updated = json::parse(read_text(b));
+  EXPECT_EQ(updated["commsim_version"], json::parse(read_text("baselines/ci.json"))["commsim_version"]);
+  EXPECT_LT(updated["scenarios"][0]["step_time_s"].get<double>(), 1.0);  // the simulated time, not the stale 1 s
+  EXPECT_EQ(commsim("regress --baseline " + b).code, 0);  // and it now passes
+}
+
+TEST(RegressCli, BadBaselineIsExitTwoWithOneLine) {
+  ScratchDir dir("regress-bad");
+  expect_bad_input(commsim("regress --baseline " + ci_copy(dir, [](json& j) { j["commsim_version"] = "0.0.1"; })),
+                   "commsim_version: baseline is from commsim 0.0.1, this is commsim");
+  expect_bad_input(commsim("regress --baseline " + ci_copy(dir, [](json& j) { j["scenarios"][1]["scenario"] = "/nonexistent/x.json"; })),
+                   "scenarios[1].scenario: no such file /nonexistent/x.json");
+  expect_bad_input(commsim("regress --baseline " + ci_copy(dir, [](json& j) { j["scenarios"] = json::object(); })),
+                   "scenarios: must be an array");
+  std::ofstream(dir / "broken.json") << "{\"commsim_version\": ";
+  expect_bad_input(commsim("regress --baseline " + (dir / "broken.json")), "invalid JSON");
+  expect_bad_input(commsim("regress --baseline baselines/ci.json --measured nope=x.json"), "--measured: nope: no hardware entry");
+}
+
+TEST(ReportCli, SimulationResultWithTraceBecomesOnePage) {
+  ScratchDir dir("report-cli");
+  ASSERT_EQ(commsim("simulate " + kScenario + " --steps 2 --json " + (dir / "r.json") + " --trace " + (dir / "t.json")).code, 0);
+  const CliRun r = commsim("report " + (dir / "r.json") + " " + (dir / "t.json") + " -o " + (dir / "report.html"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 result(s), 1 timeline(s)"), std::string::npos);
+  const XmlCheck html = check_xml(read_text(dir / "report.html"));
+  ASSERT_EQ(html.error, "");
+  std::set<std::string> charts;
+  for (const Element* s : html.named("svg")) charts.insert(s->attrs.at("data-chart"));
+  EXPECT_EQ(charts, (std::set<std::string>{"breakdown", "step-times", "timeline-0"}));
+  // the summary table holds the result's step time in ms, to 3 decimals
+  const double step_ms = json::parse(read_text(dir / "r.json"))["step_time_s"].get<double>() * 1e3;
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "%.3f", step_ms);
+  bool found = false;
+  for (const Element* td : html.named("td")) found |= td->text == cell;
+  EXPECT_TRUE(found) << cell;
+}
+
+TEST(ReportCli, BadInputIsExitTwoWithOneLine) {
+  ScratchDir dir("report-cli-bad");
+  expect_bad_input(commsim("report " + (dir / "none.json") + " -o " + (dir / "x.html")), "none.json: cannot open file");
+  std::ofstream(dir / "t.json") << "{\"traceEvents\": []}";
+  expect_bad_input(commsim("report " + (dir / "t.json") + " -o " + (dir / "x.html")), "must follow the result");
+  expect_bad_input(commsim("report -o " + (dir / "x.html")), "results is required");
+}
+
+}  // namespace
+}  // namespace commsim::test

@@ -1,0 +1,240 @@
+// The tools behind recommend and regress: the search space and search, the reasons, the framework snippets, and
+// the regression baselines.
+#include <gtest/gtest.h>
+
+#include "reports/baseline.hpp"
+#include "reports/format.hpp"
+#include "reports/snippets.hpp"
+#include "reports/tuner.hpp"
+#include "sim/core/error.hpp"
+#include "tests/reports/test_helpers.hpp"
+
+namespace commsim::reports {
+namespace {
+
+const std::string kScenario = "scenarios/resnet50-dgx-a100.json";  // 4 DGX A100 nodes x 8 GPUs, 25 MB buckets, ring
+
+TEST(SearchSpace, StartsFromTheGivenSettings) {
+  const Scenario s = load_scenario(kScenario);
+  const std::vector<Knob> knobs = search_space(s, 32, 4, false);
+  ASSERT_EQ(knobs.size(), 3u);
+  // fusion sizes 1, 2, 4, 8, 16, 25, ... : the scenario's 25 MB is choice 5
+  EXPECT_EQ(knobs[0].choices.size(), 10u);
+  EXPECT_EQ(knobs[0].choices[knobs[0].given].label, "25 MB buckets");
+  EXPECT_EQ(knobs[1].choices[knobs[1].given].label, "1 stream");
+  // ring, tree, hd, 2d-ring, auto + hierarchical with 4, 8, 16 leaders (each divides 32 ranks, fewer than 32)
+  EXPECT_EQ(knobs[2].choices.size(), 8u);
+  EXPECT_EQ(knobs[2].choices[knobs[2].given].label, "ring allreduce");
+  EXPECT_EQ(grid_size(knobs), 10u * 4 * 8);
+  // lossy: x 4 dtypes x (dense, DGC 99 %, DGC 99.9 %, Local SGD k = 2, 4, 8)
+  const std::vector<Knob> lossy = search_space(s, 32, 4, true);
+  EXPECT_EQ(grid_size(lossy), 320u * 4 * 6);
+  EXPECT_TRUE(lossy[3].lossy && lossy[4].lossy && !lossy[0].lossy);
+}
+
+TEST(SearchSpace, EveryChoiceLoads) {
+  // Each single-knob change from the given settings passes the strict loader (no unknown or missing field).
+  const Json base = load_base(kScenario, {}, 3);
+  const Scenario s = parse_scenario(base, kScenario);
+  for (const Knob& k : search_space(s, 32, 4, true))
+    for (const Choice& c : k.choices) EXPECT_NO_THROW(parse_scenario(apply_sets(base, c.sets, kScenario), kScenario)) << c.label;
+}
+
+// The cloud cluster (8 VMs, one 10 GbE NIC each) makes communication matter, so settings change the step time.
+Json cloud_base() { return load_base(kScenario, {"topology=../topologies/cloud-tcp-10gbe.json", "nodes=8"}, 2); }
+
+TEST(Recommend, FullGridWhenItFitsTheBudget) {
+  const Json base = cloud_base();
+  const std::vector<Knob> knobs = search_space(parse_scenario(base, kScenario), 8, 8, false);
+  const Recommendation rec = recommend(base, kScenario, knobs, Fidelity::Analytical, 1000, 0);
+  // the grid (10 sizes x 4 streams x 5 algorithms; no hierarchy with one GPU per node) fits 1000: all evaluated
+  EXPECT_EQ(rec.grid, 10u * 4 * 5);
+  EXPECT_EQ(rec.evaluated, rec.grid);
+  EXPECT_EQ(rec.method, "the full grid");
+  ASSERT_FALSE(rec.ranked.empty());
+  for (std::size_t i = 1; i < rec.ranked.size(); ++i)
+    EXPECT_LE(rec.ranked[i - 1].eval.result.step_time_s, rec.ranked[i].eval.result.step_time_s);
+  // the given settings are one of the grid's points, so the best is at least as fast
+  EXPECT_LE(rec.ranked.front().eval.result.step_time_s, rec.given.result.step_time_s);
+}
+
+TEST(Recommend, CoordinateDescentStaysWithinTheBudgetAndFindsTheGridOptimum) {
+  const Json base = cloud_base();
+  const std::vector<Knob> knobs = search_space(parse_scenario(base, kScenario), 8, 8, false);
+  const Recommendation full = recommend(base, kScenario, knobs, Fidelity::Analytical, 1000, 0);
+  const Recommendation rec = recommend(base, kScenario, knobs, Fidelity::Analytical, 100, 0);
+  EXPECT_LE(rec.evaluated, 100u);
+  EXPECT_LT(rec.evaluated, rec.grid);
+  EXPECT_NE(rec.method.find("coordinate descent"), std::string::npos);
+  // On this grid the descent reaches the optimum that the exhaustive search finds.
+  EXPECT_DOUBLE_EQ(rec.ranked.front().eval.result.step_time_s, full.ranked.front().eval.result.step_time_s);
+}
+
+TEST(Recommend, RefinesTheBestWithTheRequestedFidelity) {
+  const Json base = cloud_base();
+  const std::vector<Knob> knobs = search_space(parse_scenario(base, kScenario), 8, 8, false);
+  const Recommendation rec = recommend(base, kScenario, knobs, Fidelity::Flow, 30, 0);
+  // the best kRefine = 8 of the analytical search are re-run with flow, and only those are ranked
+  EXPECT_EQ(rec.refined, kRefine);
+  EXPECT_EQ(rec.ranked.size(), kRefine);
+  EXPECT_EQ(rec.ranked.front().eval.result.fidelity, "flow");
+  EXPECT_EQ(rec.given.result.fidelity, "flow");
+}
+
+TEST(Reason, NamesTheChangeInExposedCommunicationAndItsCause) {
+  const std::vector<Knob> knobs = search_space(load_scenario(kScenario), 32, 4, false);
+  Evaluation given, better;
+  given.result.step_time_s = 0.100, given.result.exposed_comm_s = 0.038, given.result.comm_s = 0.050, given.buckets = 1;
+  better.result.step_time_s = 0.068, better.result.exposed_comm_s = 0.006, better.result.comm_s = 0.045, better.buckets = 9;
+  Candidate c{{knobs[0].given, knobs[1].given, knobs[2].given}, better, false};
+  c.choice[0] = 0;  // 1 MB buckets
+  // exposed share: 38 / 100 = 38.0 % before, 6 / 68 = 8.8 % after; 9 buckets instead of 1 start during backward
+  EXPECT_EQ(reason(given, c, knobs),
+            "Exposed communication falls from 38.0 % to 8.8 % of the step (communication 50.00 ms -> 45.00 ms) because "
+            "1 MB buckets (9 instead of 1) start during backward.");
+  EXPECT_EQ(changes(c, knobs), "1 MB buckets");
+  c.choice[0] = knobs[0].given;
+  EXPECT_EQ(changes(c, knobs), "the given settings");
+}
+
+TEST(Recommend, TopFiveLeavesOutNearDuplicates) {
+  const std::vector<Knob> knobs = search_space(load_scenario(kScenario), 32, 4, false);
+  const std::vector<std::size_t> given = {knobs[0].given, knobs[1].given, knobs[2].given};
+  auto candidate = [&](std::size_t streams_choice, double step_s) {
+    Candidate c{given, {}, false};
+    c.choice[1] = streams_choice;
+    c.eval.result.step_time_s = step_s;
+    return c;
+  };
+  Recommendation rec;
+  // 2 streams: 50 ms; 3 streams: 50.02 ms, within 0.1 % and one change as well: a near-duplicate, left out;
+  // the given settings: 50.03 ms, within 0.1 % too but with fewer changes (none): kept
+  rec.ranked = {candidate(1, 0.050), candidate(2, 0.05002), candidate(0, 0.05003)};
+  const auto top = top_distinct(rec, knobs, 5);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0]->choice[1], 1u);
+  EXPECT_EQ(top[1]->choice[1], 0u);
+}
+
+TEST(Snippets, WriteTheFrameworksOwnSettings) {
+  Strategy s;
+  s.fusion.size_mb = 32;
+  s.nccl_comm_num = 2;
+  s.use_hierarchical_allreduce = true;
+  s.hierarchical_allreduce_inter_nranks = 0;  // one leader per node: 4 nodes -> 4
+  s.comm_dtype = CommDtype::Fp16;
+  s.dgc = Dgc{0, 1, {0.999}, 16384};
+  const std::string paddle = paddle_snippet(s, 4);
+  for (const char* line : {"strategy.fuse_grad_size_in_MB = 32\n", "strategy.nccl_comm_num = 2\n",
+                           "strategy.use_hierarchical_allreduce = True\n", "strategy.hierarchical_allreduce_inter_nranks = 4",
+                           "strategy.fp16_allreduce = True\n",
+                           "strategy.dgc_configs = {\"rampup_begin_step\": 0, \"rampup_step\": 1, \"sparsity\": [0.999]}\n"})
+    EXPECT_NE(paddle.find(line), std::string::npos) << line;
+  EXPECT_NE(mindspore_snippet(s).find("comm_fusion={\"allreduce\": {\"mode\": \"size\", \"config\": 32}}"), std::string::npos);
+  const std::string torch = pytorch_snippet(s);
+  EXPECT_NE(torch.find("bucket_cap_mb=32"), std::string::npos);
+  EXPECT_NE(torch.find("default_hooks.fp16_compress_hook"), std::string::npos);
+  // hierarchical allreduce is the framework's, not an NCCL algorithm
+  EXPECT_EQ(nccl_env_snippet(s).find("export NCCL_ALGO"), std::string::npos);
+  s.use_hierarchical_allreduce = false;
+  s.algorithm = Algorithm::Tree;
+  EXPECT_EQ(nccl_env_snippet(s), "export NCCL_ALGO=Tree\n");
+}
+
+// Writes a baseline next to a scenario reference that resolves from the scratch directory.
+std::string write_baseline(const test::ScratchDir& dir, const Json& doc) {
+  write_file(dir / "b.json", doc.dump(2), "t");
+  return dir / "b.json";
+}
+
+Json valid_baseline() {
+  return {{"commsim_version", COMMSIM_VERSION},
+          {"scenarios",
+           {{{"name", "r50"}, {"scenario", std::filesystem::absolute(kScenario).string()}, {"set", {"steps=2"}}, {"step_time_s", 0.08}}}}};
+}
+
+std::string load_error(const std::string& path, bool updating = false) {
+  try {
+    load_baseline(path, updating);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Baseline, LoadsAndResolvesScenarioPaths) {
+  test::ScratchDir dir("baseline");
+  const Baseline b = load_baseline(write_baseline(dir, valid_baseline()), false);
+  ASSERT_EQ(b.entries.size(), 1u);
+  EXPECT_EQ(b.entries[0].fidelity, "analytical");  // the default
+  EXPECT_EQ(b.entries[0].sets, (std::vector<std::string>{"steps=2"}));
+  EXPECT_DOUBLE_EQ(b.tolerance_pct, 1);
+}
+
+TEST(Baseline, ErrorsNameTheFileAndField) {
+  test::ScratchDir dir("baseline-bad");
+  Json other = valid_baseline();
+  other["commsim_version"] = "0.0.1";
+  const std::string path = write_baseline(dir, other);
+  EXPECT_EQ(load_error(path), path + ": commsim_version: baseline is from commsim 0.0.1, this is commsim " COMMSIM_VERSION
+                                     ": re-run with --update to rebase it");
+  EXPECT_EQ(load_error(path, true), "");  // --update accepts it, to rebase it
+
+  Json missing = valid_baseline();
+  missing["scenarios"][0]["scenario"] = "nope.json";
+  EXPECT_EQ(load_error(write_baseline(dir, missing)), path + ": scenarios[0].scenario: no such file " + (dir / "nope.json"));
+
+  Json typo = valid_baseline();
+  typo["scenarios"][0]["step_time"] = 1;
+  EXPECT_EQ(load_error(write_baseline(dir, typo)), path + ": scenarios[0].step_time: unknown field");
+
+  Json no_time = valid_baseline();
+  no_time["scenarios"][0].erase("step_time_s");
+  EXPECT_NE(load_error(write_baseline(dir, no_time)).find("scenarios[0].step_time_s: missing"), std::string::npos);
+  EXPECT_EQ(load_error(write_baseline(dir, no_time), true), "");  // a new entry, stored by --update
+}
+
+TEST(Baseline, SimulationVerdictsAgainstTheTolerance) {
+  BaselineEntry e;
+  e.step_time_s = 0.100;
+  // 1 % of 100 ms = 1 ms allowed
+  EXPECT_EQ(compare(e, 0.1005, 0, 1).verdict, Verdict::Pass);        // +0.5 ms
+  EXPECT_EQ(compare(e, 0.1020, 0, 1).verdict, Verdict::Regression);  // +2 ms
+  EXPECT_EQ(compare(e, 0.0970, 0, 1).verdict, Verdict::Faster);      // -3 ms
+  EXPECT_EQ(compare(e, 0.1020, 0, 5).verdict, Verdict::Pass);        // +2 ms within 5 ms
+  EXPECT_NEAR(compare(e, 0.1020, 0, 1).change, 0.02, 1e-12);
+}
+
+TEST(Baseline, HardwareVerdictsAlsoNeedToLeaveTheNoiseBand) {
+  BaselineEntry e;
+  e.backend = "mpi";
+  e.step_time_s = 0.100;
+  e.step_time_spread_s = 0.003;
+  // +2.5 ms is beyond 1 % (1 ms) but inside the 3 ms noise band: not a regression; +4 ms is beyond both
+  EXPECT_EQ(compare(e, 0.1025, 0.001, 1).verdict, Verdict::Pass);
+  EXPECT_EQ(compare(e, 0.1040, 0.001, 1).verdict, Verdict::Regression);
+  EXPECT_NE(compare(e, 0.1040, 0.001, 1).message.find("and the 3.000 ms noise band"), std::string::npos);
+}
+
+TEST(Baseline, CheckSkipsHardwareEntriesWithoutAMeasurement) {
+  test::ScratchDir dir("baseline-hw");
+  Json doc = valid_baseline();
+  doc["scenarios"].push_back({{"name", "r50-mpi"}, {"scenario", std::filesystem::absolute(kScenario).string()},
+                              {"backend", "mpi"}, {"step_time_s", 0.1}, {"step_time_spread_s", 0.002}});
+  const Baseline b = load_baseline(write_baseline(dir, doc), false);
+  std::vector<double> seconds;
+  std::vector<Check> checks = check_baseline(b, 1, {}, 1, seconds);
+  EXPECT_EQ(checks[1].verdict, Verdict::Skipped);
+  Result measured;
+  measured.backend = "mpi";
+  measured.step_time_s = 0.1001;
+  checks = check_baseline(b, 1, {{"r50-mpi", measured}}, 1, seconds);
+  EXPECT_EQ(checks[1].verdict, Verdict::Pass);
+  // baseline_json keeps the hardware noise band and writes this version
+  const auto out = baseline_json(b);
+  EXPECT_EQ(out["commsim_version"], COMMSIM_VERSION);
+  EXPECT_EQ(out["scenarios"][1]["step_time_spread_s"], 0.002);
+}
+
+}  // namespace
+}  // namespace commsim::reports

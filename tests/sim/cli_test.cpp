@@ -1,0 +1,92 @@
+// The CLI's bad-input contract, on the built `commsim` executable: exit code 2 and exactly one line on stderr that
+// names the file (when the mistake is in a file) and the field; nothing on stdout.
+#include "tests/sim/test_util.hpp"
+
+namespace commsim::test {
+namespace {
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cli_available()) GTEST_SKIP() << "the commsim executable was not built";
+  }
+};
+
+// Exit 2, stdout empty, stderr one line (ending in its newline) containing every one of `names`.
+void expect_bad_input(const CliResult& r, std::initializer_list<std::string> names) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.back(), '\n');
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line:\n" << r.err;
+  for (const std::string& n : names) EXPECT_NE(r.err.find(n), std::string::npos) << n << " not in: " << r.err;
+}
+
+TEST_F(Cli, GoodInputExitsZero) {
+  const CliResult r = run_cli("collective --topology tests/data/star4.json --sizes 1M");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("1048576"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, MissingFieldInTopologyFile) {
+  expect_bad_input(run_cli("collective --topology tests/data/bad/missing-field.json --sizes 1M"),
+                   {"tests/data/bad/missing-field.json", "nodes", "missing required field"});
+}
+
+TEST_F(Cli, UnknownFieldInTopologyFile) {
+  expect_bad_input(run_cli("collective --topology tests/data/bad/unknown-field.json"),
+                   {"tests/data/bad/unknown-field.json", "node.devices[1].colour"});
+}
+
+TEST_F(Cli, ZeroBandwidthInTopologyFile) {
+  expect_bad_input(run_cli("collective --topology tests/data/bad/zero-bandwidth.json"),
+                   {"tests/data/bad/zero-bandwidth.json", "node.links[2].bandwidth_Bps"});
+}
+
+TEST_F(Cli, JsonSyntaxErrorInTopologyFile) {
+  expect_bad_input(run_cli("collective --topology tests/data/bad/syntax-error.json"),
+                   {"tests/data/bad/syntax-error.json", "line 23, column 10"});
+}
+
+TEST_F(Cli, TooManyNodesInTopologyFile) {
+  expect_bad_input(run_cli("collective --topology tests/data/bad/too-many-nodes.json"),
+                   {"tests/data/bad/too-many-nodes.json", "nodes"});
+}
+
+TEST_F(Cli, MissingTopologyFile) {
+  expect_bad_input(run_cli("collective --topology tests/data/bad/no-such-file.json"),
+                   {"tests/data/bad/no-such-file.json", "cannot open"});
+}
+
+TEST_F(Cli, BadSizes) {
+  for (const char* sizes : {"12Q", "0", "1G:1K", "abc", "1M,,2M"}) {
+    SCOPED_TRACE(sizes);
+    expect_bad_input(run_cli(std::string("collective --topology tests/data/star4.json --sizes '") + sizes + "'"),
+                     {"--sizes"});
+  }
+}
+
+TEST_F(Cli, BadOp) {
+  expect_bad_input(run_cli("collective --topology tests/data/star4.json --op allreduse"), {"--op", "allreduse"});
+}
+
+TEST_F(Cli, BadAlgo) {
+  expect_bad_input(run_cli("collective --topology tests/data/star4.json --algo rign"), {"--algo", "rign"});
+}
+
+TEST_F(Cli, AlgorithmThatDoesNotSupportTheCollective) {
+  expect_bad_input(run_cli("collective --topology tests/data/star4.json --op broadcast --algo tree"), {"--algo", "tree"});
+}
+
+TEST_F(Cli, BadFidelity) {
+  expect_bad_input(run_cli("collective --topology tests/data/star4.json --fidelity packet"), {"--fidelity", "packet"});
+}
+
+TEST_F(Cli, BadNodeCount) {
+  // Parsed by CLI11: still exit 2 and one line.
+  expect_bad_input(run_cli("collective --topology topologies/dgx-a100.json --nodes -3"), {"--nodes"});
+}
+
+}  // namespace
+}  // namespace commsim::test

@@ -1,0 +1,138 @@
+// Properties every allreduce algorithm must have on every shipped topology (TEST_P over algorithm x topology),
+// with the topology's default channels and node layout, as the CLI runs them:
+//  1. every byte is delivered: the flow engine delivers each transfer once, all of its bytes, the total is the
+//     algorithm's byte formula, and every rank's result depends on every rank's input;
+//  2. flow time is never below the bandwidth lower bound (derived below);
+//  3. the Analytical engine (no sharing) is never slower than Flow (sharing only slows a transfer down, and an
+//     operation starts when its dependencies end, so every end time can only move later), within 1e-9;
+//  4. the closed form is never below the Analytical engine (it prices each hop of a step as the slowest hop of
+//     that step, and shares a rank's links among channels, which the Analytical engine never does), within 1e-9.
+#include "tests/sim/test_util.hpp"
+
+namespace commsim::test {
+namespace {
+
+constexpr const char* kTopologies[] = {"dgx-a100",        "dgx1-v100",         "pcie-gen4-8gpu",
+                                       "cloud-tcp-10gbe", "astra-ring-switch", "emulated-cpu-cluster"};
+constexpr Algorithm kAlgorithms[] = {Algorithm::Ring,         Algorithm::Tree,   Algorithm::HalvingDoubling,
+                                     Algorithm::Hierarchical, Algorithm::Ring2D, Algorithm::Auto};
+
+CollectiveSpec cli_spec(const Topology& t, Algorithm a, Bytes m) {
+  CollectiveSpec s = make_spec(t, Collective::AllReduce, a, m);
+  s.channels = t.default_channels();
+  return s;
+}
+
+using Param = std::tuple<Algorithm, const char*>;
+
+class EveryAlgorithmOnEveryTopology : public ::testing::TestWithParam<Param> {};
+
+TEST_P(EveryAlgorithmOnEveryTopology, Properties) {
+  const auto [algo, name] = GetParam();
+  auto t = load_topology(shipped(name));
+  const int p = t->ranks();
+  // Bandwidth lower bound. Every algorithm here transfers at least 2(p-1) m bytes in total (test 1 checks the
+  // exact totals: 2(p-1) m for ring, tree and halving-doubling, more for the two-level ones). Each transferred
+  // byte leaves its sender through the first link of its route, one of the sender's injection links, and at any
+  // instant the flows on a link share at most its capacity. So all ranks together inject at most
+  // sum_r inj(r) bytes/s and
+  //     T_flow >= 2(p-1) m / sum_r inj(r) >= 2(p-1)/p * m / max_r inj(r).
+  double injection = 0;
+  for (int r = 0; r < p; ++r) injection += injection_Bps(*t, r);
+
+  for (Bytes m : {Bytes(1) << 20, Bytes(16) << 20}) {
+    SCOPED_TRACE("m=" + std::to_string(m));
+    CollectiveSpec s = cli_spec(*t, algo, m);
+    const Generated g = generate_with_inputs(s, *t);
+    s.algorithm = choose_algorithm(s, *t);
+
+    // 1. Every byte delivered, every input reaches every rank.
+    const Bytes total = g.schedule.bytes_transferred();
+    EXPECT_EQ(total, expected_bytes(s, p, m));
+    const CountedRun flow = run_counted(g.schedule, *t, Fidelity::Flow, 0);
+    EXPECT_TRUE(flow.finished);
+    EXPECT_EQ(flow.delivered, flow.started);
+    EXPECT_EQ(flow.delivered_bytes, static_cast<double>(total));
+    for (int r = 0; r < p; ++r) {
+      const std::vector<bool> from = depends_on_inputs(g, g.frontier[r]);
+      EXPECT_EQ(std::count(from.begin(), from.end(), true), p) << "rank " << r;
+    }
+
+    // 2. Never below the bandwidth bound.
+    const double bound = 2.0 * (p - 1) * static_cast<double>(m) / injection;
+    EXPECT_GE(flow.seconds, bound);
+
+    // 3. Analytical engine <= flow.
+    const double analytical = run_counted(g.schedule, *t, Fidelity::Analytical, 0).seconds;
+    EXPECT_LE(analytical, flow.seconds * (1 + 1e-9));
+
+    // 4. Closed form >= analytical engine.
+    EXPECT_GE(closed_form_seconds(s, *t), analytical * (1 - 1e-9));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, EveryAlgorithmOnEveryTopology,
+                         ::testing::Combine(::testing::ValuesIn(kAlgorithms), ::testing::ValuesIn(kTopologies)),
+                         [](const ::testing::TestParamInfo<Param>& param) {
+                           std::string n = std::string(to_string(std::get<0>(param.param))) + "_" + std::get<1>(param.param);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+class RingOnEveryTopology : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RingOnEveryTopology, ClosedFormEqualsTheEngines) {
+  // Ring allreduce over one channel: every rank sends all 2(p-1) steps over its one ring edge, one after the other,
+  // and step s+1 waits for step s from the left. On a uniform ring every hop costs h = alpha + m/(p beta), so the
+  // engine takes 2(p-1) h, the closed form. On these topologies the ring's hops differ (NVSwitch inside a node,
+  // NIC across), but the rank before the slowest edge still sends its 2(p-1) steps back to back over it, each
+  // after the data from its left has arrived (earlier, over faster edges): the engine again takes 2(p-1) h_max,
+  // which the closed form charges. No two ring edges share a directed link, so Flow agrees as well.
+  auto t = load_topology(shipped(GetParam()));
+  for (Bytes m : {Bytes(1) << 20, Bytes(1) << 30}) {
+    const CollectiveSpec s = make_spec(*t, Collective::AllReduce, Algorithm::Ring, m);
+    const double cf = closed_form_seconds(s, *t);
+    EXPECT_NEAR(simulate(s, *t, Fidelity::Analytical), cf, cf * 1e-9);
+    EXPECT_NEAR(simulate(s, *t, Fidelity::Flow), cf, cf * 1e-9);
+  }
+}
+
+TEST_P(RingOnEveryTopology, ClosedFormSharesChannelsAsFlowDoes) {
+  // With the default channels (one ring per NIC), the closed form divides a rank's intra-node bandwidth among the
+  // channels that pass through it and gives each channel its own NIC; the flow engine shares the links max-min
+  // among the rotated rings. On the shipped machines the two agree.
+  auto t = load_topology(shipped(GetParam()));
+  CollectiveSpec s = cli_spec(*t, Algorithm::Ring, Bytes(64) << 20);
+  const double cf = closed_form_seconds(s, *t);
+  EXPECT_NEAR(simulate(s, *t, Fidelity::Flow), cf, cf * 1e-9);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, RingOnEveryTopology, ::testing::ValuesIn(kTopologies),
+                         [](const ::testing::TestParamInfo<const char*>& param) {
+                           std::string n = param.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST(UniformRings, ClosedFormEqualsAnalyticalEngine) {
+  // Uniform rings, where every hop has the same alpha and beta: dgx-a100 on one node (every hop GPU -> NVSwitch ->
+  // GPU), the ASTRA-sim Ring(8) dimension of astra-ring-switch on its own (--nodes 1), cloud-tcp-10gbe (every hop
+  // GPU -> CPU -> NIC -> switch -> NIC -> CPU -> GPU), and the test fixtures. Closed form == analytical engine.
+  std::vector<std::unique_ptr<Topology>> uniform;
+  uniform.push_back(load_topology(shipped("dgx-a100"), 1));
+  uniform.push_back(load_topology(shipped("astra-ring-switch"), 1));
+  uniform.push_back(load_topology(shipped("cloud-tcp-10gbe")));
+  uniform.push_back(load_topology(fixture("star8.json")));
+  uniform.push_back(load_topology(fixture("astra-switch8.json")));
+  for (const auto& t : uniform) {
+    SCOPED_TRACE(t->name());
+    for (Collective op : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+      const CollectiveSpec s = make_spec(*t, op, Algorithm::Ring, Bytes(8) << 20);
+      const double cf = closed_form_seconds(s, *t);
+      EXPECT_NEAR(simulate(s, *t, Fidelity::Analytical), cf, cf * 1e-9);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace commsim::test
