@@ -341,26 +341,24 @@ TEST(Shipped, EveryModelTopologyAndTechnique) {
       {{"sharding", {{"stage", 3}}}},
       {{"fusion", {{"mode", "auto"}}}, {"stragglers", {{"compute_cv", 0.1}}}},
   };
-  // The zoo the project promises (other files may be present too).
-  std::set<std::string> models;
-  for (const auto& f : fs::directory_iterator("scenarios/models")) models.insert(f.path().stem().string());
-  for (const char* required : {"resnet50", "vgg16", "bert-large", "gpt2-xl", "gpt3-175b", "faster-rcnn-r50-fpn"})
-    EXPECT_TRUE(models.count(required)) << required;
+  // The zoo the project promises (test models beside it are not part of this check).
+  const std::vector<std::string> models = {"resnet50", "vgg16", "bert-large", "gpt2-xl", "gpt3-175b", "faster-rcnn-r50-fpn"};
   int runs = 0;
-  for (const auto& model : fs::directory_iterator("scenarios/models")) {
+  for (const std::string& model : models) {
+    const fs::path path = fs::absolute("scenarios/models/" + model + ".json");
     for (const char* topology : {"dgx-a100", "dgx-h100", "dgx1-v100", "pcie-gen4-8gpu", "cloud-tcp-10gbe", "cloud-p3-v100-25gbe"}) {
       for (const Json& strategy : techniques) {
         Json doc = scenario(fs::absolute(std::string("topologies/") + topology + ".json").string(), strategy, 4);
-        doc["model"] = fs::absolute(model.path()).string();
+        doc["model"] = path.string();
         doc["nodes"] = 2;
         const Result r = simulate(doc);
-        ASSERT_TRUE(std::isfinite(r.step_time_s) && r.step_time_s > 0) << model.path() << " " << topology << " " << strategy;
-        EXPECT_GE(r.step_time_s, r.compute_s * (1 - 1e-9)) << model.path() << " " << topology << " " << strategy;
+        ASSERT_TRUE(std::isfinite(r.step_time_s) && r.step_time_s > 0) << model << " " << topology << " " << strategy;
+        EXPECT_GE(r.step_time_s, r.compute_s * (1 - 1e-9)) << model << " " << topology << " " << strategy;
         ++runs;
       }
     }
   }
-  EXPECT_EQ(runs, static_cast<int>(models.size()) * 6 * 10);
+  EXPECT_EQ(runs, 6 * 6 * 10);
 }
 
 }  // namespace
