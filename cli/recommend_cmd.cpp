@@ -47,11 +47,16 @@ void run_recommend(const RecommendOptions& o) {
   std::fputs(table.str().c_str(), stdout);
   std::printf("(near-duplicates within 0.1 %% of a listed time that change no fewer settings are left out)\n\n");
   for (std::size_t i = 0; i < top.size(); ++i) std::printf("%zu. %s\n", i + 1, reason(rec.given, *top[i], knobs).c_str());
-  if (top.empty()) return;
+  if (top.empty()) {
+    std::printf("no configuration found that is faster than the given settings\n");
+    return;
+  }
 
   const Candidate& best = *top.front();
   const Strategy& s = best.eval.scenario.strategy;
-  std::printf("\nSettings of #1%s:\n", best.lossy ? " (lossy: changes what training computes; check accuracy before adopting)" : "");
+  std::printf("\nSettings of #1%s:\n", best.lossy                            ? " (lossy: changes what training computes; check accuracy before adopting)"
+                                       : changes(best, knobs) == "the given settings" ? " (the given settings are the fastest found)"
+                                                                                     : "");
   std::printf("\n# Paddle (fleet)\n%s", paddle_snippet(s, given.topology->nodes()).c_str());
   std::printf("\n# MindSpore\n%s", mindspore_snippet(s).c_str());
   std::printf("\n# PyTorch DDP\n%s", pytorch_snippet(s).c_str());

@@ -44,8 +44,10 @@ std::string tick_label(double v) { return number(std::abs(v) < 1e-12 ? 0 : v); }
 }  // namespace
 
 std::string svg(const LineChart& c) {
-  const double width = 760, height = 320, left = 70, right = 170, top = 34, bottom = 50;
-  const double plot_w = width - left - right, plot_h = height - top - bottom;
+  // the legend goes below the plot, one full name per line (names often differ only at their end)
+  const double width = 760, left = 70, right = 30, top = 34, bottom = 50, plot_h = 236;
+  const double height = top + plot_h + bottom + 18 * static_cast<double>(c.series.size());
+  const double plot_w = width - left - right;
   std::vector<double> xs;
   double y_max = 0;
   for (const Series& s : c.series)
@@ -75,7 +77,7 @@ std::string svg(const LineChart& c) {
     for (int k = 0; k <= 6; ++k) x_ticks.push_back(c.log_x ? std::exp2(x_lo + (x_hi - x_lo) * k / 6) : x_lo + (x_hi - x_lo) * k / 6);
   }
   for (double t : x_ticks) out += text(X(t), top + plot_h + 16, tick_label(t), "text-anchor=\"middle\"");
-  out += text(left + plot_w / 2, height - 10, c.x_label + (c.log_x ? " (log scale)" : ""), "text-anchor=\"middle\"");
+  out += text(left + plot_w / 2, top + plot_h + 36, c.x_label + (c.log_x ? " (log scale)" : ""), "text-anchor=\"middle\"");
   out += text(16, top + plot_h / 2, c.y_label, "text-anchor=\"middle\" transform=\"rotate(-90 16 " + px(top + plot_h / 2) + ")\"");
   out += "</g>";
   out += "<path d=\"M" + px(left) + " " + px(top) + " V" + px(top + plot_h) + " H" + px(left + plot_w) + "\" fill=\"none\" stroke=\"#333333\"/>";
@@ -95,15 +97,15 @@ std::string svg(const LineChart& c) {
              escape_xml(s.name + ": " + c.x_label + " " + number(s.x[i]) + ", " + c.y_label + " " + number(s.y[i])) +
              "</title></circle>";
     out += "</g>";
-    const double ly = top + 8 + 18 * static_cast<double>(k);
-    out += "<rect x=\"" + px(left + plot_w + 14) + "\" y=\"" + px(ly - 9) + "\" width=\"12\" height=\"12\" fill=\"" + colour + "\"/>";
-    out += text(left + plot_w + 32, ly + 1, s.name.size() > 22 ? s.name.substr(0, 21) + "..." : s.name);
+    const double ly = top + plot_h + bottom + 14 + 18 * static_cast<double>(k);
+    out += "<rect x=\"" + px(left) + "\" y=\"" + px(ly - 10) + "\" width=\"12\" height=\"12\" fill=\"" + colour + "\"/>";
+    out += text(left + 18, ly, s.name);
   }
   return out + "</svg>";
 }
 
 std::string svg(const StackedBars& c) {
-  const double width = 760, label_w = 250, right = 90, top = 52, row = 24;
+  const double width = 800, label_w = 300, right = 90, top = 52, row = 24;
   const double height = top + row * static_cast<double>(c.labels.size()) + 30, plot_w = width - label_w - right;
   double total_max = 0;
   for (const auto& v : c.values) {
@@ -129,7 +131,7 @@ std::string svg(const StackedBars& c) {
     const double y = top + row * static_cast<double>(i);
     const std::string& label = c.labels[i];
     out += "<g class=\"bar\" data-label=\"" + escape_xml(label) + "\">";
-    out += text(label_w - 8, y + 15, label.size() > 40 ? label.substr(0, 39) + "..." : label, "text-anchor=\"end\"");
+    out += text(label_w - 8, y + 15, label.size() > 48 ? label.substr(0, 47) + "..." : label, "text-anchor=\"end\"");
     double at = 0;
     for (std::size_t k = 0; k < c.values[i].size(); ++k) {
       const double v = c.values[i][k];
@@ -146,6 +148,8 @@ std::string svg(const StackedBars& c) {
 }
 
 std::string svg(const Timeline& c) {
+  // compute stream: forward (the plan labels it "fwd ...") and backward in two colours; communication in a third
+  auto fill = [](const TraceEvent& e) { return palette(e.stream != 0 ? 1 : e.name.rfind("fwd", 0) == 0 ? 0 : 4); };
   const double width = 960, label_w = 110, right = 20, top = 34, row = 28;
   const double height = top + row * static_cast<double>(c.lanes.size()) + 40, plot_w = width - label_w - right;
   double t0 = 0, t1 = 0;
@@ -170,12 +174,18 @@ std::string svg(const Timeline& c) {
   for (double t : ticks)
     if (t <= span_ms * 1.0001) out += text(X(t), height - 22, tick_label(t), "text-anchor=\"middle\" fill=\"#333333\"");
   out += text(label_w + plot_w / 2, height - 6, "time (ms)", "text-anchor=\"middle\"");
+  const std::pair<std::size_t, const char*> legend[] = {{0, "forward"}, {4, "backward"}, {1, "communication"}};
+  for (std::size_t k = 0; k < 3; ++k) {
+    const double lx = label_w + plot_w - 330 + 115 * static_cast<double>(k);
+    out += "<rect x=\"" + px(lx) + "\" y=\"" + px(height - 17) + "\" width=\"12\" height=\"12\" fill=\"" +
+           palette(legend[k].first) + "\"/>" + text(lx + 17, height - 6, legend[k].second);
+  }
   for (const TraceEvent& e : c.events) {
     if (e.stream < 0 || e.stream >= static_cast<int>(c.lanes.size())) continue;
     const double y = top + row * e.stream, start_ms = (e.start_s - t0) * 1e3, dur_ms = e.duration_s * 1e3;
     out += "<rect class=\"event\" x=\"" + px(X(start_ms)) + "\" y=\"" + px(y + 3) + "\" width=\"" +
            px(std::max(0.5, X(start_ms + dur_ms) - X(start_ms))) + "\" height=\"" + px(row - 8) + "\" fill=\"" +
-           palette(e.stream == 0 ? 0 : 1) + "\" stroke=\"#ffffff\" stroke-width=\"0.3\" data-start=\"" + number(start_ms) +
+           fill(e) + "\" stroke=\"#ffffff\" stroke-width=\"0.3\" data-start=\"" + number(start_ms) +
            "\" data-value=\"" + number(dur_ms) + "\"><title>" +
            escape_xml(e.name + ": " + fixed(start_ms, 3) + " ms + " + fixed(dur_ms, 3) + " ms") + "</title></rect>";
   }

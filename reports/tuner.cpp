@@ -239,6 +239,7 @@ std::vector<const Candidate*> top_distinct(const Recommendation& rec, const std:
   std::vector<const Candidate*> out;
   for (const Candidate& c : rec.ranked) {
     if (out.size() == n) break;
+    if (c.eval.result.step_time_s > rec.given.result.step_time_s) continue;  // a flow re-evaluation can reorder
     bool duplicate = false;
     for (const Candidate* kept : out)
       duplicate |= std::abs(c.eval.result.step_time_s - kept->eval.result.step_time_s) <= rel * kept->eval.result.step_time_s &&

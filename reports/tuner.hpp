@@ -53,8 +53,9 @@ inline constexpr std::size_t kRefine = 8;
 Recommendation recommend(const Json& base, const std::string& file, const std::vector<Knob>& knobs, Fidelity fidelity,
                          std::size_t budget, int jobs);
 
-// The best `n` of rec.ranked, leaving out near-duplicates: a candidate within `rel` of the step time of one already
-// listed that changes no fewer knobs adds nothing (e.g. 3 streams where 2 give the same time).
+// The best `n` of rec.ranked that are not slower than the given settings, leaving out near-duplicates: a candidate
+// within `rel` of the step time of one already listed that changes no fewer knobs adds nothing (e.g. 3 streams
+// where 2 give the same time).
 std::vector<const Candidate*> top_distinct(const Recommendation& rec, const std::vector<Knob>& knobs, std::size_t n,
                                            double rel = 0.001);
 

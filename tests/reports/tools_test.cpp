@@ -58,7 +58,7 @@ TEST(Recommend, FullGridWhenItFitsTheBudget) {
   EXPECT_LE(rec.ranked.front().eval.result.step_time_s, rec.given.result.step_time_s);
 }
 
-TEST(Recommend, CoordinateDescentStaysWithinTheBudgetAndFindsTheGridOptimum) {
+TEST(Recommend, CoordinateDescentStaysWithinTheBudgetAndGetsNearTheGridOptimum) {
   const Json base = cloud_base();
   const std::vector<Knob> knobs = search_space(parse_scenario(base, kScenario), 8, 8, false);
   const Recommendation full = recommend(base, kScenario, knobs, Fidelity::Analytical, 1000, 0);
@@ -66,8 +66,9 @@ TEST(Recommend, CoordinateDescentStaysWithinTheBudgetAndFindsTheGridOptimum) {
   EXPECT_LE(rec.evaluated, 100u);
   EXPECT_LT(rec.evaluated, rec.grid);
   EXPECT_NE(rec.method.find("coordinate descent"), std::string::npos);
-  // On this grid the descent reaches the optimum that the exhaustive search finds.
-  EXPECT_DOUBLE_EQ(rec.ranked.front().eval.result.step_time_s, full.ranked.front().eval.result.step_time_s);
+  // On this grid the descent reaches the exhaustive search's optimum (today exactly; 1 % leaves room for model
+  // changes that create a slightly better corner the descent would need more rounds for).
+  EXPECT_LE(rec.ranked.front().eval.result.step_time_s, full.ranked.front().eval.result.step_time_s * 1.01);
 }
 
 TEST(Recommend, RefinesTheBestWithTheRequestedFidelity) {
@@ -109,7 +110,9 @@ TEST(Recommend, TopFiveLeavesOutNearDuplicates) {
   Recommendation rec;
   // 2 streams: 50 ms; 3 streams: 50.02 ms, within 0.1 % and one change as well: a near-duplicate, left out;
   // the given settings: 50.03 ms, within 0.1 % too but with fewer changes (none): kept
-  rec.ranked = {candidate(1, 0.050), candidate(2, 0.05002), candidate(0, 0.05003)};
+  // and 4 streams: 50.1 ms, slower than the given settings (50.03 ms), is no recommendation
+  rec.ranked = {candidate(1, 0.050), candidate(2, 0.05002), candidate(0, 0.05003), candidate(3, 0.0501)};
+  rec.given.result.step_time_s = 0.05003;
   const auto top = top_distinct(rec, knobs, 5);
   ASSERT_EQ(top.size(), 2u);
   EXPECT_EQ(top[0]->choice[1], 1u);
