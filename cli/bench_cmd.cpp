@@ -95,7 +95,7 @@ int bench_mpi(const BenchCommand& o) {
   return code;
 #else
   (void)o;
-  std::fprintf(stderr, "commsim: this build has no MPI backend (MPI was not found when commsim was configured; see COMMSIM_MPI)\n");
+  std::fprintf(stderr, "commsim: this build has no MPI backend (it was not built: MPI not found at configure time, or COMMSIM_MPI=OFF)\n");
   return 2;
 #endif
 }
@@ -112,7 +112,7 @@ int bench_nccl(const BenchCommand& o) {
   return 0;
 #else
   (void)o;
-  std::fprintf(stderr, "commsim: this build has no NCCL backend (CUDA and NCCL were not found when commsim was configured; see COMMSIM_NCCL)\n");
+  std::fprintf(stderr, "commsim: this build has no NCCL backend (it was not built: CUDA or NCCL not found at configure time, or COMMSIM_NCCL=OFF)\n");
   return 2;
 #endif
 }

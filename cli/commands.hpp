@@ -20,6 +20,8 @@ void register_sweep(CLI::App& app, int& exit_code);      // cli/sweep_cmd.cpp
 void register_recommend(CLI::App& app, int& exit_code);  // cli/recommend_cmd.cpp
 void register_regress(CLI::App& app, int& exit_code);    // cli/regress_cmd.cpp
 void register_report(CLI::App& app, int& exit_code);     // cli/report_cmd.cpp
+void register_calibrate(CLI::App& app, int& exit_code);  // cli/calibrate_cmd.cpp
+void register_validate(CLI::App& app, int& exit_code);   // cli/validate_cmd.cpp
 
 void print_result(const SimulationRun& run);
 

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   commsim::cli::register_recommend(app, exit_code);
   commsim::cli::register_regress(app, exit_code);
   commsim::cli::register_report(app, exit_code);
+  commsim::cli::register_calibrate(app, exit_code);
+  commsim::cli::register_validate(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

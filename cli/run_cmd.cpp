@@ -125,7 +125,7 @@ int run_mpi(const RunCommand& o) {
   return hw::under_mpirun() ? run_rank(o) : launch_run(o);
 #else
   (void)o;
-  std::fprintf(stderr, "commsim: this build has no MPI backend (MPI was not found when commsim was configured; see COMMSIM_MPI)\n");
+  std::fprintf(stderr, "commsim: this build has no MPI backend (it was not built: MPI not found at configure time, or COMMSIM_MPI=OFF)\n");
   return 2;
 #endif
 }
@@ -155,7 +155,7 @@ int run_nccl(const RunCommand& o) {
   return code;
 #else
   (void)o;
-  std::fprintf(stderr, "commsim: this build has no NCCL backend (CUDA and NCCL were not found when commsim was configured; see COMMSIM_NCCL)\n");
+  std::fprintf(stderr, "commsim: this build has no NCCL backend (it was not built: CUDA or NCCL not found at configure time, or COMMSIM_NCCL=OFF)\n");
   return 2;
 #endif
 }
@@ -172,7 +172,7 @@ void register_run(CLI::App& app, int& exit_code) {
   cmd->add_flag("--cluster", o->cluster, "mpi: run inside an emulated cluster of the topology (namespaces, tc); needs CAP_NET_ADMIN");
   cmd->add_option("--warmup", o->warmup, "steps run first and not counted")->check(CLI::NonNegativeNumber);
   cmd->add_option("--steps", o->steps, "number of measured steps (overrides the scenario)")->check(CLI::PositiveNumber);
-  cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)");
+  cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)")->allow_extra_args(false);
   cmd->add_option("--timeout-s", o->timeout_s, "mpi: stop the job after this many seconds (0 = no limit)")->check(CLI::NonNegativeNumber);
   cmd->callback([o, &exit_code] { exit_code = o->backend == "nccl" ? run_nccl(*o) : run_mpi(*o); });
 }

@@ -1,0 +1,234 @@
+#include "validate/validation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "sim/training/result.hpp"
+#include "sim/training/simulation.hpp"
+#include "validate/process.hpp"
+
+namespace commsim::validate {
+namespace {
+
+namespace fs = std::filesystem;
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+void write_json(const std::string& path, const Json& doc) {
+  std::ofstream out(path);
+  if (!out) throw InputError(path, "", "cannot write");
+  out << doc.dump(2) << "\n";
+}
+
+std::string safe_name(const std::string& name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ? c : '_';
+  return s;
+}
+
+// The band's scaled topologies of a calibration, written once per work dir.
+std::pair<std::string, std::string> band_topologies(const CalibrationSummary& cal, const std::string& work_dir) {
+  const std::string stem = (fs::path(work_dir) / fs::path(cal.file).stem()).string();
+  const std::string fast = stem + ".band-fast.json", slow = stem + ".band-slow.json";
+  if (!fs::exists(fast) || !fs::exists(slow)) {
+    const Json topology = read_json_file(cal.file);
+    write_json(fast, scale_link_classes(topology, cal, -1));
+    write_json(slow, scale_link_classes(topology, cal, +1));
+  }
+  return {fast, slow};
+}
+
+SimulationRun simulate_with(const Json& document, const std::string& scenario_file, const std::string& topology, double reduce_Bps) {
+  Json doc = document;
+  doc["topology"] = fs::absolute(topology).string();
+  if (reduce_Bps > 0) doc["device"]["memory_Bps"] = 3 * reduce_Bps;
+  return simulate_document(doc, scenario_file, Fidelity::Flow);
+}
+
+Sign sign_of(double speedup, double no_change) {
+  if (std::abs(speedup - 1) < no_change) return Sign::Same;
+  return speedup > 1 ? Sign::Faster : Sign::Slower;
+}
+
+}  // namespace
+
+std::string measured_file_name(const std::string& name, int run) {
+  return "measured-" + safe_name(name) + (run > 1 ? ".run" + std::to_string(run) : "") + ".json";
+}
+
+Prediction predict(const Suite& suite, const SuiteEntry& entry, const CalibrationSummary& calibration, const std::string& work_dir) {
+  const Json document = suite.document(entry);
+  Prediction p;
+  p.calibration_file = calibration.file;
+  const SimulationRun nominal = simulate_with(document, entry.scenario, calibration.file, calibration.reduce_Bps);
+  p.step_time_s = nominal.result.step_time_s;
+  p.step_kind = nominal.plan.step_kind;
+  p.steady_from = nominal.result.steady_from;
+  p.ranks = nominal.plan.ranks;
+  const auto [fast, slow] = band_topologies(calibration, work_dir);
+  p.fast_s = simulate_with(document, entry.scenario, fast, calibration.reduce_Bps).result.step_time_s;
+  p.slow_s = simulate_with(document, entry.scenario, slow, calibration.reduce_Bps).result.step_time_s;
+  return p;
+}
+
+Measurement read_measurement(const std::string& json_file) {
+  Measurement m;
+  m.json_file = json_file;
+  const Result r = Result::from_json(read_json_file(json_file), json_file);
+  m.steps_s = r.steps_s;
+  m.steady_from = r.steady_from;
+  m.backend_step_time_s = r.step_time_s;
+  m.backend_spread_s = r.step_time_spread_s;
+  for (const std::string& note : r.notes)
+    if (note.rfind("network: ", 0) == 0) m.network = note.substr(9);
+  m.ok = !m.steps_s.empty();
+  if (!m.ok) m.error = json_file + ": no measured steps";
+  return m;
+}
+
+Measurement measure(const std::string& commsim, const Suite& suite, const SuiteEntry& entry, bool cluster, const std::string& out_dir,
+                    int run) {
+  const std::string json = (fs::path(out_dir) / measured_file_name(entry.name, run)).string();
+  const std::string log = json.substr(0, json.size() - 5) + ".log";
+  std::error_code ignored;
+  fs::remove(json, ignored);
+  std::vector<std::string> argv = {commsim, "run", "--backend", "mpi", fs::absolute(entry.scenario).string(), "--impl", "schedule",
+                                   "--warmup", std::to_string(suite.warmup), "--timeout-s", std::to_string(static_cast<int>(suite.timeout_s)),
+                                   "--json", fs::absolute(json).string()};
+  if (cluster) argv.push_back("--cluster");
+  for (const std::string& s : Suite::set_arguments(entry, suite.steps)) argv.insert(argv.end(), {"--set", s});
+  ProcessResult pr;
+  Measurement m;
+  try {
+    pr = run_process(argv, log, suite.timeout_s + 60);
+  } catch (const std::exception& e) {
+    m.error = e.what();
+    m.log_file = log;
+    return m;
+  }
+  if (pr.exit_code != 0 || !fs::exists(json)) {
+    m.log_file = log;
+    m.wall_s = pr.seconds;
+    std::string last = tail_lines(log, 1);
+    while (!last.empty() && last.back() == '\n') last.pop_back();
+    m.error = "commsim run exited " + std::to_string(pr.exit_code) + (pr.timed_out ? " (timed out)" : "") + ": " + last + " (log: " + log + ")";
+    return m;
+  }
+  m = read_measurement(json);
+  m.log_file = log;
+  m.wall_s = pr.seconds;
+  if (cluster && m.network.rfind("emulated cluster", 0) != 0) {
+    m.ok = false;
+    m.error = "asked for the emulated cluster but the run reports network \"" + m.network + "\" (log: " + log + ")";
+  }
+  return m;
+}
+
+StepStatistic kind_weighted_median(const std::vector<RunSteps>& runs, const std::vector<int>& step_kind) {
+  std::map<int, std::vector<double>> by_kind;
+  std::size_t n = 0;
+  for (const RunSteps& run : runs)
+    for (std::size_t s = static_cast<std::size_t>(std::max(0, run.steady_from)); s < run.steps_s.size(); ++s) {
+      const int kind = s < step_kind.size() ? step_kind[s] : 0;
+      by_kind[kind].push_back(run.steps_s[s]);
+      ++n;
+    }
+  StepStatistic st;
+  st.steps = static_cast<int>(n);
+  if (n == 0) return st;
+  double var = 0;
+  for (const auto& [kind, times] : by_kind) {
+    const double w = static_cast<double>(times.size()) / static_cast<double>(n);
+    const double half_iqr = (quantile(times, 0.75) - quantile(times, 0.25)) / 2;
+    st.step_time_s += w * quantile(times, 0.5);
+    st.spread_s += w * half_iqr;
+    const double se = 1.2533141373155001 * (half_iqr / kHalfIqrPerSigma) / std::sqrt(static_cast<double>(times.size()));
+    var += w * w * se * se;
+  }
+  st.median_se_s = std::sqrt(var);
+  return st;
+}
+
+StepStatistic kind_weighted_median(const std::vector<double>& steps_s, const std::vector<int>& step_kind, int steady_from) {
+  return kind_weighted_median(std::vector<RunSteps>{{steps_s, steady_from}}, step_kind);
+}
+
+void judge(ScenarioOutcome& o) {
+  std::vector<RunSteps> ok;
+  o.measurement = Measurement{};
+  for (const Measurement& m : o.runs) {
+    o.measurement.wall_s += m.wall_s;
+    if (m.ok) ok.push_back({m.steps_s, m.steady_from});
+    else if (o.measurement.error.empty()) o.measurement.error = m.error;
+    if (o.measurement.network.empty()) o.measurement.network = m.network;
+  }
+  o.measurement.ok = !ok.empty();
+  if (!o.measurement.ok) return;
+  o.measured = kind_weighted_median(ok, o.prediction.step_kind);
+  o.band = prediction_band(o.prediction.step_time_s, o.prediction.fast_s, o.prediction.slow_s, o.measured.spread_s);
+  o.error_rel = o.measured.step_time_s > 0 ? (o.prediction.step_time_s - o.measured.step_time_s) / o.measured.step_time_s : 0;
+  o.inside = o.band.contains(o.measured.step_time_s);
+}
+
+SpeedupOutcome compare_speedup(const Comparison& c, const ScenarioOutcome& v, const ScenarioOutcome& b) {
+  SpeedupOutcome s;
+  s.technique = c.technique;
+  s.variant = c.variant;
+  s.baseline = c.baseline;
+  s.note = c.note;
+  s.predicted = b.prediction.step_time_s / v.prediction.step_time_s;
+  s.measured = b.measured.step_time_s / v.measured.step_time_s;
+  s.predicted_sign = sign_of(s.predicted, kNoChange);
+  s.resolved = std::abs(b.measured.step_time_s - v.measured.step_time_s) >
+               kBandSigmas * std::hypot(b.measured.median_se_s, v.measured.median_se_s);
+  s.measured_sign = s.resolved ? sign_of(s.measured, 0) : Sign::Same;
+  s.sign_right = s.resolved && s.measured_sign == s.predicted_sign;
+  return s;
+}
+
+void summarise(Validation& v) {
+  v.speedups.clear();
+  std::map<std::string, const ScenarioOutcome*> by_name;
+  for (const ScenarioOutcome& o : v.outcomes)
+    if (o.measurement.ok) by_name[o.entry->name] = &o;
+  for (const Comparison& c : v.suite->comparisons) {
+    auto variant = by_name.find(c.variant), baseline = by_name.find(c.baseline);
+    if (variant == by_name.end() || baseline == by_name.end()) continue;  // not measured: counted in the summary
+    v.speedups.push_back(compare_speedup(c, *variant->second, *baseline->second));
+  }
+  Summary& s = v.summary;
+  s = Summary{};
+  s.scenarios = static_cast<int>(v.outcomes.size());
+  std::vector<double> errors;
+  for (const ScenarioOutcome& o : v.outcomes) {
+    if (!o.measurement.ok) continue;
+    ++s.measured;
+    s.inside += o.inside;
+    errors.push_back(std::abs(o.error_rel));
+    if (std::abs(o.error_rel) >= s.max_abs_error) {
+      s.max_abs_error = std::abs(o.error_rel);
+      s.max_error_scenario = o.entry->name;
+    }
+  }
+  s.median_abs_error = quantile(errors, 0.5);
+  for (const SpeedupOutcome& sp : v.speedups) {
+    if (!sp.resolved) s.unresolved.push_back(&sp);
+    else if (!sp.sign_right) s.wrong_signs.push_back(&sp);
+  }
+  const bool all_measured = s.measured == s.scenarios && s.measured > 0;
+  s.median_met = all_measured && s.median_abs_error <= s.target_median;
+  s.max_met = all_measured && s.max_abs_error <= s.target_max;
+  s.signs_met = all_measured && s.wrong_signs.empty() && s.unresolved.empty() && v.speedups.size() == v.suite->comparisons.size();
+}
+
+}  // namespace commsim::validate
