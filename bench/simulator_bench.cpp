@@ -1,7 +1,9 @@
 // Simulator performance (BENCHMARKS.md has the figures, the command and the targets):
 //  (a) flow-level ring allreduce of 1 GiB over 1024 GPUs (dgx-a100.json, 128 nodes), events/s and time;
 //  (b) the same over 8192 GPUs (1024 nodes);
-//  (c) the closed form (analytical fidelity) of the ring allreduce over 131 072 GPUs (16 384 nodes).
+//  (c) the closed form (analytical fidelity) of the ring allreduce over 131 072 GPUs (16 384 nodes);
+//  (d) a full training step of scenarios/gpt3-175b-dgx-a100.json (25 MB buckets, 2 streams): analytical on 16 384
+//      GPUs, flow on 1 024 GPUs, loading and planning included (what `commsim simulate` does).
 // Times: the CPU column is this process's CPU time (one core); Time is wall-clock, longer when the machine is
 // shared. Flow cases take the number of channels as an argument: 1, or 8 (dgx-a100's default, one ring per NIC, what
 // `commsim collective` uses). The schedule is generated once, outside the timed loop; generation has its own case.
@@ -15,6 +17,7 @@
 #include "sim/collective/collective.hpp"
 #include "sim/engine/executor.hpp"
 #include "sim/topology/topology.hpp"
+#include "sim/training/simulation.hpp"
 
 namespace commsim {
 namespace {
@@ -136,6 +139,23 @@ void BM_ClosedFormRingAllReduce(benchmark::State& state) {
   state.counters["simulated_ms"] = seconds * 1e3;
 }
 BENCHMARK(BM_ClosedFormRingAllReduce)->ArgName("nodes")->Arg(128)->Arg(16384)->Unit(benchmark::kMicrosecond);
+
+// (d): args {nodes, fidelity (0 analytical, 1 flow)}.
+void BM_Gpt3TrainingStep(benchmark::State& state) {
+  const std::string scenario = std::string(COMMSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-dgx-a100.json";
+  const std::vector<std::string> sets = {"nodes=" + std::to_string(state.range(0))};
+  const Fidelity fidelity = state.range(1) ? Fidelity::Flow : Fidelity::Analytical;
+  double step_s = 0;
+  for (auto _ : state) {
+    const SimulationRun run = simulate_scenario(scenario, sets, 0, fidelity);
+    step_s = run.result.step_time_s;
+    benchmark::DoNotOptimize(step_s);
+  }
+  state.counters["gpus"] = static_cast<double>(state.range(0)) * 8;
+  state.counters["step_ms"] = step_s * 1e3;
+}
+BENCHMARK(BM_Gpt3TrainingStep)->ArgNames({"nodes", "flow"})->Args({2048, 0})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Gpt3TrainingStep)->ArgNames({"nodes", "flow"})->Args({128, 1})->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace commsim

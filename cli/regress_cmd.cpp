@@ -1,6 +1,9 @@
 // `commsim regress`: the CI performance gate. Re-evaluates the scenarios of a baseline, compares their step times
 // with the stored ones, prints a table, writes JUnit XML; exit 1 on a regression beyond the tolerance.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include "cli/commands.hpp"
@@ -8,17 +11,55 @@
 #include "reports/format.hpp"
 #include "reports/junit.hpp"
 #include "sim/core/json_fields.hpp"
+#include "validate/process.hpp"
 
 namespace commsim::cli {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct RegressOptions {
-  std::string baseline, junit;
+  std::string baseline, junit, backend;
   std::vector<std::string> measured;
-  double tolerance = 1;
-  bool tolerance_given = false, update = false;
+  double tolerance = 1, timeout_s = 0;
+  bool tolerance_given = false, update = false, cluster = false;
   int jobs = 0;
 };
+
+// Runs every entry of the baseline whose backend is `o.backend` on the hardware now, one `commsim run` child
+// process at a time (hardware runs must not share the machine), and adds its result to `measured`. Returns 0, or
+// the exit code to end with when a run failed (its last line is printed). The temporary files are removed.
+int measure_on_hardware(const reports::Baseline& b, const RegressOptions& o, std::map<std::string, Result>& measured) {
+  const fs::path dir = fs::temp_directory_path() / ("commsim-regress-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  struct RemoveOnExit {
+    fs::path path;
+    ~RemoveOnExit() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } remove_on_exit{dir};
+  for (const reports::BaselineEntry& e : b.entries) {
+    if (e.backend != o.backend || measured.count(e.name)) continue;
+    const std::string json = (dir / "result.json").string(), log = (dir / "run.log").string();
+    std::vector<std::string> argv = {validate::self_executable(), "run", "--backend", o.backend, e.scenario_path, "--json", json};
+    for (const std::string& set : e.sets) argv.insert(argv.end(), {"--set", set});
+    if (o.cluster) argv.push_back("--cluster");
+    if (o.timeout_s > 0) argv.insert(argv.end(), {"--timeout-s", std::to_string(o.timeout_s)});
+    std::printf("%s: running on %s ...\n", e.name.c_str(), o.backend.c_str());
+    std::fflush(stdout);
+    const validate::ProcessResult run = validate::run_process(argv, log, o.timeout_s > 0 ? o.timeout_s + 60 : 0);
+    if (run.exit_code != 0) {
+      std::string last = validate::tail_lines(log, 1);
+      while (!last.empty() && last.back() == '\n') last.pop_back();
+      std::fprintf(stderr, "commsim regress: %s: commsim run --backend %s exited %d: %s\n", e.name.c_str(), o.backend.c_str(),
+                   run.exit_code, last.c_str());
+      return run.exit_code == 2 ? 2 : 3;
+    }
+    measured[e.name] = Result::from_json(read_json_file(json), json);
+  }
+  return 0;
+}
 
 int run_regress(const RegressOptions& o) {
   using namespace reports;
@@ -34,6 +75,8 @@ int run_regress(const RegressOptions& o) {
     if (!known) throw InputError("--measured", name, "no hardware entry of that name in " + o.baseline);
     measured[name] = Result::from_json(read_json_file(file), file);
   }
+  if (!o.backend.empty())
+    if (const int failed = measure_on_hardware(b, o, measured)) return failed;
 
   std::vector<double> seconds;
   const std::vector<Check> checks = check_baseline(b, tolerance, measured, o.jobs, seconds);
@@ -83,6 +126,10 @@ void register_regress(CLI::App& app, int& exit_code) {
   cmd->add_option("--measured", o->measured,
                   "NAME=RESULT.json: a hardware result measured now (commsim run --json) for the baseline entry NAME")
       ->allow_extra_args(false);
+  cmd->add_option("--backend", o->backend, "run the baseline's entries of this backend on the hardware now (commsim run)")
+      ->check(CLI::IsMember({"mpi", "nccl"}));
+  cmd->add_flag("--cluster", o->cluster, "with --backend mpi: run inside the emulated cluster of each scenario's topology (root)");
+  cmd->add_option("--timeout-s", o->timeout_s, "with --backend: stop a run after this many seconds")->check(CLI::PositiveNumber);
   cmd->add_option("--jobs", o->jobs, "parallel simulations (default: all cores)")->check(CLI::PositiveNumber);
   cmd->callback([o, tol, &exit_code] {
     o->tolerance_given = tol->count() > 0;

@@ -9,9 +9,9 @@
 
 namespace commsim::hw {
 
-// The k entries of largest |value| (ties go to the lower index), as indices in increasing order. One
-// std::nth_element finds the k-th largest magnitude; one pass then collects the entries above and at it, so the
-// result is the same on every rank that computes it for the same values.
+// The k entries of largest |value| (ties go to the lower index), as indices in increasing order: the same on every
+// rank that computes it for the same values. A sampled threshold narrows the candidates in one pass (as DGC does);
+// the selection among them is exact.
 std::vector<std::uint32_t> top_k_indices(const float* values, std::size_t count, std::size_t k);
 
 // Sparse accumulation of one rank's pairs: dense[indices[j]] += values[j].

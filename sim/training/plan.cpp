@@ -97,17 +97,24 @@ struct Builder {
     return add(plan, t);
   }
 
-  // Forward and backward compute; returns the task of each layer's backward.
-  std::vector<int> compute_pass(StepPlan& plan, const std::vector<int>& forward_gate = {}) const {
+  // Forward compute, each layer after the previous one; returns the last layer's task. A gate >= 0 is a task the
+  // layer must also wait for (the all-gather of its parameters under ZeRO-3); so in backward_pass.
+  int forward_pass(StepPlan& plan, const std::vector<int>& gate = {}) const {
     int last = -1;
-    for (std::size_t l = 0; l < model.layers.size(); ++l) {
-      const int gate = forward_gate.empty() ? -1 : forward_gate[l];
-      last = compute(plan, forward_s[l], "fwd " + model.layers[l].name, last);
-      if (gate >= 0) plan.tasks[last].deps.push_back(gate);
-    }
+    for (std::size_t l = 0; l < model.layers.size(); ++l) last = gated(plan, compute(plan, forward_s[l], "fwd " + model.layers[l].name, last), gate, l);
+    return last;
+  }
+  // Backward compute after `last`, from the last layer to the first; returns the task of each layer's backward.
+  std::vector<int> backward_pass(StepPlan& plan, int last, const std::vector<int>& gate = {}) const {
     std::vector<int> backward(model.layers.size());
-    for (std::size_t l = model.layers.size(); l-- > 0;) last = backward[l] = compute(plan, backward_s[l], "bwd " + model.layers[l].name, last);
+    for (std::size_t l = model.layers.size(); l-- > 0;)
+      last = backward[l] = gated(plan, compute(plan, backward_s[l], "bwd " + model.layers[l].name, last), gate, l);
     return backward;
+  }
+  std::vector<int> compute_pass(StepPlan& plan) const { return backward_pass(plan, forward_pass(plan)); }
+  static int gated(StepPlan& plan, int task, const std::vector<int>& gate, std::size_t layer) {
+    if (!gate.empty() && gate[layer] >= 0) plan.tasks[task].deps.push_back(gate[layer]);
+    return task;
   }
 };
 
@@ -232,16 +239,19 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
       std::vector<int> after = deps;
       if (!sparse.empty()) {
         const std::uint64_t elements = elements_of(model, sparse);
+        const double kept = std::ceil((1 - sparsity) * static_cast<double>(elements));
         Task select;
         select.kind = TaskKind::Delay;
         select.stream = bucket.stream;
-        // Sampled threshold then one selection pass over the gradient (DGC paper, sec. 3): ~2 reads of fp32.
-        select.seconds = 2.0 * 4.0 * static_cast<double>(elements) / sc.device.memory_Bps;
+        // A rank's DGC work on the fp32 gradient, memory-bound: add it to the residual (read 2, write 1), one pass
+        // against a sampled threshold to select (DGC paper, sec. 3), and decoding the gathered pairs: clear the
+        // dense sum (1), average it into the gradient (2), plus p x kept scattered adds (~16 B each). Priced here,
+        // before the gather, on the same stream: the stream is busy for the same time.
+        select.seconds = (7.0 * 4.0 * static_cast<double>(elements) + 16.0 * plan.ranks * kept) / sc.device.memory_Bps;
         select.deps = deps;
         select.label = "top-k " + name;
         select.bucket = static_cast<int>(i);
         int s = b.add(step, select);
-        const double kept = std::ceil((1 - sparsity) * static_cast<double>(elements));
         // Every rank contributes kept pairs of (value in comm dtype, int32 index): the gathered output is p times that.
         Task gather;
         gather.kind = TaskKind::Collective;
@@ -271,35 +281,45 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
                     {backward.front()}, "average " + std::to_string(i), static_cast<int>(i), plan.buckets[i].tensors, st.algorithm);
     return step;
   };
-  // Sharded data parallel: gradients reduce-scattered during backward; stage 3 all-gathers parameters before each
-  // layer group's forward and backward, one group ahead (prefetch); stage 2 all-gathers updated parameters at the end.
+  // Sharded data parallel: gradients reduce-scattered during backward; stage 2 all-gathers the updated parameters
+  // at the end of the step. Stage 3 frees each group's gathered parameters after use, so it all-gathers them before
+  // the group's forward and, once forward is done, again before its backward (the group of the last forward layers
+  // stays gathered into backward, as FSDP's root unit does); the gathers run on stream 1 in the order of use, each
+  // free to run ahead of the compute that needs it (prefetch; DeepSpeed ZeRO-3, FSDP BACKWARD_PRE). The memory that
+  // bounds prefetching in practice is not modelled.
   auto sharded_step = [&]() {
     StepPlan step;
     step.kind = StepKind::Sharded;
     std::vector<int> forward_order(model.tensors.size());
     for (std::size_t t = 0; t < forward_order.size(); ++t) forward_order[t] = static_cast<int>(t);
     const auto gather_groups = pack(model, forward_order, st.sharding.allgather_fusion_mb * kMB);
-    std::vector<int> gate(model.layers.size(), -1);
-    if (st.sharding.stage == 3) {
-      int previous = -1;
-      for (std::size_t g = 0; g < gather_groups.size(); ++g) {
-        std::vector<int> deps;
-        if (previous >= 0) deps.push_back(previous);
-        previous = b.communicate(step, 1, Collective::AllGather, elements_of(model, gather_groups[g]), dtype_bytes(st.comm_dtype),
-                                 deps, "allgather params " + std::to_string(g), -1, gather_groups[g], Algorithm::Ring);
-        for (int t : gather_groups[g]) {
-          int& gl = gate[model.tensors[t].layer];
-          gl = std::max(gl, previous);
-        }
+    const bool stage3 = st.sharding.stage == 3;
+    std::vector<int> forward_gate(model.layers.size(), -1), backward_gate(model.layers.size(), -1);
+    int previous = -1;
+    auto gather = [&](std::size_t g, const char* pass, std::vector<int>& gate) {
+      std::vector<int> deps;
+      if (previous >= 0) deps.push_back(previous);
+      previous = b.communicate(step, 1, Collective::AllGather, elements_of(model, gather_groups[g]), dtype_bytes(st.comm_dtype),
+                               deps, std::string("allgather params ") + pass + std::to_string(g), -1, gather_groups[g], Algorithm::Ring);
+      for (int t : gather_groups[g]) {
+        int& layer_gate = gate[model.tensors[t].layer];
+        layer_gate = std::max(layer_gate, previous);  // gathers are chained: the latest one is the last to finish
       }
+    };
+    if (stage3)
+      for (std::size_t g = 0; g < gather_groups.size(); ++g) gather(g, "fwd ", forward_gate);
+    const int forward_end = b.forward_pass(step, forward_gate);
+    if (stage3) {
+      previous = forward_end;  // a group's parameters are freed after its forward: re-gathers start when it is done
+      for (std::size_t g = gather_groups.size() - 1; g-- > 0;) gather(g, "bwd ", backward_gate);
     }
-    std::vector<int> backward = b.compute_pass(step, gate);
+    std::vector<int> backward = b.backward_pass(step, forward_end, backward_gate);
     std::vector<int> backward_order(forward_order.rbegin(), forward_order.rend());
     const auto scatter_groups = pack(model, backward_order, st.sharding.reducescatter_fusion_mb * kMB);
     std::vector<int> scattered;
     for (std::size_t g = 0; g < scatter_groups.size(); ++g) {
       const int ready = model.tensors[scatter_groups[g].back()].layer;
-      const int stream = 1 + static_cast<int>((g + (st.sharding.stage == 3 ? 1 : 0)) % plan.streams);
+      const int stream = 1 + static_cast<int>((g + (stage3 ? 1 : 0)) % plan.streams);
       scattered.push_back(b.communicate(step, stream, Collective::ReduceScatter, elements_of(model, scatter_groups[g]),
                                         dtype_bytes(st.comm_dtype), {st.overlap ? backward[ready] : backward.front()},
                                         "reducescatter grads " + std::to_string(g), -1, scatter_groups[g], Algorithm::Ring));

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <cstring>
 #include <map>
+#include <random>
 #include <set>
 
 #include "hw/common/dgc.hpp"
@@ -119,6 +120,29 @@ TEST(Dgc, TopKTakesLargestMagnitudesTiesToLowerIndex) {
   EXPECT_EQ(dense[1], 1.0f);
   EXPECT_EQ(dense[2], 2.0f);
   EXPECT_EQ(dense[0], 0.0f);
+}
+
+// The sampled threshold only narrows the candidates: the selection must equal the definition (sort by magnitude
+// descending, ties by index ascending, take k, return in index order) for every k, including vectors with many ties
+// (values from a small set) where the sample's estimate lands on a tie, heavy tails, and k = count.
+TEST(Dgc, TopKEqualsTheDefinitionOnRandomVectors) {
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::size_t count = 1 + random() % 200000;
+    std::vector<float> values(count);
+    std::normal_distribution<float> normal;
+    std::uniform_int_distribution<int> small(-20, 20);
+    for (float& v : values) v = trial % 3 == 0 ? static_cast<float>(small(random)) : normal(random) * (trial % 3 == 1 ? 1 : normal(random));
+    std::vector<std::uint32_t> order(count);
+    for (std::size_t i = 0; i < count; ++i) order[i] = static_cast<std::uint32_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return std::fabs(values[a]) > std::fabs(values[b]); });
+    for (double share : {0.001, 0.01, 0.1, 0.5, 1.0}) {
+      const std::size_t k = std::max<std::size_t>(1, static_cast<std::size_t>(share * static_cast<double>(count)));
+      std::vector<std::uint32_t> expected(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
+      std::sort(expected.begin(), expected.end());
+      ASSERT_EQ(top_k_indices(values.data(), count, k), expected) << "trial " << trial << " count " << count << " k " << k;
+    }
+  }
 }
 
 // ---- schedule programs, executed in one process ------------------------------------------------------------

@@ -142,6 +142,38 @@ TEST(RegressCli, UpdateRebasesAnOldBaseline) {
   EXPECT_EQ(commsim("regress --baseline " + b).code, 0);  // and it now passes
 }
 
+TEST(RegressCli, BackendRunsTheHardwareEntriesNow) {
+  // A baseline with one hardware entry: the 4-rank emulated-tiny scenario, 3 steps, Open MPI on loopback.
+  ScratchDir dir("regress-backend");
+  auto with_stored = [&](double stored_s) {
+    return ci_copy(dir, [&](json& j) {
+      json entry = {{"name", "tiny-mpi"},
+                    {"scenario", std::filesystem::absolute("scenarios/emulated-tiny.json").string()},
+                    {"set", {"steps=3"}},
+                    {"backend", "mpi"},
+                    {"step_time_s", stored_s},
+                    {"step_time_spread_s", 0.0}};
+      j["scenarios"] = json::array({entry});
+    });
+  };
+  // Stored 1 us: a step waits for the scenario's ~26 ms of emulated compute, so any measurement is > 1000x slower.
+  const CliRun slow = commsim("regress --baseline " + with_stored(1e-6) + " --backend mpi --timeout-s 120");
+  if (slow.err.find("no MPI backend") != std::string::npos || slow.err.find("mpirun") != std::string::npos)
+    GTEST_SKIP() << "the MPI backend cannot run here: " << slow.err;
+  EXPECT_EQ(slow.code, 1) << slow.out << slow.err;
+  EXPECT_NE(slow.out.find("0 pass, 0 faster, 1 regressions, 0 skipped"), std::string::npos) << slow.out;
+  // Stored 1000 s: the measurement is faster, which passes; --update then stores the measured time and its spread.
+  const std::string b = with_stored(1000);
+  const CliRun fast = commsim("regress --baseline " + b + " --backend mpi --timeout-s 120 --update");
+  ASSERT_EQ(fast.code, 0) << fast.out << fast.err;
+  const json updated = json::parse(read_text(b))["scenarios"][0];
+  EXPECT_GT(updated["step_time_s"].get<double>(), 0.02);  // at least most of the ~26 ms of compute
+  EXPECT_LT(updated["step_time_s"].get<double>(), 10.0);
+  EXPECT_TRUE(updated.contains("step_time_spread_s"));
+  // Without --backend the entry has no measurement and is skipped, not failed.
+  EXPECT_NE(commsim("regress --baseline " + b).out.find("1 skipped"), std::string::npos);
+}
+
 TEST(RegressCli, BadBaselineIsExitTwoWithOneLine) {
   ScratchDir dir("regress-bad");
   expect_bad_input(commsim("regress --baseline " + ci_copy(dir, [](json& j) { j["commsim_version"] = "0.0.1"; })),

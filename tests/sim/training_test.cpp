@@ -188,6 +188,20 @@ TEST(Dgc, RampUpShowsInTheStepTimes) {
   EXPECT_EQ(r.steady_from, 3);  // the ramp ends at rampup_begin_step + rampup_step
 }
 
+TEST(Dgc, LocalWorkIsPricedFromMemoryBandwidth) {
+  // A sparse step's local DGC work is memory-bound: 7 passes over the 4 Mi fp32 elements (residual 3, selection 1,
+  // decode 3) plus 16 B for each of the p x kept gathered pairs, p = 4, kept = ceil(0.001 x 4 Mi) = 4195. At
+  // memory_Bps 1e9 instead of the tests' 3e18 the step grows by (7 x 4 x 4 Mi + 16 x 4 x 4195) / 1e9 = 117.71 ms
+  // (one bucket, no overlap: the work is on the step's critical path; nothing else uses memory_Bps here).
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Json dgc = {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {0.999}}};
+  const Json fast_memory = scenario(t, {{"fusion", kOneBucket}, {"overlap", false}, {"dgc", dgc}});
+  Json slow_memory = fast_memory;
+  slow_memory["device"]["memory_Bps"] = 1e9;
+  const double expected_s = (7.0 * 4 * 4 * kMiB + 16.0 * 4 * 4195) / 1e9;
+  EXPECT_NEAR(simulate(slow_memory).step_time_s - simulate(fast_memory).step_time_s, expected_s, 1e-9);
+}
+
 TEST(LocalSgd, KFourCommunicatesAQuarterAsOften) {
   // k_steps 4 from step 0 over 8 steps: parameters are averaged after steps 3 and 7 only; the other six steps
   // only compute (12 ms).
@@ -245,11 +259,32 @@ TEST(Compression, Fp16HalvesTheBytes) {
 }
 
 TEST(Sharding, Stage3GathersParametersAndScattersGradients) {
-  // ZeRO-3: per step an all-gather of the 16 MiB of parameters and a reduce-scatter of the 16 MiB of gradients,
-  // each (p-1)/p x 16 MiB per rank: 2 x 0.75 x 16 MiB, the same as one allreduce (ZeRO paper, sec. 7).
+  // ZeRO-3 with the default 64 MB groups: the 16 MiB of parameters are one group, which stays gathered from forward
+  // into backward, so per step one all-gather of 16 MiB and one reduce-scatter of the 16 MiB of gradients, each
+  // (p-1)/p x 16 MiB per rank: 2 x 0.75 x 16 MiB, the same as one allreduce (ZeRO paper, sec. 7).
   const std::string t = cluster(10e9, 10e9, 0);
   const Result r = simulate(scenario(t, {{"sharding", {{"stage", 3}}}}));
   EXPECT_DOUBLE_EQ(r.bytes_sent_per_rank, 2 * 0.75 * 16 * kMiB);
+}
+
+TEST(Sharding, Stage3RegathersEveryGroupButTheLastBeforeBackward) {
+  // 1 MB groups: each 4 MiB layer is its own group. Forward gathers all four (16 MiB), backward re-gathers the
+  // three that were freed (12 MiB; the last layer's stays gathered), the gradients are reduce-scattered (16 MiB):
+  // 0.75 x (16 + 12 + 16) MiB per rank, 1.5x the traffic of ZeRO-2 (ZeRO paper, sec. 7: 3 x parameters, less the
+  // group kept here).
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Json groups = {{"allgather_fusion_mb", 1}, {"reducescatter_fusion_mb", 1}};
+  Json stage3 = groups, stage2 = groups;
+  stage3["stage"] = 3, stage2["stage"] = 2;
+  const Result zero3 = simulate(scenario(t, {{"sharding", stage3}}));
+  const Result zero2 = simulate(scenario(t, {{"sharding", stage2}}));
+  EXPECT_DOUBLE_EQ(zero3.bytes_sent_per_rank, 0.75 * (16 + 12 + 16) * kMiB);
+  EXPECT_DOUBLE_EQ(zero2.bytes_sent_per_rank, 0.75 * (16 + 16) * kMiB);
+  // Time: the first forward gather (a ring all-gather of 4 MiB: 0.75 x 4 MiB at 10 GB/s = 0.315 ms) cannot be
+  // hidden; the later ones run ahead of forward. The re-gathers start when forward ends and each takes 0.315 ms,
+  // hidden behind the 2 ms backward of the layer before. Each layer's reduce-scatter (0.315 ms) starts when its
+  // backward ends and is hidden behind the next layer's, except the first layer's: 12 ms + 2 x 0.315 ms.
+  EXPECT_NEAR(zero3.step_time_s, kComputeS + 2 * 0.75 * 4 * kMiB / 10e9, 1e-9);
 }
 
 TEST(Fidelity, FlowAgreesWithAnalyticalOnAnUncontendedCluster) {
