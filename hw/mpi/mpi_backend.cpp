@@ -135,7 +135,7 @@ class Gate {
 // A schedule compiled for this rank, shared by every task with the same collective.
 struct Compiled {
   RankProgram program;
-  std::vector<std::vector<Range>> contributed;  // every rank's allgather input ranges (AllGather checks)
+  std::vector<std::vector<Range>> contributed;  // every rank's allgather input ranges (AllGather checks, DGC)
 };
 
 enum class Work : std::uint8_t { Compute, Prepare, Dense, DgcGather };
@@ -242,6 +242,14 @@ class RankRunner {
           p.work = Work::DgcGather;
           p.kept = static_cast<std::uint64_t>(std::ceil((1 - kind.sparsity) * static_cast<double>(p.elements)));
           p.residual = residual_index(t.bucket, p.elements);
+          if (options_.impl == CollectiveImpl::Schedule) {
+            // The plan's ring all-gather of every rank's pairs, run on bytes (an all-gather does no arithmetic, so
+            // the 1-byte fp8 unit only sets the unit of offsets).
+            CollectiveSpec spec = t.collective;
+            spec.op = Collective::AllGather;
+            p.compiled = compile(spec, ranks_ * p.kept * (element_bytes(dtype_) + sizeof(std::uint32_t)), CommDtype::Fp8, true);
+            COMMSIM_CHECK(p.compiled->program.staging_elements == 0, "the DGC all-gather schedule needs no staging");
+          }
           continue;
         }
         p.work = Work::Dense;
@@ -258,22 +266,25 @@ class RankRunner {
 
   // The simulator's schedule for `spec` in elements (CollectiveSpec::unit_bytes), compiled for this rank.
   // Reduce-scatter, all-gather and 2d-ring take one channel, so each rank's block is one contiguous range.
-  std::shared_ptr<const Compiled> compile(CollectiveSpec spec, std::uint64_t elements) {
+  // `unit` sets the unit of `elements`; an all-gather's block of every rank is recorded with `all_blocks` or --check.
+  std::shared_ptr<const Compiled> compile(CollectiveSpec spec, std::uint64_t elements) { return compile(spec, elements, dtype_, false); }
+  std::shared_ptr<const Compiled> compile(CollectiveSpec spec, std::uint64_t elements, CommDtype unit, bool all_blocks) {
     spec.bytes = elements;
-    spec.unit_bytes = dtype_bytes(dtype_);
+    spec.unit_bytes = dtype_bytes(unit);
     spec.offset = 0;
     spec.aggregate = false;
     spec.reduce_Bps = 1;  // any rate > 0: reductions must appear as operations; their time is measured, not modelled
     if (spec.op != Collective::AllReduce || spec.algorithm == Algorithm::Ring2D) spec.channels = 1;
     const std::string key = std::to_string(static_cast<int>(spec.op)) + "/" + std::to_string(static_cast<int>(spec.algorithm)) + "/" +
-                            std::to_string(elements) + "/" + std::to_string(spec.channels) + "/" + std::to_string(spec.hierarchy_groups);
+                            std::to_string(elements) + "/" + std::to_string(spec.channels) + "/" + std::to_string(spec.hierarchy_groups) + "/" +
+                            std::to_string(spec.unit_bytes);
     if (auto it = compiled_.find(key); it != compiled_.end()) return it->second;
     Schedule schedule;
     std::vector<OpId> frontier(run_.topology->ranks(), kNoOp);
     generate(spec, *run_.topology, schedule, frontier);
     auto compiled = std::make_shared<Compiled>();
     compiled->program = rank_program(schedule, rank_);
-    if (options_.check && spec.op == Collective::AllGather)
+    if ((options_.check || all_blocks) && spec.op == Collective::AllGather)
       for (int r = 0; r < ranks_; ++r) compiled->contributed.push_back(r == rank_ ? compiled->program.contributed : rank_program(schedule, r).contributed);
     staging_elements_ = std::max(staging_elements_, compiled->program.staging_elements);
     compiled_[key] = compiled;
@@ -631,14 +642,24 @@ class RankRunner {
     const std::size_t element = element_bytes(dtype_);
     const std::size_t pair_bytes = p.kept * (element + sizeof(std::uint32_t));
     COMMSIM_CHECK(pair_bytes <= static_cast<std::size_t>(INT32_MAX), "DGC pairs of more than 2 GiB");
-    COMMSIM_MPI_CHECK(MPI_Allgather(stream.vector.data(), static_cast<int>(pair_bytes), MPI_BYTE, stream.staging.data(),
-                                    static_cast<int>(pair_bytes), MPI_BYTE, stream.comms.world));
-    stream.bytes_sent += p.plan_bytes_sent;
+    // Where rank r's pairs land: block r with MPI_Allgather, the block the ring gives r's position with the schedule.
+    auto block_of = [&](int r) {
+      return stream.staging.data() + (p.compiled ? p.compiled->contributed[r].front().offset : static_cast<std::size_t>(r) * pair_bytes);
+    };
+    if (p.compiled) {  // the plan's ring schedule, in place: this rank's pairs go to its block first
+      std::memcpy(block_of(rank_), stream.vector.data(), pair_bytes);
+      stream.bytes_sent += static_cast<double>(
+          execute_program(p.compiled->program, stream.comms.world, CommDtype::Fp8, stream.staging.data(), nullptr));
+    } else {
+      COMMSIM_MPI_CHECK(MPI_Allgather(stream.vector.data(), static_cast<int>(pair_bytes), MPI_BYTE, stream.staging.data(),
+                                      static_cast<int>(pair_bytes), MPI_BYTE, stream.comms.world));
+      stream.bytes_sent += p.plan_bytes_sent;
+    }
     float* dense = stream.floats.data();
     std::fill(dense, dense + p.elements, 0.0f);
     std::vector<float> values(p.kept);
     for (int r = 0; r < ranks_; ++r) {
-      const std::byte* block = stream.staging.data() + static_cast<std::size_t>(r) * pair_bytes;
+      const std::byte* block = block_of(r);
       cast_to_float(dtype_, block, values.data(), p.kept);
       std::vector<std::uint32_t> indices(p.kept);
       std::memcpy(indices.data(), block + p.kept * element, p.kept * sizeof(std::uint32_t));

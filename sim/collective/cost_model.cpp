@@ -71,7 +71,20 @@ struct Model {
 
   // Ring reduce-scatter and/or allgather (both: allreduce) of `bytes` over `order`, one channel's share.
   TimePs ring(const std::vector<int>& order, Bytes bytes, bool rs, bool ag) const {
-    const Bytes p = order.size();
+    return ring_steps(order.size(), bytes, rs, ag, [&](Bytes piece) { return ring_hop(order, piece); });
+  }
+  // The same over the topology's own ring of every rank, from its distinct hops.
+  TimePs whole_ring(Bytes bytes, bool rs, bool ag) const {
+    const std::vector<Topology::RingHop> hops = topo.ring_hops();
+    return ring_steps(static_cast<Bytes>(topo.ranks()), bytes, rs, ag, [&](Bytes piece) {
+      TimePs worst = 0;
+      for (const Topology::RingHop& h : hops) worst = std::max(worst, hop_time(h.cost, h.same_node, piece));
+      return worst;
+    });
+  }
+  // A ring of p ranks whose slowest hop takes slowest_hop(piece) for a piece of that many bytes.
+  template <typename SlowestHop>
+  TimePs ring_steps(Bytes p, Bytes bytes, bool rs, bool ag, SlowestHop slowest_hop) const {
     if (p < 2) return 0;
     const int chunks = spec.chunks > 0 ? spec.chunks : 1;
     const Bytes piece = ceil_div(ceil_div(ceil_div(bytes, channels), p), chunks);
@@ -80,7 +93,7 @@ struct Model {
     // has arrived), so a step occupies chunks hops: the ring gains nothing from pipelining, as every link is busy at
     // every step already. Step s+1 starts once the step-s piece 0 from the left has arrived (and been reduced) and
     // the rank's own step-s pieces are out: max(g, (chunks - 1) h) + h after a reducing step, chunks * h otherwise.
-    const TimePs h = ring_hop(order, piece), g = reduce(piece), k = chunks;
+    const TimePs h = slowest_hop(piece), g = reduce(piece), k = chunks;
     const TimePs reducing_gaps = rs ? static_cast<TimePs>(p) - (ag ? 1 : 2) : 0;  // step starts after a reducing step
     const TimePs plain_gaps = steps - 1 - reducing_gaps;
     return h + reducing_gaps * (std::max(g, (k - 1) * h) + h) + plain_gaps * k * h + (k - 1) * h + (rs && !ag ? g : 0);
@@ -165,6 +178,11 @@ std::vector<int> all_ranks(const CollectiveSpec& s, const Topology& t) {
 }
 
 TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
+  const bool rs_or_ag = spec.op == Collective::AllReduce || spec.op == Collective::ReduceScatter || spec.op == Collective::AllGather;
+  if (spec.algorithm == Algorithm::Ring && rs_or_ag && spec.ranks.empty()) {  // the common case at scale: no rank list
+    check_supported(spec, topo.ranks(), "collective");
+    return Model{spec, topo, spec.channels}.whole_ring(spec.bytes, spec.op != Collective::AllGather, spec.op != Collective::ReduceScatter);
+  }
   const std::vector<int> ranks = all_ranks(spec, topo);
   const int p = static_cast<int>(ranks.size());
   check_supported(spec, p, "collective");

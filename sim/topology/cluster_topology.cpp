@@ -103,6 +103,29 @@ std::vector<int> ClusterTopology::ring_order() const {
   return order;
 }
 
+// Every node runs the same local ring, so the hops inside nodes are those of node 0; a hop between nodes leaves the
+// last local rank of node k for the first of node k + 1, and its cost depends only on whether the two NICs share a
+// leaf (fabric_path), so at most two of those are priced however many nodes there are.
+std::vector<Topology::RingHop> ClusterTopology::ring_hops() const {
+  std::vector<RingHop> hops;
+  const int rpn = ranks_per_node(), nodes = spec_.nodes;
+  const int local_hops = nodes == 1 ? rpn : rpn - 1;  // a single node closes its own ring
+  for (int i = 0; i < local_hops && rpn > 1; ++i) hops.push_back({path_cost(local_ring_[i], local_ring_[(i + 1) % rpn]), true});
+  if (nodes < 2) return hops;
+  const int last = local_ring_.back(), first = local_ring_.front();
+  const int src_nic = sending_side(last, first).second, dst_nic = rank_nic_[first];
+  bool priced[2] = {false, false};  // [same leaf]
+  for (int node = 0; node < nodes; ++node) {
+    const int next = (node + 1) % nodes;
+    const bool same_leaf = leaves_ == 0 || leaf_of(node, src_nic) == leaf_of(next, dst_nic);
+    if (priced[same_leaf]) continue;
+    priced[same_leaf] = true;
+    hops.push_back({path_cost(node * rpn + last, next * rpn + first), false});
+    if (priced[0] && priced[1]) break;
+  }
+  return hops;
+}
+
 void ClusterTopology::compute_local_paths() {
   const int n = device_count_;
   // Adjacency: (neighbour, local directed link id).

@@ -65,6 +65,7 @@ class ClusterTopology final : public Topology {
   PathCost path_cost(int src, int dst) const override;
   std::string summary() const override;
   std::vector<int> ring_order() const override;
+  std::vector<RingHop> ring_hops() const override;
   int default_channels() const override { return std::max(1, static_cast<int>(nic_devices_.size())); }
 
   const ClusterSpec& spec() const { return spec_; }

@@ -1,5 +1,6 @@
 // Reads topologies/*.json into a ClusterTopology or an AstraTopology. Every field is checked; every error names
 // the file and the field (docs/topology-format.md is the format).
+#include <algorithm>
 #include <map>
 
 #include "sim/core/json_fields.hpp"
@@ -192,6 +193,20 @@ std::unique_ptr<Topology> load_astra(const Json& root, const std::string& file, 
 }
 
 }  // namespace
+
+std::vector<Topology::RingHop> Topology::ring_hops() const {
+  const std::vector<int> order = ring_order();
+  std::vector<RingHop> hops;
+  for (std::size_t i = 0; i < order.size() && order.size() > 1; ++i) {
+    const int a = order[i], b = order[(i + 1) % order.size()];
+    const RingHop hop{path_cost(a, b), node_of(a) == node_of(b)};
+    const bool known = std::any_of(hops.begin(), hops.end(), [&](const RingHop& h) {
+      return h.same_node == hop.same_node && h.cost.latency_s == hop.cost.latency_s && h.cost.bottleneck_Bps == hop.cost.bottleneck_Bps;
+    });
+    if (!known) hops.push_back(hop);
+  }
+  return hops;
+}
 
 std::string_view to_string(LinkClass c) {
   for (auto [name, value] : kLinkClassNames)

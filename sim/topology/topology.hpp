@@ -72,6 +72,15 @@ class Topology {
     for (int i = 0; i < ranks(); ++i) order[i] = i;
     return order;
   }
+  // The distinct hops of ring_order() (with the hop from the last rank back to the first): each hop's path cost
+  // and whether it stays inside a node. A closed form needs only the slowest, so a topology that knows its structure
+  // lists them without visiting every rank of a 100 000-rank ring; this default visits every hop.
+  struct RingHop {
+    PathCost cost;
+    bool same_node = false;
+  };
+  virtual std::vector<RingHop> ring_hops() const;
+
   // Channels a collective library would open: one per NIC of a node, so every NIC carries a ring.
   virtual int default_channels() const { return 1; }
   // A one-line description of the machine for reports.

@@ -2,6 +2,8 @@
 // reproduces the published nccl-tests all_reduce_perf figures of docs/published-nccl-tests.md.
 #include <cmath>
 #include <limits>
+#include <set>
+#include <tuple>
 
 #include "sim/core/error.hpp"
 #include "tests/sim/test_util.hpp"
@@ -78,6 +80,29 @@ TEST(ShippedTopologies, MultiNodeOverridesLoadAndRoute) {
       }
       EXPECT_EQ(t->nodes(), nodes);
       expect_routes(*t);
+    }
+  }
+}
+
+TEST(ShippedTopologies, RingHopsListEveryDistinctHopOfTheRing) {
+  // A topology may list the distinct hops of its ring from its structure (ClusterTopology: the local ring of node 0
+  // and one hop between nodes per leaf relation); the list must be the set that visiting every hop of ring_order()
+  // gives (Topology::ring_hops, the default). 45 nodes span three leaves of 20 (dgx-a100) and two of 32 (dgx-h100),
+  // so hops inside a leaf, across leaves and the wrap from the last node to the first all occur.
+  auto key = [](const Topology::RingHop& h) { return std::make_tuple(h.same_node, h.cost.latency_s, h.cost.bottleneck_Bps); };
+  for (const std::string& f : shipped_files()) {
+    for (int nodes : {1, 2, 45}) {
+      SCOPED_TRACE(f + " --nodes " + std::to_string(nodes));
+      std::unique_ptr<Topology> t;
+      try {
+        t = load_topology(f, nodes);
+      } catch (const InputError&) {
+        continue;  // single-node designs (MultiNodeOverridesLoadAndRoute checks why)
+      }
+      std::set<std::tuple<bool, double, double>> listed, visited;
+      for (const Topology::RingHop& h : t->ring_hops()) listed.insert(key(h));
+      for (const Topology::RingHop& h : t->Topology::ring_hops()) visited.insert(key(h));
+      EXPECT_EQ(listed, visited);
     }
   }
 }
