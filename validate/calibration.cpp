@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 
+#include "sim/core/host.hpp"
 #include "sim/core/json_fields.hpp"
+#include "sim/core/statistics.hpp"
 
 namespace commsim::validate {
 namespace {
@@ -71,21 +72,6 @@ void line_statistics(ClassCalibration& c) {
   }
   c.line_rms_rel = std::sqrt(sse / static_cast<double>(c.samples.size()));
   c.line_r2 = r_squared(c.samples, predicted);
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 Json samples_json(const std::vector<Sample>& samples, const std::vector<double>& piecewise, const std::vector<double>& line) {
@@ -259,7 +245,7 @@ Calibration calibrate(const Json& topology, const std::string& topology_file, co
   pv.backend = bench.value("backend", "mpi");
   pv.network = bench.value("network", "unknown");
   pv.cluster = pv.network.rfind("emulated cluster", 0) == 0;
-  pv.date = utc_now();
+  pv.date = utc_timestamp();
   pv.bench_file = bench_file;
   pv.topology_file = topology_file;
   pv.topology_name = topology.value("name", "");

@@ -1,14 +1,12 @@
 #include "validate/validate_run.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <map>
 
 #include "reports/format.hpp"
+#include "sim/core/host.hpp"
 #include "validate/calibrate_run.hpp"
 #include "validate/process.hpp"
 #include "validate/report.hpp"
@@ -17,21 +15,6 @@ namespace commsim::validate {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string hostname() {
-  char host[256] = "unknown";
-  gethostname(host, sizeof host - 1);
-  return host;
-}
 
 std::string safe(const std::string& name) {
   std::string s;
@@ -56,8 +39,8 @@ ValidateOutcome run_validation(const ValidateOptions& o) {
   fs::create_directories(work_dir);
 
   v.cluster = o.cluster;
-  v.host = hostname();
-  v.date = utc_now();
+  v.host = host_name();
+  v.date = utc_timestamp();
   v.commsim_version = COMMSIM_VERSION;
   for (const std::string& file : o.calibrations) {
     CalibrationSummary c = read_calibration(file);

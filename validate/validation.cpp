@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 
+#include "sim/core/statistics.hpp"
 #include "sim/training/result.hpp"
 #include "sim/training/simulation.hpp"
 #include "validate/process.hpp"
@@ -14,15 +15,6 @@ namespace commsim::validate {
 namespace {
 
 namespace fs = std::filesystem;
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
 
 void write_json(const std::string& path, const Json& doc) {
   std::ofstream out(path);

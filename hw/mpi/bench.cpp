@@ -1,7 +1,6 @@
 #include "hw/mpi/bench.hpp"
 
 #include <mpi.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +17,7 @@
 #include "hw/mpi/native_collectives.hpp"
 #include "hw/mpi/schedule_executor.hpp"
 #include "sim/collective/collective.hpp"
+#include "sim/core/host.hpp"
 
 namespace commsim::hw {
 namespace {
@@ -247,9 +247,7 @@ nlohmann::json run_bench(const Topology& topology, const BenchOptions& options) 
   }
   idle_barrier(MPI_COMM_WORLD);
   if (rank != 0) return nullptr;
-  char host[256] = "unknown";
-  gethostname(host, sizeof host - 1);
-  report["host"] = host;
+  report["host"] = host_name();
   report["commsim_version"] = COMMSIM_VERSION;
   if (const char* mode = std::getenv("COMMSIM_RUN_MODE")) report["network"] = mode;
   return report;

@@ -19,7 +19,7 @@
 #include "hw/common/dtype.hpp"
 #include "hw/common/plan_buffers.hpp"
 #include "hw/common/schedule_program.hpp"
-#include "hw/common/step_stats.hpp"
+#include "sim/core/statistics.hpp"
 #include "hw/common/verifiable.hpp"
 #include "hw/mpi/mpi_check.hpp"
 #include "hw/mpi/native_collectives.hpp"

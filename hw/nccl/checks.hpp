@@ -4,24 +4,17 @@
 
 #include <cuda_runtime.h>
 #include <nccl.h>
-#include <unistd.h>
-
 #include <string>
 
 #include "hw/nccl/nccl_backend.hpp"
+#include "sim/core/host.hpp"
 
 namespace commsim::nccl::detail {
-
-inline std::string host_name() {
-  char host[256] = "unknown";
-  gethostname(host, sizeof host - 1);
-  return host;
-}
 
 [[noreturn]] inline void fail(const char* call, const std::string& error, const char* file, int line) {
   std::string f = file;
   if (auto slash = f.rfind("hw/nccl/"); slash != std::string::npos) f = f.substr(slash);
-  throw HardwareError(std::string(call) + ": " + error + " (" + f + ":" + std::to_string(line) + " on " + host_name() + ")");
+  throw HardwareError(std::string(call) + ": " + error + " (" + f + ":" + std::to_string(line) + " on " + commsim::host_name() + ")");
 }
 
 }  // namespace commsim::nccl::detail

@@ -17,6 +17,7 @@
 #include "hw/nccl/kernels.hpp"
 #include "hw/nccl/launch_plan.hpp"
 #include "hw/nccl/world.hpp"
+#include "sim/core/statistics.hpp"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
 #error "the NCCL backend needs NCCL 2.18 or newer (ncclCommSplit)"
@@ -63,26 +64,6 @@ double exact_limit(CommDtype d) {
     case CommDtype::Fp8: return 16;         // e4m3: 4-bit significand
   }
   return 16;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-// Half the interquartile range (linear interpolation between order statistics).
-double half_iqr(std::vector<double> v) {
-  if (v.size() < 2) return 0;
-  std::sort(v.begin(), v.end());
-  auto q = [&](double p) {
-    const double x = p * static_cast<double>(v.size() - 1);
-    const std::size_t i = static_cast<std::size_t>(x);
-    const double f = x - static_cast<double>(i);
-    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
-  };
-  return (q(0.75) - q(0.25)) / 2;
 }
 
 std::string fmt(const char* format, double a, double b = 0) {
@@ -407,7 +388,7 @@ class Runner {
       const StepMetrics& m = metrics_[static_cast<std::size_t>(s)];
       const double reps = std::max(1, m.samples);
       r.step_time_s += t / steady;
-      r.step_time_spread_s += half_iqr(step_s_[static_cast<std::size_t>(s)]) / steady;
+      r.step_time_spread_s += half_interquartile_range(step_s_[static_cast<std::size_t>(s)]) / steady;
       r.compute_s += m.compute_s / reps / steady;
       r.comm_s += m.comm_s / reps / steady;
       r.exposed_comm_s += std::max(0.0, t - m.compute_s / reps) / steady;

@@ -48,7 +48,7 @@ bool nccl_available(std::string* why) {
 }
 
 World::World(Launch launch, int gpus, int default_gpus) {
-  host_ = detail::host_name();
+  host_ = host_name();
   std::string why;
   if (!nccl_available(&why)) throw NcclUnavailable(why);
   int count = 0;

@@ -1,14 +1,11 @@
 #include "sim/training/result.hpp"
 
-#include <unistd.h>
-
+#include "sim/core/host.hpp"
 #include "sim/core/json_fields.hpp"
 
 namespace commsim {
 
 nlohmann::json Result::to_json() const {
-  char host[256] = "unknown";
-  gethostname(host, sizeof host - 1);
   return {{"scenario", scenario},
           {"backend", backend},
           {"fidelity", fidelity},
@@ -26,7 +23,7 @@ nlohmann::json Result::to_json() const {
           {"bytes_sent", bytes_sent_per_rank},
           {"notes", notes},
           {"provenance", {{"commsim_version", COMMSIM_VERSION}, {"scenario_hash", scenario_hash}, {"backend", backend},
-                          {"fidelity", fidelity}, {"host", host}}}};
+                          {"fidelity", fidelity}, {"host", host_name()}}}};
 }
 
 Result Result::from_json(const nlohmann::json& j, const std::string& file) {

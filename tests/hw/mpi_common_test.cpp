@@ -16,7 +16,7 @@
 #include "hw/common/emulation.hpp"
 #include "hw/common/plan_buffers.hpp"
 #include "hw/common/schedule_program.hpp"
-#include "hw/common/step_stats.hpp"
+#include "sim/core/statistics.hpp"
 #include "hw/common/verifiable.hpp"
 #include "sim/collective/collective.hpp"
 #include "sim/core/error.hpp"

@@ -5,10 +5,10 @@
 
 #include <vector>
 
-namespace commsim::hw {
+namespace commsim {
 
 double quantile(std::vector<double> values, double q);  // q in [0, 1]; 0 for no values
 double median(const std::vector<double>& values);
 double half_interquartile_range(const std::vector<double>& values);
 
-}  // namespace commsim::hw
+}  // namespace commsim

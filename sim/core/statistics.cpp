@@ -1,9 +1,9 @@
-#include "hw/common/step_stats.hpp"
+#include "sim/core/statistics.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-namespace commsim::hw {
+namespace commsim {
 
 double quantile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
@@ -20,4 +20,4 @@ double half_interquartile_range(const std::vector<double>& values) {
   return (quantile(values, 0.75) - quantile(values, 0.25)) / 2;
 }
 
-}  // namespace commsim::hw
+}  // namespace commsim
