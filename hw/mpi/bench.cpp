@@ -26,6 +26,8 @@ constexpr std::uint64_t kMaxPingPongBytes = 64ull << 20;
 constexpr std::uint64_t kReductionBytes = 64ull << 20;
 constexpr int kMaxRepetitions = 10000;
 
+constexpr double kSettleSeconds = 0.02;  // untimed round trips before a ping-pong sweep (see ping_pong)
+
 // Repetitions for a size: enough to fill `target_s` given one repetition's time, decided on rank 0 of `comm` and
 // broadcast so that every rank runs the same count.
 int repetitions_for(double one_s, double target_s, MPI_Comm comm) {
@@ -69,6 +71,12 @@ nlohmann::json ping_pong(int rank, int partner, const std::string& link_class, c
     const int me = world_rank == rank ? 0 : 1;
     const std::uint64_t largest = std::min(o.max_bytes, kMaxPingPongBytes);
     std::vector<char> buffer(largest, 1);
+    // Settle first: the ranks outside the pair are still leaving MPI_Comm_split and polling, and timing the first
+    // size while they did made it 2-3x slower than the next ones (seen on the emulated cluster, 8 ranks on 2 cores).
+    // About 20 ms of 8-byte round trips lets them reach their sleeping barrier.
+    const double settle_start = MPI_Wtime();
+    round_trip(pair, me, buffer, 8);
+    for (int r = repetitions_for(MPI_Wtime() - settle_start, kSettleSeconds, pair); r > 0; --r) round_trip(pair, me, buffer, 8);
     for (std::uint64_t bytes = 8; bytes <= largest; bytes *= 2) {
       const int n = static_cast<int>(bytes);
       round_trip(pair, me, buffer, n);  // warm-up: connection, pages

@@ -1,5 +1,7 @@
 #include "sim/engine/executor.hpp"
 
+#include <limits>
+
 #include "sim/core/error.hpp"
 
 namespace commsim {
@@ -8,18 +10,27 @@ ScheduleRun::ScheduleRun(const Schedule& schedule, double reduce_Bps, NetworkMod
                          std::function<void()> on_done)
     : schedule_(schedule), reduce_Bps_(reduce_Bps), network_(network), queue_(queue), on_done_(std::move(on_done)) {
   const std::size_t n = schedule.ops.size();
-  pending_.assign(n, 0);
+  // Dependents as CSR, built in place: count, prefix-sum, then place each dependent with next_begin_[dep] as the
+  // cursor, which leaves next_begin_[i] at the end of range i (the start of range i + 1); shift back by one. No
+  // second array of n cursors (0.5 GB at 134 M ops), and the same order as before: ascending op id per range.
+  pending_.resize(n);
   next_begin_.assign(n + 1, 0);
-  for (const Op& op : schedule.ops)
-    for (std::uint32_t d = op.dep_begin; d < op.dep_end; ++d) ++next_begin_[schedule.deps[d] + 1];
-  for (std::size_t i = 0; i < n; ++i) next_begin_[i + 1] += next_begin_[i];
-  next_.resize(schedule.deps.size());
-  std::vector<std::uint32_t> fill(next_begin_.begin(), next_begin_.end() - 1);
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = schedule.ops[i];
-    pending_[i] = op.dep_end - op.dep_begin;
-    for (std::uint32_t d = op.dep_begin; d < op.dep_end; ++d) next_[fill[schedule.deps[d]]++] = static_cast<OpId>(i);
+    COMMSIM_CHECK(op.dep_end - op.dep_begin <= std::numeric_limits<std::uint8_t>::max(),
+                  "operation with over 255 dependencies");
+    pending_[i] = static_cast<std::uint8_t>(op.dep_end - op.dep_begin);
+    for (std::uint32_t d = op.dep_begin; d < op.dep_end; ++d) ++next_begin_[schedule.deps[d] + 1];
   }
+  for (std::size_t i = 0; i < n; ++i) next_begin_[i + 1] += next_begin_[i];
+  next_.resize(schedule.deps.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = schedule.ops[i];
+    for (std::uint32_t d = op.dep_begin; d < op.dep_end; ++d)
+      next_[next_begin_[schedule.deps[d]]++] = static_cast<OpId>(i);
+  }
+  for (std::size_t i = n; i > 0; --i) next_begin_[i] = next_begin_[i - 1];
+  next_begin_[0] = 0;
   remaining_ = n;
 }
 

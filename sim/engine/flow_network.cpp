@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 
 #include "sim/core/error.hpp"
 #include "sim/engine/network.hpp"
@@ -25,6 +26,8 @@ double snap(double rate) {
   std::memcpy(&rate, &bits, sizeof bits);
   return rate;
 }
+
+constexpr LinkId kNoLink = std::numeric_limits<LinkId>::max();
 
 enum EventKind : std::uint64_t { kEnter = 0, kComplete = 1, kRecompute = 2 };
 std::uint64_t payload(EventKind kind, std::uint32_t flow, std::uint32_t version) {
@@ -51,17 +54,21 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     } else {
       id = static_cast<std::uint32_t>(flows_.size());
       flows_.emplace_back();
+      route_links_.resize(flows_.size() * route_stride_);
     }
+    route_.links.clear();
+    topology_.route(src, dst, route_);
+    if (route_.links.size() > route_stride_) widen_routes(route_.links.size());
     Flow& f = flows_[id];
-    f.route.links.clear();
-    topology_.route(src, dst, f.route);
+    std::copy(route_.links.begin(), route_.links.end(), route_links_.begin() + std::ptrdiff_t(id * route_stride_));
+    f.hops = static_cast<std::uint32_t>(route_.links.size());
     f.remaining = bytes;
     f.rate = 0;
     f.listener = listener;
     f.tag = tag;
     ++f.version;
-    for (LinkId l : f.route.links) usage_.bytes[links_[l].link_class] += bytes;
-    queue_.schedule(queue_.now() + seconds_to_ps(f.route.cost.latency_s), this, payload(kEnter, id, f.version));
+    for (LinkId l : links_of(id)) usage_.bytes[links_[l].link_class] += bytes;
+    queue_.schedule(queue_.now() + seconds_to_ps(route_.cost.latency_s), this, payload(kEnter, id, f.version));
   }
 
   const LinkUsage& usage() const override { return usage_; }
@@ -76,7 +83,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     if (kind == kEnter) {
       f.last_update = queue_.now();
       if (f.remaining <= 0) return finish(id);
-      for (LinkId l : f.route.links) {
+      for (LinkId l : links_of(id)) {
         LinkState& link = links_[l];
         if (link.flows.empty()) link.busy_since = queue_.now();
         link.flows.push_back(id);
@@ -85,7 +92,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       f.rate = 0;  // set by the recompute of this instant
       return;
     }
-    for (LinkId l : f.route.links) {
+    for (LinkId l : links_of(id)) {
       LinkState& link = links_[l];
       auto it = std::find(link.flows.begin(), link.flows.end(), id);
       COMMSIM_CHECK(it != link.flows.end(), "flow missing from its link");
@@ -100,12 +107,13 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
 
  private:
   struct Flow {
-    Route route;
     double remaining = 0;  // bytes not yet sent at last_update
     double rate = 0;       // bytes/s
+    double new_rate = 0;   // scratch of recompute(): the rate being computed, < 0 while not yet frozen
     TimePs last_update = 0;
     std::uint32_t version = 0;
-    bool in_component = false;
+    std::uint32_t hops = 0;  // links of the route, in route_links_
+    std::uint32_t mark = 0;  // scratch: == the mark of the component or part being gathered when it is in it
     TransferListener* listener = nullptr;
     std::uint64_t tag = 0;
   };
@@ -115,10 +123,35 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     double capacity = 0;       // effective bandwidth, bytes/s
     double capacity_left = 0;  // scratch for progressive filling
     int unfrozen = 0;
+    std::uint32_t component_mark = 0;  // scratch: == the component's mark when gathered into it
+    std::uint32_t part_mark = 0;       // scratch: == the part's mark when gathered into it
     bool dirty = false;
-    bool in_component = false;
     std::uint8_t link_class = 0;
   };
+
+  // A flow's route, stored inline in route_links_ (route_stride_ links per flow slot) rather than in a vector per
+  // flow: recompute() walks the routes of thousands of flows per instant, and this saves a pointer chase each.
+  std::span<const LinkId> links_of(std::uint32_t id) const {
+    return {route_links_.data() + std::size_t{id} * route_stride_, flows_[id].hops};
+  }
+  void widen_routes(std::size_t stride) {
+    std::vector<LinkId> wider(flows_.size() * stride);
+    for (std::size_t id = 0; id < flows_.size(); ++id)
+      std::copy_n(route_links_.begin() + std::ptrdiff_t(id * route_stride_), flows_[id].hops,
+                  wider.begin() + std::ptrdiff_t(id * stride));
+    route_links_.swap(wider);
+    route_stride_ = stride;
+  }
+
+  // Marks tell gathered links and flows from the others without a pass that clears flags afterwards.
+  std::uint32_t next_mark() {
+    if (++mark_ == 0) {  // wrapped: clear the old marks once
+      for (Flow& f : flows_) f.mark = 0;
+      for (LinkState& l : links_) l.component_mark = l.part_mark = 0;
+      mark_ = 1;
+    }
+    return mark_;
+  }
 
   void mark_dirty(LinkId l) {
     if (!links_[l].dirty) {
@@ -140,74 +173,113 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
 
   void recompute() {
     recompute_pending_ = false;
-    // Gather the component reachable from the dirty links through shared flows.
+    // Gather the component reachable from the dirty links through shared flows; reset each link's scratch for
+    // progressive filling as it joins.
+    const std::uint32_t mark = next_mark();
     component_links_.clear();
     component_flows_.clear();
+    shared_flows_.clear();
+    const auto join = [&](LinkId l) {
+      LinkState& link = links_[l];
+      if (link.component_mark == mark) return;
+      link.component_mark = mark;
+      link.capacity_left = link.capacity;
+      link.unfrozen = static_cast<int>(link.flows.size());
+      component_links_.push_back(l);
+    };
     for (LinkId l : dirty_) {
       links_[l].dirty = false;
-      if (!links_[l].in_component) {
-        links_[l].in_component = true;
-        component_links_.push_back(l);
-      }
+      join(l);
     }
     dirty_.clear();
+    // Progressive filling starts here: a flow alone on every link of its route gets its route's bottleneck, as
+    // progressive filling would give it, without the heap (the common case: a collective's flows rarely share links).
+    // Its links carry nothing else, so it is frozen as soon as it is gathered.
     for (std::size_t i = 0; i < component_links_.size(); ++i) {
       for (std::uint32_t id : links_[component_links_[i]].flows) {
         Flow& f = flows_[id];
-        if (f.in_component) continue;
-        f.in_component = true;
+        if (f.mark == mark) continue;
+        f.mark = mark;
+        f.new_rate = -1;
         component_flows_.push_back(id);
-        for (LinkId l : f.route.links)
-          if (!links_[l].in_component) {
-            links_[l].in_component = true;
-            component_links_.push_back(l);
-          }
-      }
-    }
-    // Progressive filling: repeatedly saturate the link with the smallest fair share.
-    for (LinkId l : component_links_) {
-      LinkState& link = links_[l];
-      link.capacity_left = link.capacity;
-      link.unfrozen = static_cast<int>(link.flows.size());
-    }
-    new_rates_.assign(component_flows_.size(), -1);
-    for (std::size_t i = 0; i < component_flows_.size(); ++i) flows_[component_flows_[i]].in_component = false;
-    std::size_t frozen = 0;
-    std::vector<std::uint32_t>& index = scratch_index_;
-    index.resize(flows_.size());
-    for (std::size_t i = 0; i < component_flows_.size(); ++i) index[component_flows_[i]] = static_cast<std::uint32_t>(i);
-    // A flow alone on every link of its route gets its route's bottleneck, as progressive filling would give it,
-    // without the heap (the common case: a collective's flows rarely share links).
-    for (std::size_t i = 0; i < component_flows_.size(); ++i) {
-      const Flow& f = flows_[component_flows_[i]];
-      double alone = std::numeric_limits<double>::infinity();
-      bool lone = true;
-      for (LinkId l : f.route.links) {
-        if (links_[l].flows.size() != 1) {
-          lone = false;
-          break;
+        double alone = std::numeric_limits<double>::infinity();
+        bool lone = true;
+        for (LinkId l : links_of(id)) {
+          join(l);
+          if (links_[l].flows.size() != 1) lone = false;
+          alone = std::min(alone, links_[l].capacity_left);
         }
-        alone = std::min(alone, links_[l].capacity_left);
-      }
-      if (!lone) continue;
-      const double rate = snap(alone);
-      new_rates_[i] = rate;
-      ++frozen;
-      for (LinkId l : f.route.links) {
-        links_[l].capacity_left -= rate;
-        --links_[l].unfrozen;
+        if (!lone) {
+          shared_flows_.push_back(id);
+          continue;
+        }
+        f.new_rate = snap(alone);
+        for (LinkId l : links_of(id)) {
+          links_[l].capacity_left -= f.new_rate;
+          --links_[l].unfrozen;
+        }
       }
     }
-    // A min-heap of links by fair share. A link's share only grows as flows elsewhere freeze (max-min), so an entry
-    // whose share has grown since it was pushed is pushed again with the new value instead of being used.
+    // The flows left share links. Fill one connected part of them at a time: the component gathered above is the
+    // union of every part that the changes of this instant touched (thousands of links when a collective's flows
+    // change in step), and a heap per part costs O(log part) per pop instead of O(log union). Parts share no link,
+    // so each part sees the same sequence of saturations, and every rate comes out the same, as with one heap over
+    // the union. A part starts from a flow that no earlier part froze.
+    for (std::uint32_t seed : shared_flows_) {
+      if (flows_[seed].new_rate >= 0) continue;
+      const std::uint32_t part = next_mark();
+      part_links_.clear();
+      std::size_t part_flows = 0;
+      const auto take = [&](std::uint32_t id) {
+        flows_[id].mark = part;
+        ++part_flows;
+        // Of the links that carry this flow alone, only the one with the smallest (capacity, id) can saturate:
+        // the heap pops it before the others (their shares never change), and it freezes the flow if nothing
+        // did before. The others would only be popped and dropped, so they stay out of the heap.
+        LinkId own = kNoLink;
+        for (LinkId l : links_of(id)) {
+          if (links_[l].flows.size() == 1) {
+            if (own == kNoLink || links_[l].capacity < links_[own].capacity ||
+                (links_[l].capacity == links_[own].capacity && l < own))
+              own = l;
+          } else if (links_[l].part_mark != part) {
+            links_[l].part_mark = part;
+            part_links_.push_back(l);
+          }
+        }
+        if (own != kNoLink) part_links_.push_back(own);
+      };
+      take(seed);
+      for (std::size_t i = 0; i < part_links_.size(); ++i)
+        for (std::uint32_t id : links_[part_links_[i]].flows)
+          if (flows_[id].new_rate < 0 && flows_[id].mark != part) take(id);  // neither frozen nor in the part yet
+      fill(part_flows);
+    }
+    const TimePs now = queue_.now();
+    for (std::uint32_t id : component_flows_) {
+      Flow& f = flows_[id];
+      if (f.new_rate == f.rate) continue;  // unchanged: its completion event stands, exactly
+      f.remaining -= f.rate * ps_to_seconds(now - f.last_update);
+      f.last_update = now;
+      f.rate = f.new_rate;
+      ++f.version;
+      queue_.schedule(now + transfer_ps(f.remaining, f.rate), this, payload(kComplete, id, f.version & 0x3fffffffu));
+    }
+  }
+
+  // Progressive filling over the part in part_links_ (every link of it has an unfrozen flow; part_flows of them):
+  // repeatedly saturate the link with the smallest fair share. A min-heap of links by fair share; a link's share only
+  // grows as flows elsewhere freeze (max-min), so an entry whose share has grown since it was pushed is pushed again
+  // with the new value instead of being used.
+  void fill(std::size_t part_flows) {
     heap_.clear();
     const auto later = [](const std::pair<double, LinkId>& a, const std::pair<double, LinkId>& b) {
       return a.first > b.first || (a.first == b.first && a.second > b.second);
     };
-    for (LinkId l : component_links_)
-      if (links_[l].unfrozen > 0) heap_.push_back({links_[l].capacity_left / links_[l].unfrozen, l});
+    for (LinkId l : part_links_) heap_.push_back({links_[l].capacity_left / links_[l].unfrozen, l});
     std::make_heap(heap_.begin(), heap_.end(), later);
-    while (frozen < component_flows_.size()) {
+    std::size_t frozen = 0;
+    while (frozen < part_flows) {
       COMMSIM_CHECK(!heap_.empty(), "unfrozen flow without a link");
       std::pop_heap(heap_.begin(), heap_.end(), later);
       auto [share, bottleneck] = heap_.back();
@@ -221,27 +293,15 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         continue;
       }
       for (std::uint32_t id : link.flows) {
-        double& rate = new_rates_[index[id]];
+        double& rate = flows_[id].new_rate;
         if (rate >= 0) continue;
         rate = snap(std::max(current, 0.0));
         ++frozen;
-        for (LinkId l : flows_[id].route.links) {
+        for (LinkId l : links_of(id)) {
           links_[l].capacity_left -= rate;
           --links_[l].unfrozen;
         }
       }
-    }
-    for (LinkId l : component_links_) links_[l].in_component = false;
-    const TimePs now = queue_.now();
-    for (std::size_t i = 0; i < component_flows_.size(); ++i) {
-      Flow& f = flows_[component_flows_[i]];
-      if (new_rates_[i] == f.rate) continue;  // unchanged: its completion event stands, exactly
-      f.remaining -= f.rate * ps_to_seconds(now - f.last_update);
-      f.last_update = now;
-      f.rate = new_rates_[i];
-      ++f.version;
-      queue_.schedule(now + transfer_ps(f.remaining, f.rate), this,
-                      payload(kComplete, component_flows_[i], f.version & 0x3fffffffu));
     }
   }
 
@@ -249,13 +309,17 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   EventQueue& queue_;
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_;
+  std::vector<LinkId> route_links_;  // route of flow id at [id * route_stride_, + hops)
+  std::size_t route_stride_ = 0;
+  Route route_;                      // scratch for Topology::route
   std::vector<LinkState> links_;
   std::vector<LinkId> dirty_;
   std::vector<LinkId> component_links_;
   std::vector<std::uint32_t> component_flows_;
-  std::vector<double> new_rates_;
-  std::vector<std::uint32_t> scratch_index_;
+  std::vector<std::uint32_t> shared_flows_;  // flows of the component that share a link
+  std::vector<LinkId> part_links_;
   std::vector<std::pair<double, LinkId>> heap_;
+  std::uint32_t mark_ = 0;
   bool recompute_pending_ = false;
   LinkUsage usage_;
 };
