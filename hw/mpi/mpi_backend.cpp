@@ -739,9 +739,10 @@ class RankRunner {
     r.notes = plan_.notes;
     r.notes.push_back("measured with Open MPI: GPU compute is emulated by waiting for each layer's scenario time (a GPU computes without the CPU)");
     r.notes.push_back(std::string("collectives: ") +
-                      (options_.impl == CollectiveImpl::Schedule ? "the simulator's schedules, executed with MPI_Isend/MPI_Irecv and real reductions"
-                                                                 : "Open MPI's own (MPI_Allreduce, MPI_Reduce_scatter, MPI_Allgather; hierarchical over MPI_Comm_split_type)") +
-                      "; DGC pairs with MPI_Allgather");
+                      (options_.impl == CollectiveImpl::Schedule
+                           ? "the simulator's schedules, executed with MPI_Isend/MPI_Irecv and real reductions; DGC pairs with its ring all-gather"
+                           : "Open MPI's own (MPI_Allreduce, MPI_Reduce_scatter, MPI_Allgather; hierarchical over MPI_Comm_split_type); DGC "
+                             "pairs with MPI_Allgather"));
     r.notes.push_back("step time: median of steps " + std::to_string(r.steady_from) + ".." + std::to_string(sc.steps - 1) +
                       " (slowest rank per step), spread = half the interquartile range; " + std::to_string(options_.warmup) +
                       " warm-up step(s) not counted");
