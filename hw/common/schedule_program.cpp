@@ -47,7 +47,7 @@ RankProgram rank_program(const Schedule& schedule, int rank) {
     const Op& op = schedule.ops[id];
     if (op.kind != OpKind::Reduce || op.src != rank || op.bytes == 0) continue;
     OpId operand = kNoOp;
-    for (std::uint32_t d = op.dep_begin; d < op.dep_end; ++d) {
+    for (std::uint32_t d = op.dep_begin; d < op.dep_end(); ++d) {
       const OpId dep = schedule.deps[d];
       const Op& before = schedule.ops[dep];
       if (before.kind == OpKind::Transfer && before.dst == rank && (operand == kNoOp || dep > operand)) operand = dep;
@@ -89,7 +89,7 @@ RankProgram rank_program(const Schedule& schedule, int rank) {
     } else {
       continue;  // another rank's op
     }
-    for (std::uint32_t d = op.dep_begin; d < op.dep_end; ++d) {
+    for (std::uint32_t d = op.dep_begin; d < op.dep_end(); ++d) {
       const int local = action_of[schedule.deps[d]];
       if (local >= 0) a.deps.push_back(local);
     }

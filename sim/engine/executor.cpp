@@ -17,16 +17,16 @@ ScheduleRun::ScheduleRun(const Schedule& schedule, double reduce_Bps, NetworkMod
   next_begin_.assign(n + 1, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = schedule.ops[i];
-    COMMSIM_CHECK(op.dep_end - op.dep_begin <= std::numeric_limits<std::uint8_t>::max(),
+    COMMSIM_CHECK(op.dep_count <= std::numeric_limits<std::uint8_t>::max(),
                   "operation with over 255 dependencies");
-    pending_[i] = static_cast<std::uint8_t>(op.dep_end - op.dep_begin);
-    for (std::uint32_t d = op.dep_begin; d < op.dep_end; ++d) ++next_begin_[schedule.deps[d] + 1];
+    pending_[i] = static_cast<std::uint8_t>(op.dep_count);
+    for (std::uint32_t d = op.dep_begin; d < op.dep_end(); ++d) ++next_begin_[schedule.deps[d] + 1];
   }
   for (std::size_t i = 0; i < n; ++i) next_begin_[i + 1] += next_begin_[i];
   next_.resize(schedule.deps.size());
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = schedule.ops[i];
-    for (std::uint32_t d = op.dep_begin; d < op.dep_end; ++d)
+    for (std::uint32_t d = op.dep_begin; d < op.dep_end(); ++d)
       next_[next_begin_[schedule.deps[d]]++] = static_cast<OpId>(i);
   }
   for (std::size_t i = n; i > 0; --i) next_begin_[i] = next_begin_[i - 1];

@@ -13,7 +13,7 @@ bool same_ops(const Schedule& a, const Schedule& b) {
   for (std::size_t i = 0; i < a.ops.size(); ++i) {
     const Op &x = a.ops[i], &y = b.ops[i];
     if (x.kind != y.kind || x.src != y.src || x.dst != y.dst || x.bytes != y.bytes || x.dep_begin != y.dep_begin ||
-        x.dep_end != y.dep_end)
+        x.dep_count != y.dep_count || x.offset != y.offset)
       return false;
   }
   return true;

@@ -18,8 +18,8 @@ double reference_flow_seconds(const Schedule& s, const Topology& t, double reduc
   std::vector<std::vector<OpId>> dependents(n);
   std::vector<std::uint32_t> pending(n);
   for (std::size_t i = 0; i < n; ++i) {
-    pending[i] = s.ops[i].dep_end - s.ops[i].dep_begin;
-    for (std::uint32_t d = s.ops[i].dep_begin; d < s.ops[i].dep_end; ++d) dependents[s.deps[d]].push_back(static_cast<OpId>(i));
+    pending[i] = s.ops[i].dep_count;
+    for (std::uint32_t d = s.ops[i].dep_begin; d < s.ops[i].dep_end(); ++d) dependents[s.deps[d]].push_back(static_cast<OpId>(i));
   }
   struct Flow {
     std::vector<LinkId> links;

@@ -39,7 +39,7 @@ constexpr Bytes kOdd = 1'000'003;  // prime: no split is even
 void check_structure(const Schedule& s, int ranks) {
   for (std::size_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
-    for (std::uint32_t d = op.dep_begin; d < op.dep_end; ++d) ASSERT_LT(s.deps[d], i) << "op " << i << " waits for a later op";
+    for (std::uint32_t d = op.dep_begin; d < op.dep_end(); ++d) ASSERT_LT(s.deps[d], i) << "op " << i << " waits for a later op";
     ASSERT_GE(op.src, 0);
     ASSERT_LT(op.src, ranks);
     ASSERT_GE(op.dst, 0);

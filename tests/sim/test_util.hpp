@@ -69,7 +69,7 @@ inline std::vector<bool> depends_on_inputs(const Generated& g, OpId from) {
     OpId op = stack.back();
     stack.pop_back();
     const Op& o = g.schedule.ops[op];
-    for (std::uint32_t d = o.dep_begin; d < o.dep_end; ++d) {
+    for (std::uint32_t d = o.dep_begin; d < o.dep_end(); ++d) {
       OpId dep = g.schedule.deps[d];
       if (!seen[dep]) {
         seen[dep] = true;
