@@ -57,9 +57,16 @@ TEST(Smoke, SmokeSuiteEndToEnd) {
   const std::string report = dir.file("report");
   const std::string command = std::string(COMMSIM_CLI_PATH) + " validate validate/suites/smoke.json --report " + report +
                               (cluster ? " --cluster" : "") + " > " + dir.file("out.log") + " 2>&1";
-  const int code = shell(command);
-  std::ifstream log(dir.file("out.log"));
-  const std::string out((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  // A calibration refused as too noisy to trust (exit 1, "refused") is the tool doing its job on a disturbed host,
+  // not a failure of the loop: measure once more before judging.
+  int code = 0;
+  std::string out;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    code = shell(command);
+    std::ifstream log(dir.file("out.log"));
+    out.assign(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+    if (!(code == 1 && out.find("refused") != std::string::npos)) break;
+  }
   // 0: targets met, 1: missed (a loaded 2-core machine may well miss them); anything else is a failure of the loop.
   ASSERT_TRUE(code == 0 || code == 1) << "exit " << code << "\n" << out;
   ASSERT_TRUE(std::filesystem::exists(report + "/index.html")) << out;
