@@ -72,8 +72,7 @@ int bench_mpi(const BenchCommand& o) {
     return hw::launch_mpi_job(launch);
   }
   hw::MpiSession session(nullptr, nullptr);
-  int code = 0;
-  try {
+  return hw::run_on_rank(session, [&] {
     const std::unique_ptr<Topology> topology = load_topology(o.topology, o.nodes);
     if (topology->ranks() != session.size())
       throw InputError(o.topology, "nodes", "the topology has " + std::to_string(topology->ranks()) + " ranks but the MPI job has " +
@@ -83,16 +82,8 @@ int bench_mpi(const BenchCommand& o) {
     options.impl = o.impl == "schedule" ? hw::CollectiveImpl::Schedule : hw::CollectiveImpl::Native;
     const nlohmann::json report = hw::run_bench(*topology, options);
     if (session.rank() == 0 && !o.json.empty()) write_json(o.json, report);
-  } catch (const InputError& e) {
-    if (session.rank() == 0) std::fprintf(stderr, "commsim: %s\n", e.what());
-    code = 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "commsim: rank %d: %s\n", session.rank(), e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 3);
-  }
-  if (session.rank() == 0) hw::report_job_status(code);
-  return code;
+    return 0;
+  });
 #else
   (void)o;
   std::fprintf(stderr, "commsim: this build has no MPI backend (it was not built: MPI not found at configure time, or COMMSIM_MPI=OFF)\n");

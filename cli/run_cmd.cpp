@@ -70,16 +70,13 @@ hw::RunOptions run_options(const RunCommand& o) {
   return options;
 }
 
-// One rank of the job. Bad input (the same on every rank) is reported once, by rank 0; any other failure is
-// reported by the rank that hit it, which then aborts the job so that no rank waits forever.
+// One rank of the job (errors: hw::run_on_rank).
 int run_rank(const RunCommand& o) {
   hw::MpiSession session(nullptr, nullptr);
-  int code = 0;
-  try {
+  return hw::run_on_rank(session, [&] {
     const hw::RunOptions options = run_options(o);
     SimulationRun run = hw::load_run(options);
     const hw::CheckCounts check = hw::measure_plan(run, options);
-    code = o.check && check.wrong_elements > 0 ? 1 : 0;
     if (session.rank() == 0) {
       print_measured(run);
       if (o.check)
@@ -89,16 +86,8 @@ int run_rank(const RunCommand& o) {
       if (!o.json.empty()) write_json(o.json, run.result.to_json());
       std::fflush(stdout);
     }
-  } catch (const InputError& e) {
-    if (session.rank() == 0) std::fprintf(stderr, "commsim: %s\n", e.what());
-    code = 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "commsim: rank %d: %s\n", session.rank(), e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 3);
-  }
-  if (session.rank() == 0) hw::report_job_status(code);
-  return code;
+    return o.check && check.wrong_elements > 0 ? 1 : 0;
+  });
 }
 
 // Outside mpirun: checks everything that can be checked here (scenario, plan, memory, emulation), then starts the

@@ -19,12 +19,13 @@
 #include "hw/common/dtype.hpp"
 #include "hw/common/plan_buffers.hpp"
 #include "hw/common/schedule_program.hpp"
-#include "sim/core/statistics.hpp"
 #include "hw/common/verifiable.hpp"
+#include "hw/mpi/launcher.hpp"
 #include "hw/mpi/mpi_check.hpp"
 #include "hw/mpi/native_collectives.hpp"
 #include "hw/mpi/schedule_executor.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/statistics.hpp"
 
 namespace commsim::hw {
 
@@ -55,6 +56,22 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 }
 
 MpiSession::~MpiSession() { MPI_Finalize(); }
+
+int run_on_rank(const MpiSession& session, const std::function<int()>& body) {
+  int code = 0;
+  try {
+    code = body();
+  } catch (const InputError& e) {
+    if (session.rank() == 0) std::fprintf(stderr, "commsim: %s\n", e.what());
+    code = 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "commsim: rank %d: %s\n", session.rank(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  if (session.rank() == 0) report_job_status(code);
+  return code;
+}
 
 namespace {
 

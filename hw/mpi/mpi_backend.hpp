@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,11 @@ class MpiSession {
  private:
   int rank_ = 0, size_ = 1;
 };
+
+// Runs `body` (returning the rank's exit code) on one rank of the job. Bad input (the same on every rank) is reported
+// once, by rank 0, as exit 2; any other failure is reported by the rank that hit it, which then aborts the job so
+// that no rank waits forever. Rank 0 reports the job's status. Returns the exit code.
+int run_on_rank(const MpiSession& session, const std::function<int()>& body);
 
 // True inside a job mpirun started (Open MPI sets OMPI_COMM_WORLD_SIZE in every rank's environment).
 bool under_mpirun();
