@@ -126,10 +126,11 @@ void register_regress(CLI::App& app, int& exit_code) {
   cmd->add_option("--measured", o->measured,
                   "NAME=RESULT.json: a hardware result measured now (commsim run --json) for the baseline entry NAME")
       ->allow_extra_args(false);
-  cmd->add_option("--backend", o->backend, "run the baseline's entries of this backend on the hardware now (commsim run)")
-      ->check(CLI::IsMember({"mpi", "nccl"}));
-  cmd->add_flag("--cluster", o->cluster, "with --backend mpi: run inside the emulated cluster of each scenario's topology (root)");
-  cmd->add_option("--timeout-s", o->timeout_s, "with --backend: stop a run after this many seconds")->check(CLI::PositiveNumber);
+  CLI::Option* backend = cmd->add_option("--backend", o->backend, "run the baseline's entries of this backend on the hardware now (commsim run)")
+                             ->check(CLI::IsMember({"mpi", "nccl"}));
+  cmd->add_flag("--cluster", o->cluster, "with --backend mpi: run inside the emulated cluster of each scenario's topology (root)")
+      ->needs(backend);
+  cmd->add_option("--timeout-s", o->timeout_s, "with --backend: stop a run after this many seconds")->check(CLI::PositiveNumber)->needs(backend);
   cmd->add_option("--jobs", o->jobs, "parallel simulations (default: all cores)")->check(CLI::PositiveNumber);
   cmd->callback([o, tol, &exit_code] {
     o->tolerance_given = tol->count() > 0;

@@ -185,6 +185,7 @@ TEST(RegressCli, BadBaselineIsExitTwoWithOneLine) {
   std::ofstream(dir / "broken.json") << "{\"commsim_version\": ";
   expect_bad_input(commsim("regress --baseline " + (dir / "broken.json")), "invalid JSON");
   expect_bad_input(commsim("regress --baseline baselines/ci.json --measured nope=x.json"), "--measured: nope: no hardware entry");
+  expect_bad_input(commsim("regress --baseline baselines/ci.json --cluster"), "--cluster requires --backend");
 }
 
 TEST(ReportCli, SimulationResultWithTraceBecomesOnePage) {
