@@ -37,12 +37,17 @@ std::uint64_t payload(EventKind kind, std::uint32_t flow, std::uint32_t version)
 class FlowNetwork final : public NetworkModel, public EventHandler {
  public:
   FlowNetwork(const Topology& topology, EventQueue& queue) : topology_(topology), queue_(queue) {
-    links_.resize(topology.link_count());
+    const std::size_t link_count = topology.link_count();
+    links_.resize(link_count);
+    link_class_.resize(link_count);
+    busy_since_.resize(link_count);
+    part_mark_.resize(link_count);
+    spilled_flows_.resize(link_count);
     // Each link's capacity and class, read once: Topology::link() computes them from the id (a division per call).
-    for (std::size_t l = 0; l < links_.size(); ++l) {
+    for (std::size_t l = 0; l < link_count; ++l) {
       const LinkParams& p = topology.link(static_cast<LinkId>(l));
       links_[l].capacity = p.effective_Bps();
-      links_[l].link_class = static_cast<std::uint8_t>(p.link_class);
+      link_class_[l] = static_cast<std::uint8_t>(p.link_class);
     }
   }
 
@@ -67,7 +72,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     f.listener = listener;
     f.tag = tag;
     ++f.version;
-    for (LinkId l : links_of(id)) usage_.bytes[links_[l].link_class] += bytes;
+    for (LinkId l : links_of(id)) usage_.bytes[link_class_[l]] += bytes;
     queue_.schedule(queue_.now() + seconds_to_ps(route_.cost.latency_s), this, payload(kEnter, id, f.version));
   }
 
@@ -84,22 +89,14 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       f.last_update = queue_.now();
       if (f.remaining <= 0) return finish(id);
       for (LinkId l : links_of(id)) {
-        LinkState& link = links_[l];
-        if (link.flows.empty()) link.busy_since = queue_.now();
-        link.flows.push_back(id);
+        add_flow(l, id);
         mark_dirty(l);
       }
       f.rate = 0;  // set by the recompute of this instant
       return;
     }
     for (LinkId l : links_of(id)) {
-      LinkState& link = links_[l];
-      auto it = std::find(link.flows.begin(), link.flows.end(), id);
-      COMMSIM_CHECK(it != link.flows.end(), "flow missing from its link");
-      *it = link.flows.back();
-      link.flows.pop_back();
-      if (link.flows.empty())
-        usage_.busy_s[link.link_class] += ps_to_seconds(queue_.now() - link.busy_since);
+      remove_flow(l, id);
       mark_dirty(l);
     }
     finish(id);
@@ -117,17 +114,50 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     TransferListener* listener = nullptr;
     std::uint64_t tag = 0;
   };
+  // What every event reads of a link, in 32 bytes: the links that one instant touches then stay in cache (a ring
+  // over 8192 GPUs moves 8192 flows at once, over ~50 000 links). The flow list is in place while the link carries
+  // one flow, as most do; with more, all of them are in spilled_flows_[link], in the order they entered.
   struct LinkState {
-    std::vector<std::uint32_t> flows;
-    TimePs busy_since = 0;
     double capacity = 0;       // effective bandwidth, bytes/s
     double capacity_left = 0;  // scratch for progressive filling
-    int unfrozen = 0;
+    std::uint32_t flow_count = 0;
+    std::uint32_t only_flow = 0;       // the flow, while flow_count == 1
+    std::int32_t unfrozen = 0;         // scratch for progressive filling
     std::uint32_t component_mark = 0;  // scratch: == the component's mark when gathered into it
-    std::uint32_t part_mark = 0;       // scratch: == the part's mark when gathered into it
-    bool dirty = false;
-    std::uint8_t link_class = 0;
   };
+  static_assert(sizeof(LinkState) == 32);
+
+  std::span<const std::uint32_t> flows_on(LinkId l) const {
+    const LinkState& link = links_[l];
+    return {link.flow_count <= 1 ? &link.only_flow : spilled_flows_[l].data(), link.flow_count};
+  }
+  void add_flow(LinkId l, std::uint32_t id) {
+    LinkState& link = links_[l];
+    if (link.flow_count == 0) {
+      link.only_flow = id;
+      busy_since_[l] = queue_.now();
+    } else {
+      std::vector<std::uint32_t>& spilled = spilled_flows_[l];
+      if (link.flow_count == 1) spilled.assign(1, link.only_flow);
+      spilled.push_back(id);
+    }
+    ++link.flow_count;
+  }
+  // Removes by moving the last flow into the gap (the order progressive filling then visits them in).
+  void remove_flow(LinkId l, std::uint32_t id) {
+    LinkState& link = links_[l];
+    if (link.flow_count == 1) {
+      COMMSIM_CHECK(link.only_flow == id, "flow missing from its link");
+    } else {
+      std::vector<std::uint32_t>& spilled = spilled_flows_[l];
+      auto it = std::find(spilled.begin(), spilled.end(), id);
+      COMMSIM_CHECK(it != spilled.end(), "flow missing from its link");
+      *it = spilled.back();
+      spilled.pop_back();
+      if (spilled.size() == 1) link.only_flow = spilled.front();
+    }
+    if (--link.flow_count == 0) usage_.busy_s[link_class_[l]] += ps_to_seconds(queue_.now() - busy_since_[l]);
+  }
 
   // A flow's route, stored inline in route_links_ (route_stride_ links per flow slot) rather than in a vector per
   // flow: recompute() walks the routes of thousands of flows per instant, and this saves a pointer chase each.
@@ -147,17 +177,16 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   std::uint32_t next_mark() {
     if (++mark_ == 0) {  // wrapped: clear the old marks once
       for (Flow& f : flows_) f.mark = 0;
-      for (LinkState& l : links_) l.component_mark = l.part_mark = 0;
+      for (LinkState& l : links_) l.component_mark = 0;
+      std::fill(part_mark_.begin(), part_mark_.end(), 0);
       mark_ = 1;
     }
     return mark_;
   }
 
+  // A link may be listed twice in an instant; recompute() gathers it once.
   void mark_dirty(LinkId l) {
-    if (!links_[l].dirty) {
-      links_[l].dirty = true;
-      dirty_.push_back(l);
-    }
+    dirty_.push_back(l);
     if (!recompute_pending_) {
       recompute_pending_ = true;
       queue_.schedule(queue_.now(), this, payload(kRecompute, 0, 0), 1);
@@ -184,19 +213,16 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       if (link.component_mark == mark) return;
       link.component_mark = mark;
       link.capacity_left = link.capacity;
-      link.unfrozen = static_cast<int>(link.flows.size());
+      link.unfrozen = static_cast<std::int32_t>(link.flow_count);
       component_links_.push_back(l);
     };
-    for (LinkId l : dirty_) {
-      links_[l].dirty = false;
-      join(l);
-    }
+    for (LinkId l : dirty_) join(l);
     dirty_.clear();
     // Progressive filling starts here: a flow alone on every link of its route gets its route's bottleneck, as
     // progressive filling would give it, without the heap (the common case: a collective's flows rarely share links).
     // Its links carry nothing else, so it is frozen as soon as it is gathered.
     for (std::size_t i = 0; i < component_links_.size(); ++i) {
-      for (std::uint32_t id : links_[component_links_[i]].flows) {
+      for (std::uint32_t id : flows_on(component_links_[i])) {
         Flow& f = flows_[id];
         if (f.mark == mark) continue;
         f.mark = mark;
@@ -206,7 +232,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         bool lone = true;
         for (LinkId l : links_of(id)) {
           join(l);
-          if (links_[l].flows.size() != 1) lone = false;
+          if (links_[l].flow_count != 1) lone = false;
           alone = std::min(alone, links_[l].capacity_left);
         }
         if (!lone) {
@@ -238,12 +264,12 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         // did before. The others would only be popped and dropped, so they stay out of the heap.
         LinkId own = kNoLink;
         for (LinkId l : links_of(id)) {
-          if (links_[l].flows.size() == 1) {
+          if (links_[l].flow_count == 1) {
             if (own == kNoLink || links_[l].capacity < links_[own].capacity ||
                 (links_[l].capacity == links_[own].capacity && l < own))
               own = l;
-          } else if (links_[l].part_mark != part) {
-            links_[l].part_mark = part;
+          } else if (part_mark_[l] != part) {
+            part_mark_[l] = part;
             part_links_.push_back(l);
           }
         }
@@ -251,7 +277,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       };
       take(seed);
       for (std::size_t i = 0; i < part_links_.size(); ++i)
-        for (std::uint32_t id : links_[part_links_[i]].flows)
+        for (std::uint32_t id : flows_on(part_links_[i]))
           if (flows_[id].new_rate < 0 && flows_[id].mark != part) take(id);  // neither frozen nor in the part yet
       fill(part_flows);
     }
@@ -292,7 +318,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         std::push_heap(heap_.begin(), heap_.end(), later);
         continue;
       }
-      for (std::uint32_t id : link.flows) {
+      for (std::uint32_t id : flows_on(bottleneck)) {
         double& rate = flows_[id].new_rate;
         if (rate >= 0) continue;
         rate = snap(std::max(current, 0.0));
@@ -311,8 +337,13 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   std::vector<std::uint32_t> free_;
   std::vector<LinkId> route_links_;  // route of flow id at [id * route_stride_, + hops)
   std::size_t route_stride_ = 0;
-  Route route_;                      // scratch for Topology::route
+  Route route_;  // scratch for Topology::route
   std::vector<LinkState> links_;
+  // Read only when a link turns busy or idle, when its flows are counted, or when flows share it.
+  std::vector<std::uint8_t> link_class_;
+  std::vector<TimePs> busy_since_;
+  std::vector<std::uint32_t> part_mark_;  // scratch: == the part's mark when gathered into it
+  std::vector<std::vector<std::uint32_t>> spilled_flows_;
   std::vector<LinkId> dirty_;
   std::vector<LinkId> component_links_;
   std::vector<std::uint32_t> component_flows_;
@@ -361,7 +392,8 @@ const std::vector<FidelityInfo>& fidelities() {
       {Fidelity::Analytical, "analytical",
        "closed-form alpha-beta per operation, no contention (Hockney 1994; NCCL tuning model)"},
       {Fidelity::Flow, "flow",
-       "flows on routes sharing links max-min fairly, rates updated per change (Bertsekas & Gallager 6.5; SimGrid LMM)"}};
+       "flows on routes sharing links max-min fairly, rates updated per change (Bertsekas & Gallager 6.5; SimGrid "
+       "LMM)"}};
   return list;
 }
 
