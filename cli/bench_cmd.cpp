@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "cli/commands.hpp"
 #include "hw/common/emulation.hpp"
@@ -26,7 +25,8 @@ namespace commsim::cli {
 namespace {
 
 struct BenchCommand {
-  std::string backend = "mpi", topology = "topologies/emulated-cpu-cluster.json", json, max_bytes = "256M", impl = "native";
+  std::string backend = "mpi", topology = "topologies/emulated-cpu-cluster.json", json, max_bytes = "256M",
+              impl = "native";
   int nodes = 0;
   bool cluster = false;
   double timeout_s = 0;
@@ -43,50 +43,54 @@ std::uint64_t parse_size(const std::string& text) {
   }
   const std::string unit = text.substr(used);
   double scale = 1;
-  if (unit == "K" || unit == "k") scale = 1024.0;
-  else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
-  else if (!unit.empty()) throw InputError("--max-bytes", "", "unknown unit \"" + unit + "\" (K, M, G)");
+  if (unit == "K" || unit == "k")
+    scale = 1024.0;
+  else if (unit == "M" || unit == "m")
+    scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else if (!unit.empty())
+    throw InputError("--max-bytes", "", "unknown unit \"" + unit + "\" (K, M, G)");
   if (value * scale < 8) throw InputError("--max-bytes", "", "must be at least 8 bytes");
   return static_cast<std::uint64_t>(value * scale);
-}
-
-void write_json(const std::string& path, const nlohmann::json& doc) {
-  std::ofstream out(path);
-  if (!out) throw InputError("--json", "", "cannot write " + path);
-  out << doc.dump(2) << "\n";
 }
 
 int bench_mpi(const BenchCommand& o) {
 #ifdef COMMSIM_HAVE_MPI
   const std::uint64_t max_bytes = parse_size(o.max_bytes);
   if (!hw::under_mpirun()) {
+    check_writable(o.json, "--json");
     const std::unique_ptr<Topology> topology = load_topology(o.topology, o.nodes);
     hw::Launch launch;
     launch.ranks = topology->ranks();
     launch.timeout_s = o.timeout_s;
     if (o.cluster) launch.cluster = hw::emulation_for(o.topology, o.nodes);
-    launch.worker_args = {"bench", "--backend", "mpi", std::filesystem::absolute(o.topology).string(), "--max-bytes", o.max_bytes, "--impl", o.impl};
+    launch.worker_args = {"bench",       "--backend", "mpi",    std::filesystem::absolute(o.topology).string(),
+                          "--max-bytes", o.max_bytes, "--impl", o.impl};
     if (o.nodes > 0) launch.worker_args.insert(launch.worker_args.end(), {"--nodes", std::to_string(o.nodes)});
-    if (!o.json.empty()) launch.worker_args.insert(launch.worker_args.end(), {"--json", std::filesystem::absolute(o.json).string()});
+    if (!o.json.empty())
+      launch.worker_args.insert(launch.worker_args.end(), {"--json", std::filesystem::absolute(o.json).string()});
     return hw::launch_mpi_job(launch);
   }
   hw::MpiSession session(nullptr, nullptr);
   return hw::run_on_rank(session, [&] {
     const std::unique_ptr<Topology> topology = load_topology(o.topology, o.nodes);
     if (topology->ranks() != session.size())
-      throw InputError(o.topology, "nodes", "the topology has " + std::to_string(topology->ranks()) + " ranks but the MPI job has " +
-                                                std::to_string(session.size()));
+      throw InputError(o.topology, "nodes",
+                       "the topology has " + std::to_string(topology->ranks()) + " ranks but the MPI job has " +
+                           std::to_string(session.size()));
     hw::BenchOptions options;
     options.max_bytes = max_bytes;
     options.impl = o.impl == "schedule" ? hw::CollectiveImpl::Schedule : hw::CollectiveImpl::Native;
     const nlohmann::json report = hw::run_bench(*topology, options);
-    if (session.rank() == 0 && !o.json.empty()) write_json(o.json, report);
+    if (session.rank() == 0 && !o.json.empty()) write_json(o.json, report, "--json");
     return 0;
   });
 #else
   (void)o;
-  std::fprintf(stderr, "commsim: this build has no MPI backend (it was not built: MPI not found at configure time, or COMMSIM_MPI=OFF)\n");
+  std::fprintf(stderr,
+               "commsim: this build has no MPI backend (it was not built: MPI not found at configure time, or "
+               "COMMSIM_MPI=OFF)\n");
   return 2;
 #endif
 }
@@ -95,15 +99,18 @@ int bench_nccl(const BenchCommand& o) {
 #ifdef COMMSIM_HAVE_NCCL
   nccl::BenchOptions options;
   options.max_bytes = parse_size(o.max_bytes);
+  check_writable(o.json, "--json");
   nccl::validate(options);
   const nccl::BenchResult result = nccl::bench_nccl(options);
   if (!result.root) return 0;
   nccl::print_bench_table(result, stdout);
-  if (!o.json.empty()) write_json(o.json, result.to_json());
+  if (!o.json.empty()) write_json(o.json, result.to_json(), "--json");
   return 0;
 #else
   (void)o;
-  std::fprintf(stderr, "commsim: this build has no NCCL backend (it was not built: CUDA or NCCL not found at configure time, or COMMSIM_NCCL=OFF)\n");
+  std::fprintf(stderr,
+               "commsim: this build has no NCCL backend (it was not built: CUDA or NCCL not found at configure time, "
+               "or COMMSIM_NCCL=OFF)\n");
   return 2;
 #endif
 }
@@ -112,9 +119,11 @@ int bench_nccl(const BenchCommand& o) {
 
 void register_bench(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<BenchCommand>();
-  CLI::App* cmd = app.add_subcommand("bench", "Microbenchmarks for calibration: ping-pong per link class, allreduce sweep, reduction rate");
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Microbenchmarks for calibration: ping-pong per link class, allreduce sweep, reduction rate");
   cmd->add_option("--backend", o->backend, "mpi | nccl")->check(CLI::IsMember({"mpi", "nccl"}));
-  cmd->add_option("topology", o->topology, "topology JSON (mpi: one rank per rank; default topologies/emulated-cpu-cluster.json)");
+  cmd->add_option("topology", o->topology,
+                  "topology JSON (mpi: one rank per rank; default topologies/emulated-cpu-cluster.json)");
   cmd->add_option("--topology", o->topology, "the same, as an option");
   cmd->add_option("--nodes", o->nodes, "override the topology's node count")->check(CLI::PositiveNumber);
   cmd->add_flag("--cluster", o->cluster, "mpi: run inside an emulated cluster of the topology (needs CAP_NET_ADMIN)");
@@ -122,7 +131,8 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--impl", o->impl, "mpi allreduce: native (MPI_Allreduce) | schedule (the simulator's ring)")
       ->check(CLI::IsMember({"native", "schedule"}));
   cmd->add_option("--json", o->json, "write every sample as JSON (for calibration)");
-  cmd->add_option("--timeout-s", o->timeout_s, "mpi: stop the job after this many seconds (0 = no limit)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--timeout-s", o->timeout_s, "mpi: stop the job after this many seconds (0 = no limit)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([o, &exit_code] { exit_code = o->backend == "nccl" ? bench_nccl(*o) : bench_mpi(*o); });
 }
 

@@ -2,10 +2,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 #include <vector>
-
-#include <memory>
 
 #include "sim/core/units.hpp"
 #include "sim/training/simulation.hpp"
@@ -15,7 +14,7 @@ namespace commsim::cli {
 void register_collective(CLI::App& app, int& exit_code);
 void register_simulate(CLI::App& app, int& exit_code);
 void register_compare(CLI::App& app, int& exit_code);
-void register_hardware(CLI::App& app, int& exit_code);  // cli/run_cmd.cpp: run, bench, cluster
+void register_hardware(CLI::App& app, int& exit_code);   // cli/run_cmd.cpp: run, bench, cluster
 void register_sweep(CLI::App& app, int& exit_code);      // cli/sweep_cmd.cpp
 void register_recommend(CLI::App& app, int& exit_code);  // cli/recommend_cmd.cpp
 void register_regress(CLI::App& app, int& exit_code);    // cli/regress_cmd.cpp
@@ -24,5 +23,9 @@ void register_calibrate(CLI::App& app, int& exit_code);  // cli/calibrate_cmd.cp
 void register_validate(CLI::App& app, int& exit_code);   // cli/validate_cmd.cpp
 
 void print_result(const SimulationRun& run);
+// Writes `doc` to `path` (indented); a path that cannot be written is bad input of the option `flag`.
+void write_json(const std::string& path, const nlohmann::json& doc, const std::string& flag);
+// Checks, before any work is done, that `path` (if given) can be written: its directory exists and is writable.
+void check_writable(const std::string& path, const std::string& flag);
 
 }  // namespace commsim::cli

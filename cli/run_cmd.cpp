@@ -8,7 +8,6 @@
 // This file also registers `commsim bench` and `commsim cluster` (register_hardware).
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "cli/commands.hpp"
 #include "hw/common/emulation.hpp"
@@ -33,7 +32,7 @@ void register_cluster(CLI::App& app, int& exit_code);  // cli/cluster_cmd.cpp
 namespace {
 
 struct RunCommand {
-  std::string scenario, json, backend = "mpi", impl = "schedule";
+  std::string scenario, json, trace, backend = "mpi", impl = "schedule";
   std::vector<std::string> sets;
   int steps = 0, warmup = 2;
   bool check = false, cluster = false;
@@ -42,10 +41,11 @@ struct RunCommand {
 
 std::string absolute(const std::string& path) { return path.empty() ? path : std::filesystem::absolute(path).string(); }
 
-void write_json(const std::string& path, const nlohmann::json& doc) {
-  std::ofstream out(path);
-  if (!out) throw InputError("--json", "", "cannot write " + path);
-  out << doc.dump(2) << "\n";
+// The measured result's JSON and trace, as `commsim simulate` writes a prediction's (the trace: the first steps of
+// rank 0, one thread per stream, so the two open side by side in Perfetto).
+void write_measured(const RunCommand& o, const SimulationRun& run) {
+  if (!o.json.empty()) write_json(o.json, run.result.to_json(), "--json");
+  if (!o.trace.empty()) write_json(o.trace, chrome_trace(run.result, run.plan.streams), "--trace");
 }
 
 // The measured result as `commsim simulate` prints a prediction, plus its spread, notes and the check's outcome.
@@ -81,9 +81,11 @@ int run_rank(const RunCommand& o) {
       print_measured(run);
       if (o.check)
         std::printf("check: %llu wrong of %llu elements in %llu collective results: %s\n",
-                    static_cast<unsigned long long>(check.wrong_elements), static_cast<unsigned long long>(check.checked_elements),
-                    static_cast<unsigned long long>(check.collectives), check.wrong_elements == 0 ? "all exact" : "FAILED");
-      if (!o.json.empty()) write_json(o.json, run.result.to_json());
+                    static_cast<unsigned long long>(check.wrong_elements),
+                    static_cast<unsigned long long>(check.checked_elements),
+                    static_cast<unsigned long long>(check.collectives),
+                    check.wrong_elements == 0 ? "all exact" : "FAILED");
+      write_measured(o, run);
       std::fflush(stdout);
     }
     return o.check && check.wrong_elements > 0 ? 1 : 0;
@@ -93,6 +95,8 @@ int run_rank(const RunCommand& o) {
 // Outside mpirun: checks everything that can be checked here (scenario, plan, memory, emulation), then starts the
 // job with this same command line, absolute paths, under mpirun.
 int launch_run(const RunCommand& o) {
+  check_writable(o.json, "--json");
+  check_writable(o.trace, "--trace");
   const SimulationRun run = hw::load_run(run_options(o));
   hw::check_memory(run.plan, hw::available_memory_bytes());
   hw::Launch launch;
@@ -105,6 +109,7 @@ int launch_run(const RunCommand& o) {
   for (const std::string& s : o.sets) a.insert(a.end(), {"--set", s});
   if (o.check) a.push_back("--check");
   if (!o.json.empty()) a.insert(a.end(), {"--json", absolute(o.json)});
+  if (!o.trace.empty()) a.insert(a.end(), {"--trace", absolute(o.trace)});
   return hw::launch_mpi_job(launch);
 }
 #endif
@@ -114,13 +119,17 @@ int run_mpi(const RunCommand& o) {
   return hw::under_mpirun() ? run_rank(o) : launch_run(o);
 #else
   (void)o;
-  std::fprintf(stderr, "commsim: this build has no MPI backend (it was not built: MPI not found at configure time, or COMMSIM_MPI=OFF)\n");
+  std::fprintf(stderr,
+               "commsim: this build has no MPI backend (it was not built: MPI not found at configure time, or "
+               "COMMSIM_MPI=OFF)\n");
   return 2;
 #endif
 }
 
 int run_nccl(const RunCommand& o) {
 #ifdef COMMSIM_HAVE_NCCL
+  check_writable(o.json, "--json");
+  check_writable(o.trace, "--trace");
   std::vector<std::string> sets = o.sets;
   if (o.steps > 0) sets.push_back("steps=" + std::to_string(o.steps));
   SimulationRun run;
@@ -139,30 +148,40 @@ int run_nccl(const RunCommand& o) {
   run.result.scenario_hash = fnv1a_hex(document.dump());
   print_measured(run);
   if (measured.checked)
-    std::printf("check: %llu wrong elements: %s\n", static_cast<unsigned long long>(measured.wrong_elements), code ? "FAILED" : "all exact");
-  if (!o.json.empty()) write_json(o.json, run.result.to_json());
+    std::printf("check: %llu wrong elements: %s\n", static_cast<unsigned long long>(measured.wrong_elements),
+                code ? "FAILED" : "all exact");
+  write_measured(o, run);
   return code;
 #else
   (void)o;
-  std::fprintf(stderr, "commsim: this build has no NCCL backend (it was not built: CUDA or NCCL not found at configure time, or COMMSIM_NCCL=OFF)\n");
+  std::fprintf(stderr,
+               "commsim: this build has no NCCL backend (it was not built: CUDA or NCCL not found at configure time, "
+               "or COMMSIM_NCCL=OFF)\n");
   return 2;
 #endif
 }
 
 void register_run(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<RunCommand>();
-  CLI::App* cmd = app.add_subcommand("run", "Execute a scenario on real hardware and measure it (same Result schema as simulate)");
+  CLI::App* cmd =
+      app.add_subcommand("run", "Execute a scenario on real hardware and measure it (same Result schema as simulate)");
   cmd->add_option("scenario", o->scenario, "scenario JSON file")->required();
-  cmd->add_option("--backend", o->backend, "mpi (CPU ranks, Open MPI) | nccl (NVIDIA GPUs)")->check(CLI::IsMember({"mpi", "nccl"}));
+  cmd->add_option("--backend", o->backend, "mpi (CPU ranks, Open MPI) | nccl (NVIDIA GPUs)")
+      ->check(CLI::IsMember({"mpi", "nccl"}));
   cmd->add_option("--json", o->json, "write the measured result JSON");
+  cmd->add_option("--trace", o->trace, "write a Chrome trace of the first measured steps (open in Perfetto)");
   cmd->add_flag("--check", o->check, "verifiable inputs; count wrong elements after every collective (exit 1 if any)");
-  cmd->add_option("--impl", o->impl, "mpi: schedule (the simulator's schedules, point-to-point) | native (Open MPI's collectives)")
+  cmd->add_option("--impl", o->impl,
+                  "mpi: schedule (the simulator's schedules, point-to-point) | native (Open MPI's collectives)")
       ->check(CLI::IsMember({"schedule", "native"}));
-  cmd->add_flag("--cluster", o->cluster, "mpi: run inside an emulated cluster of the topology (namespaces, tc); needs CAP_NET_ADMIN");
+  cmd->add_flag("--cluster", o->cluster,
+                "mpi: run inside an emulated cluster of the topology (namespaces, tc); needs CAP_NET_ADMIN");
   cmd->add_option("--warmup", o->warmup, "steps run first and not counted")->check(CLI::NonNegativeNumber);
   cmd->add_option("--steps", o->steps, "number of measured steps (overrides the scenario)")->check(CLI::PositiveNumber);
-  cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)")->allow_extra_args(false);
-  cmd->add_option("--timeout-s", o->timeout_s, "mpi: stop the job after this many seconds (0 = no limit)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--timeout-s", o->timeout_s, "mpi: stop the job after this many seconds (0 = no limit)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([o, &exit_code] { exit_code = o->backend == "nccl" ? run_nccl(*o) : run_mpi(*o); });
 }
 

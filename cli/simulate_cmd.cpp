@@ -1,5 +1,8 @@
 // `commsim simulate`: predicts a training step of a scenario and prints a table; JSON result and Chrome trace.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "cli/commands.hpp"
@@ -15,13 +18,20 @@ struct SimulateOptions {
   int steps = 0;
 };
 
+}  // namespace
+
+void check_writable(const std::string& path, const std::string& flag) {
+  if (path.empty()) return;
+  const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+  if (!std::filesystem::is_directory(dir) || access(dir.c_str(), W_OK) != 0)
+    throw InputError(flag, "", "cannot write " + path + " (" + dir.string() + " is not a writable directory)");
+}
+
 void write_json(const std::string& path, const nlohmann::json& doc, const std::string& flag) {
   std::ofstream out(path);
   if (!out) throw InputError(flag, "", "cannot write " + path);
   out << doc.dump(2) << "\n";
 }
-
-}  // namespace
 
 void print_result(const SimulationRun& run) {
   const Result& r = run.result;
@@ -30,12 +40,15 @@ void print_result(const SimulationRun& run) {
               run.plan.model.name.c_str(), static_cast<double>(run.plan.model.parameters()) / 1e6,
               run.plan.model.tensors.size(), run.plan.buckets.size(), run.plan.streams, r.fidelity.c_str());
   std::printf("  step time      %10.3f ms   (steady-state mean from step %d)\n", r.step_time_s * 1e3, r.steady_from);
-  std::printf("  throughput     %10.1f samples/s   scaling efficiency %.1f %%\n", r.throughput_samples_s, 100 * r.scaling_efficiency);
-  std::printf("  compute        %10.3f ms\n  communication  %10.3f ms   exposed %.3f ms   overlap %.1f %%\n", r.compute_s * 1e3,
-              r.comm_s * 1e3, r.exposed_comm_s * 1e3, 100 * r.overlap_ratio);
+  std::printf("  throughput     %10.1f samples/s   scaling efficiency %.1f %%\n", r.throughput_samples_s,
+              100 * r.scaling_efficiency);
+  std::printf("  compute        %10.3f ms\n  communication  %10.3f ms   exposed %.3f ms   overlap %.1f %%\n",
+              r.compute_s * 1e3, r.comm_s * 1e3, r.exposed_comm_s * 1e3, 100 * r.overlap_ratio);
   std::printf("  bytes sent     %10.2f MB per rank per step\n", r.bytes_sent_per_rank / 1e6);
-  for (std::size_t s = 1; s < r.stream_busy_s.size(); ++s) std::printf("  comm stream %zu busy %.3f ms\n", s, r.stream_busy_s[s] * 1e3);
-  for (auto& [cls, busy] : r.link_class_busy_s) std::printf("  %-8s links busy %.3f ms (summed over links)\n", cls.c_str(), busy * 1e3);
+  for (std::size_t s = 1; s < r.stream_busy_s.size(); ++s)
+    std::printf("  comm stream %zu busy %.3f ms\n", s, r.stream_busy_s[s] * 1e3);
+  for (auto& [cls, busy] : r.link_class_busy_s)
+    std::printf("  %-8s links busy %.3f ms (summed over links)\n", cls.c_str(), busy * 1e3);
   bool varies = false;
   for (double s : r.steps_s) varies |= std::abs(s - r.steps_s.front()) > 1e-12 * s;
   if (varies) {
@@ -56,7 +69,10 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--trace", o->trace, "write a Chrome trace (open in Perfetto)");
   cmd->callback([o, &exit_code] {
     Fidelity fidelity;
-    if (!parse_fidelity(o->fidelity, fidelity)) throw InputError("--fidelity", "", "unknown fidelity \"" + o->fidelity + "\" (analytical, flow)");
+    if (!parse_fidelity(o->fidelity, fidelity))
+      throw InputError("--fidelity", "", "unknown fidelity \"" + o->fidelity + "\" (analytical, flow)");
+    check_writable(o->json, "--json");
+    check_writable(o->trace, "--trace");
     SimulationRun run = simulate_scenario(o->scenario, o->sets, o->steps, fidelity);
     print_result(run);
     if (!o->json.empty()) write_json(o->json, run.result.to_json(), "--json");

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -139,9 +140,13 @@ void expect_one_line(const Output& o, const std::string& mentions) {
 // 4 ranks on loopback with --check: every collective's result is compared with the exact verifiable sum, so the
 // run must report 0 wrong elements and exit 0. Its JSON has the simulator's schema: 8 steps (the scenario's), and
 // a median step no shorter than the compute the ranks waited for (the plan's 25.7 ms: sleeping never ends early).
+// Its trace has the prediction's format: the same tasks on the same threads, three steps of them (the backend
+// traces the first three measured steps of rank 0), each compute task at least as long as predicted.
 TEST(MpiRun, LoopbackFourRanksCheckIsExact) {
-  const std::string json = temp_file("loopback.json");
-  const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--check", "--json", json, "--timeout-s", "45"}));
+  const std::string json = temp_file("loopback.json"), trace = temp_file("loopback-trace.json"),
+                    predicted_trace = temp_file("predicted-trace.json");
+  const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--check", "--json", json, "--trace", trace,
+                                "--timeout-s", "45"}));
   ASSERT_EQ(o.exit_code, 0) << o.text;
   EXPECT_NE(o.text.find("check: 0 wrong"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("compute is emulated by waiting"), std::string::npos) << o.text;
@@ -153,8 +158,35 @@ TEST(MpiRun, LoopbackFourRanksCheckIsExact) {
   EXPECT_GE(r["step_time_s"].get<double>(), 0.0256);
   EXPECT_GE(r["step_time_spread_s"].get<double>(), 0.0);
   EXPECT_GT(r["bytes_sent"].get<double>(), 0.0);
-  fs::remove(json);
+
+  ASSERT_EQ(run(commsim({"simulate", kTiny, "--trace", predicted_trace})).exit_code, 0);
+  std::map<std::pair<std::string, int>, double> predicted_us;  // (task, thread) -> duration; the same every step
+  for (const nlohmann::json& e : read_json(predicted_trace)["traceEvents"])
+    if (e["ph"] == "X") predicted_us[{e["name"], e["tid"]}] = e["dur"].get<double>();
+  std::size_t measured_events = 0;
+  for (const nlohmann::json& e : read_json(trace)["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    ++measured_events;
+    const auto it = predicted_us.find({e["name"], e["tid"]});
+    ASSERT_NE(it, predicted_us.end()) << e.dump();
+    if (e["tid"] == 0) {
+      EXPECT_GE(e["dur"].get<double>(), it->second - 1) << e.dump();  // 1 us: rounding to us
+    }
+  }
+  EXPECT_EQ(measured_events, 3 * predicted_us.size());
+  for (const std::string& f : {json, trace, predicted_trace}) fs::remove(f);
   EXPECT_EQ(leftover_processes(), 0);
+}
+
+// An output path that cannot be written is bad input found before the job starts: exit 2, one line naming the
+// option, no rank started.
+TEST(MpiRun, UnwritableOutputIsFoundBeforeTheJob) {
+  for (const char* flag : {"--json", "--trace"}) {
+    const Output o = run(commsim({"run", "--backend", "mpi", kTiny, flag, "/nonexistent-dir/out.json"}));
+    EXPECT_EQ(o.exit_code, 2) << o.text;
+    expect_one_line(o, flag);
+    EXPECT_EQ(leftover_processes(), 0);
+  }
 }
 
 // The same checks through other allreduce algorithms, Open MPI's own collectives (plain and hierarchical), fp16

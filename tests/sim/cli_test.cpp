@@ -76,7 +76,8 @@ TEST_F(Cli, BadAlgo) {
 }
 
 TEST_F(Cli, AlgorithmThatDoesNotSupportTheCollective) {
-  expect_bad_input(run_cli("collective --topology tests/data/star4.json --op broadcast --algo tree"), {"--algo", "tree"});
+  expect_bad_input(run_cli("collective --topology tests/data/star4.json --op broadcast --algo tree"),
+                   {"--algo", "tree"});
 }
 
 TEST_F(Cli, BadFidelity) {
@@ -86,6 +87,14 @@ TEST_F(Cli, BadFidelity) {
 TEST_F(Cli, BadNodeCount) {
   // Parsed by CLI11: still exit 2 and one line.
   expect_bad_input(run_cli("collective --topology topologies/dgx-a100.json --nodes -3"), {"--nodes"});
+}
+
+// An output file that cannot be written is found before any work: no table on stdout, one line naming the option.
+TEST_F(Cli, UnwritableOutputFile) {
+  expect_bad_input(run_cli("simulate scenarios/emulated-tiny.json --trace /nonexistent-dir/trace.json"),
+                   {"--trace", "/nonexistent-dir"});
+  expect_bad_input(run_cli("simulate scenarios/emulated-tiny.json --json /nonexistent-dir/result.json"),
+                   {"--json", "/nonexistent-dir"});
 }
 
 }  // namespace
