@@ -59,7 +59,6 @@ int bench_mpi(const BenchCommand& o) {
 #ifdef COMMSIM_HAVE_MPI
   const std::uint64_t max_bytes = parse_size(o.max_bytes);
   if (!hw::under_mpirun()) {
-    check_writable(o.json, "--json");
     const std::unique_ptr<Topology> topology = load_topology(o.topology, o.nodes);
     hw::Launch launch;
     launch.ranks = topology->ranks();
@@ -99,7 +98,6 @@ int bench_nccl(const BenchCommand& o) {
 #ifdef COMMSIM_HAVE_NCCL
   nccl::BenchOptions options;
   options.max_bytes = parse_size(o.max_bytes);
-  check_writable(o.json, "--json");
   nccl::validate(options);
   const nccl::BenchResult result = nccl::bench_nccl(options);
   if (!result.root) return 0;
@@ -130,7 +128,7 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-bytes", o->max_bytes, "largest size, e.g. 64M (default 256M)");
   cmd->add_option("--impl", o->impl, "mpi allreduce: native (MPI_Allreduce) | schedule (the simulator's ring)")
       ->check(CLI::IsMember({"native", "schedule"}));
-  cmd->add_option("--json", o->json, "write every sample as JSON (for calibration)");
+  cmd->add_option("--json", o->json, "write every sample as JSON (for calibration)")->check(writable_file());
   cmd->add_option("--timeout-s", o->timeout_s, "mpi: stop the job after this many seconds (0 = no limit)")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([o, &exit_code] { exit_code = o->backend == "nccl" ? bench_nccl(*o) : bench_mpi(*o); });

@@ -116,7 +116,7 @@ void register_collective(CLI::App& app, int& exit_code) {
   cmd->add_option("--chunks", o->chunks, "pipeline pieces per step (0 = algorithm default)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--groups", o->hierarchy_groups, "hierarchical: number of leaders (hierarchical_allreduce_inter_nranks)");
   cmd->add_option("--reduce-Bps", o->reduce_Bps, "local reduction rate gamma in bytes/s (0 = free)");
-  cmd->add_option("--json", o->json, "write the rows as JSON");
+  cmd->add_option("--json", o->json, "write the rows as JSON")->check(writable_file());
   cmd->callback([o, &exit_code] { exit_code = run_collective(*o); });
 }
 

@@ -83,7 +83,7 @@ void register_compare(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("compare", "Simulate one scenario under several named settings, side by side");
   cmd->add_option("file", o->file, "comparison JSON: {name, scenario, variants: [{name, base?, set: {key: value}}]}")->required();
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
-  cmd->add_option("--json", o->json, "write every variant's result");
+  cmd->add_option("--json", o->json, "write every variant's result")->check(writable_file());
   cmd->callback([o, &exit_code] { exit_code = run_compare(*o); });
 }
 

@@ -122,7 +122,7 @@ void register_regress(CLI::App& app, int& exit_code) {
   CLI::Option* tol = cmd->add_option("--tolerance", o->tolerance, "allowed slowdown in percent (default: the baseline's tolerance_pct)")
                          ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--update", o->update, "store the step times of this commsim in the baseline instead of comparing");
-  cmd->add_option("--junit", o->junit, "write JUnit XML for CI systems");
+  cmd->add_option("--junit", o->junit, "write JUnit XML for CI systems")->check(writable_file());
   cmd->add_option("--measured", o->measured,
                   "NAME=RESULT.json: a hardware result measured now (commsim run --json) for the baseline entry NAME")
       ->allow_extra_args(false);

@@ -22,7 +22,7 @@ void register_report(CLI::App& app, int& exit_code) {
   cmd->add_option("results", o->files,
                   "result JSON files (simulate/run --json); a Chrome trace (simulate --trace) after a result is its timeline")
       ->required();
-  cmd->add_option("-o,--output", o->out, "HTML file to write (default: report.html)");
+  cmd->add_option("-o,--output", o->out, "HTML file to write (default: report.html)")->check(writable_file());
   cmd->add_option("--title", o->title, "page title");
   cmd->callback([o, &exit_code] {
     const std::vector<reports::ReportInput> inputs = reports::load_report_inputs(o->files);

@@ -95,8 +95,6 @@ int run_rank(const RunCommand& o) {
 // Outside mpirun: checks everything that can be checked here (scenario, plan, memory, emulation), then starts the
 // job with this same command line, absolute paths, under mpirun.
 int launch_run(const RunCommand& o) {
-  check_writable(o.json, "--json");
-  check_writable(o.trace, "--trace");
   const SimulationRun run = hw::load_run(run_options(o));
   hw::check_memory(run.plan, hw::available_memory_bytes());
   hw::Launch launch;
@@ -128,8 +126,6 @@ int run_mpi(const RunCommand& o) {
 
 int run_nccl(const RunCommand& o) {
 #ifdef COMMSIM_HAVE_NCCL
-  check_writable(o.json, "--json");
-  check_writable(o.trace, "--trace");
   std::vector<std::string> sets = o.sets;
   if (o.steps > 0) sets.push_back("steps=" + std::to_string(o.steps));
   SimulationRun run;
@@ -168,8 +164,9 @@ void register_run(CLI::App& app, int& exit_code) {
   cmd->add_option("scenario", o->scenario, "scenario JSON file")->required();
   cmd->add_option("--backend", o->backend, "mpi (CPU ranks, Open MPI) | nccl (NVIDIA GPUs)")
       ->check(CLI::IsMember({"mpi", "nccl"}));
-  cmd->add_option("--json", o->json, "write the measured result JSON");
-  cmd->add_option("--trace", o->trace, "write a Chrome trace of the first measured steps (open in Perfetto)");
+  cmd->add_option("--json", o->json, "write the measured result JSON")->check(writable_file());
+  cmd->add_option("--trace", o->trace, "write a Chrome trace of the first measured steps (open in Perfetto)")
+      ->check(writable_file());
   cmd->add_flag("--check", o->check, "verifiable inputs; count wrong elements after every collective (exit 1 if any)");
   cmd->add_option("--impl", o->impl,
                   "mpi: schedule (the simulator's schedules, point-to-point) | native (Open MPI's collectives)")

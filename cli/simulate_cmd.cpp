@@ -20,11 +20,15 @@ struct SimulateOptions {
 
 }  // namespace
 
-void check_writable(const std::string& path, const std::string& flag) {
-  if (path.empty()) return;
-  const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
-  if (!std::filesystem::is_directory(dir) || access(dir.c_str(), W_OK) != 0)
-    throw InputError(flag, "", "cannot write " + path + " (" + dir.string() + " is not a writable directory)");
+const CLI::Validator& writable_file() {
+  static const CLI::Validator validator(
+      [](std::string& path) -> std::string {
+        const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+        if (std::filesystem::is_directory(dir) && access(dir.c_str(), W_OK) == 0) return "";
+        return "cannot write " + path + " (" + dir.string() + " is not a writable directory)";
+      },
+      "FILE");
+  return validator;
 }
 
 void write_json(const std::string& path, const nlohmann::json& doc, const std::string& flag) {
@@ -65,14 +69,12 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(CLI::PositiveNumber);
   cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)");
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
-  cmd->add_option("--json", o->json, "write the result JSON");
-  cmd->add_option("--trace", o->trace, "write a Chrome trace (open in Perfetto)");
+  cmd->add_option("--json", o->json, "write the result JSON")->check(writable_file());
+  cmd->add_option("--trace", o->trace, "write a Chrome trace (open in Perfetto)")->check(writable_file());
   cmd->callback([o, &exit_code] {
     Fidelity fidelity;
     if (!parse_fidelity(o->fidelity, fidelity))
       throw InputError("--fidelity", "", "unknown fidelity \"" + o->fidelity + "\" (analytical, flow)");
-    check_writable(o->json, "--json");
-    check_writable(o->trace, "--trace");
     SimulationRun run = simulate_scenario(o->scenario, o->sets, o->steps, fidelity);
     print_result(run);
     if (!o->json.empty()) write_json(o->json, run.result.to_json(), "--json");

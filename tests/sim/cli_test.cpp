@@ -89,11 +89,16 @@ TEST_F(Cli, BadNodeCount) {
   expect_bad_input(run_cli("collective --topology topologies/dgx-a100.json --nodes -3"), {"--nodes"});
 }
 
-// An output file that cannot be written is found before any work: no table on stdout, one line naming the option.
+// An output file that cannot be written is found when the command line is parsed, before any work: no table on
+// stdout, one line naming the option. Every command that writes a file checks it the same way.
 TEST_F(Cli, UnwritableOutputFile) {
   expect_bad_input(run_cli("simulate scenarios/emulated-tiny.json --trace /nonexistent-dir/trace.json"),
                    {"--trace", "/nonexistent-dir"});
   expect_bad_input(run_cli("simulate scenarios/emulated-tiny.json --json /nonexistent-dir/result.json"),
+                   {"--json", "/nonexistent-dir"});
+  expect_bad_input(run_cli("collective --topology tests/data/star4.json --sizes 1M --json /nonexistent-dir/rows.json"),
+                   {"--json", "/nonexistent-dir"});
+  expect_bad_input(run_cli("compare scenarios/demo-techniques.json --json /nonexistent-dir/all.json"),
                    {"--json", "/nonexistent-dir"});
 }
 
