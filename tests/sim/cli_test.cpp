@@ -98,6 +98,7 @@ TEST_F(Cli, UnwritableOutputFile) {
                    {"--json", "/nonexistent-dir"});
   expect_bad_input(run_cli("collective --topology tests/data/star4.json --sizes 1M --json /nonexistent-dir/rows.json"),
                    {"--json", "/nonexistent-dir"});
+  expect_bad_input(run_cli("simulate scenarios/emulated-tiny.json --json tests"), {"--json", "is a directory"});
   expect_bad_input(run_cli("compare scenarios/demo-techniques.json --json /nonexistent-dir/all.json"),
                    {"--json", "/nonexistent-dir"});
 }
