@@ -13,7 +13,8 @@ namespace {
 constexpr std::pair<std::string_view, LinkClass> kLinkClassNames[] = {
     {"nvlink", LinkClass::NvLink}, {"nvswitch", LinkClass::NvSwitch}, {"pcie", LinkClass::Pcie},
     {"upi", LinkClass::Upi},       {"shm", LinkClass::Shm},           {"rdma", LinkClass::Rdma},
-    {"tcp", LinkClass::Tcp},       {"fabric", LinkClass::Fabric}};
+    {"tcp", LinkClass::Tcp},       {"fabric", LinkClass::Fabric},     {"efa", LinkClass::Efa},
+    {"tcpx", LinkClass::Tcpx}};
 
 std::string class_list() {
   std::string s;

@@ -18,10 +18,12 @@ enum class LinkClass : std::uint8_t {
   Upi,       // CPU socket interconnect (QPI/UPI, AMD Infinity Fabric)
   Shm,       // shared memory between CPU ranks of one host
   Rdma,      // InfiniBand / RoCE NIC <-> switch
-  Tcp,       // Ethernet NIC <-> switch, TCP transport
+  Tcp,       // Ethernet NIC <-> switch, TCP transport (NCCL's socket transport)
   Fabric,    // switch <-> switch, or a generic network dimension
+  Efa,       // AWS Elastic Fabric Adapter: SRD transport through libfabric (aws-ofi-nccl)
+  Tcpx,      // GCP GPUDirect-TCPX / TCPXO: TCP with GPU memory as the socket buffer (NCCL net plugin)
 };
-inline constexpr int kLinkClassCount = 8;
+inline constexpr int kLinkClassCount = 10;
 std::string_view to_string(LinkClass c);
 bool parse_link_class(std::string_view name, LinkClass& out);
 
