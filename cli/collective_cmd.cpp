@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "sim/collective/collective.hpp"
+#include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
 
@@ -45,7 +46,7 @@ std::vector<Bytes> parse_sizes(const std::string& text) {
 namespace {
 
 struct CollectiveOptions {
-  std::string topology, op = "allreduce", algo = "ring", sizes = "8:1G", fidelity = "analytical", json;
+  std::string topology, op = "allreduce", algo = "ring", proto = "auto", sizes = "8:1G", fidelity = "analytical", json;
   int nodes = 0, channels = 0, chunks = 0, hierarchy_groups = 0;
   double reduce_Bps = 0;
 };
@@ -53,11 +54,16 @@ struct CollectiveOptions {
 int run_collective(const CollectiveOptions& o) {
   CollectiveSpec spec;
   if (!parse_collective(o.op, spec.op)) throw InputError("--op", "", "unknown collective \"" + o.op + "\" (allreduce, reducescatter, allgather, broadcast, reduce)");
-  if (!parse_algorithm(o.algo, spec.algorithm)) throw InputError("--algo", "", "unknown algorithm \"" + o.algo + "\" (ring, tree, hd, hierarchical, 2d-ring, auto)");
+  if (!parse_algorithm(o.algo, spec.algorithm))
+    throw InputError("--algo", "", "unknown algorithm \"" + o.algo + "\" (ring, tree, hd, hierarchical, 2d-ring, nvls, nvlstree, collnet_direct, collnet_chain, pat, auto)");
+  if (!parse_protocol(o.proto, spec.protocol)) throw InputError("--proto", "", "unknown protocol \"" + o.proto + "\" (ll, ll128, simple, auto)");
   Fidelity fidelity;
   if (!parse_fidelity(o.fidelity, fidelity)) throw InputError("--fidelity", "", "unknown fidelity \"" + o.fidelity + "\" (analytical, flow)");
   auto topology = load_topology(o.topology, o.nodes);
+  const bool nccl = topology->library().kind == LibraryKind::Nccl;
+  if (spec.protocol != Protocol::Auto && !nccl) throw InputError("--proto", "", "protocols are NCCL's: " + o.topology + " names no NCCL library");
   spec.channels = o.channels > 0 ? o.channels : topology->default_channels();
+  spec.nccl_channels = nccl ? o.channels : 0;
   spec.chunks = o.chunks;
   spec.hierarchy_groups = o.hierarchy_groups;
   spec.reduce_Bps = o.reduce_Bps;
@@ -68,14 +74,24 @@ int run_collective(const CollectiveOptions& o) {
 
   std::printf("# commsim %s  %s\n# %s, fidelity %s, %d ranks\n", COMMSIM_VERSION, std::string(to_string(spec.op)).c_str(),
               topology->summary().c_str(), o.fidelity.c_str(), p);
-  std::printf("#%12s %12s %6s %12s %13s %12s %12s\n", "size(B)", "count", "type", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
+  if (nccl) std::printf("# library nccl %s: algorithm, protocol and channels as NCCL's tuner picks them\n", topology->library().version.c_str());
+  std::printf("#%12s %12s %6s %14s %8s %4s %13s %12s %12s\n", "size(B)", "count", "type", "algo", "proto", "nch", "time(us)",
+              "algbw(GB/s)", "busbw(GB/s)");
   nlohmann::json rows = nlohmann::json::array();
   for (Bytes size : sizes) {
     spec.bytes = size;
     CollectiveSpec resolved = spec;
-    resolved.algorithm = choose_algorithm(spec, *topology);
+    resolved.algorithm = choose_algorithm(spec, *topology, fidelity != Fidelity::Analytical);
     double seconds;
-    if (fidelity == Fidelity::Analytical) {
+    std::string proto = "-";
+    int channels = spec.channels;
+    if (fidelity == Fidelity::Analytical && uses_library_model(spec, *topology)) {
+      const nccl::Estimate e = nccl::predict(spec, *topology, "--algo");
+      resolved.algorithm = e.algorithm;
+      proto = to_string(e.protocol);
+      channels = e.channels;
+      seconds = e.seconds;
+    } else if (fidelity == Fidelity::Analytical) {
       seconds = closed_form_seconds(resolved, *topology);
     } else {
       Schedule schedule;
@@ -86,9 +102,9 @@ int run_collective(const CollectiveOptions& o) {
     const double algbw = static_cast<double>(size) / seconds / 1e9;
     const double busbw = algbw * busbw_factor(spec.op, p);
     const std::string algo(to_string(resolved.algorithm));
-    std::printf(" %12llu %12llu %6s %12s %13.2f %12.2f %12.2f\n", static_cast<unsigned long long>(size),
-                static_cast<unsigned long long>(size / 4), "float", algo.c_str(), seconds * 1e6, algbw, busbw);
-    rows.push_back({{"size_bytes", size}, {"count", size / 4}, {"type", "float"}, {"algorithm", algo},
+    std::printf(" %12llu %12llu %6s %14s %8s %4d %13.2f %12.2f %12.2f\n", static_cast<unsigned long long>(size),
+                static_cast<unsigned long long>(size / 4), "float", algo.c_str(), proto.c_str(), channels, seconds * 1e6, algbw, busbw);
+    rows.push_back({{"size_bytes", size}, {"count", size / 4}, {"type", "float"}, {"algorithm", algo}, {"protocol", proto}, {"channels", channels},
                     {"time_us", seconds * 1e6}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw}});
   }
   if (!o.json.empty()) {
@@ -109,10 +125,11 @@ void register_collective(CLI::App& app, int& exit_code) {
   cmd->add_option("--topology", o->topology, "topology JSON file")->required();
   cmd->add_option("--nodes", o->nodes, "number of nodes (overrides the file)")->check(CLI::PositiveNumber);
   cmd->add_option("--op", o->op, "allreduce | reducescatter | allgather | broadcast | reduce");
-  cmd->add_option("--algo", o->algo, "ring | tree | hd | hierarchical | 2d-ring | auto");
+  cmd->add_option("--algo", o->algo, "ring | tree | hd | hierarchical | 2d-ring | nvls | nvlstree | collnet_direct | collnet_chain | pat | auto (NCCL_ALGO)");
+  cmd->add_option("--proto", o->proto, "ll | ll128 | simple | auto: NCCL's protocol (NCCL_PROTO), NCCL topologies only");
   cmd->add_option("--sizes", o->sizes, "MIN:MAX doubling range or a comma list, bytes with K/M/G suffixes");
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
-  cmd->add_option("--channels", o->channels, "independent rings/trees (NCCL channels); 0 = one per NIC of a node")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--channels", o->channels, "independent rings/trees (NCCL channels: NCCL_MIN/MAX_NCHANNELS); 0 = the library's own count, one per NIC of a node otherwise")->check(CLI::NonNegativeNumber);
   cmd->add_option("--chunks", o->chunks, "pipeline pieces per step (0 = algorithm default)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--groups", o->hierarchy_groups, "hierarchical: number of leaders (hierarchical_allreduce_inter_nranks)");
   cmd->add_option("--reduce-Bps", o->reduce_Bps, "local reduction rate gamma in bytes/s (0 = free)");

@@ -254,8 +254,18 @@ std::string_view to_string(Collective c) {
   return names[static_cast<int>(c)];
 }
 std::string_view to_string(Algorithm a) {
-  static constexpr std::string_view names[] = {"ring", "tree", "hd", "hierarchical", "2d-ring", "auto"};
+  static constexpr std::string_view names[] = {"ring", "tree", "hd", "hierarchical", "2d-ring", "nvls",
+                                               "nvlstree", "collnet_direct", "collnet_chain", "pat", "auto"};
   return names[static_cast<int>(a)];
+}
+std::string_view to_string(Protocol p) {
+  static constexpr std::string_view names[] = {"ll", "ll128", "simple", "auto"};
+  return names[static_cast<int>(p)];
+}
+bool parse_protocol(std::string_view s, Protocol& out) {
+  for (int i = 0; i <= static_cast<int>(Protocol::Auto); ++i)
+    if (to_string(static_cast<Protocol>(i)) == s) return (out = static_cast<Protocol>(i)), true;
+  return false;
 }
 bool parse_collective(std::string_view s, Collective& out) {
   for (int i = 0; i < 5; ++i)
@@ -263,7 +273,7 @@ bool parse_collective(std::string_view s, Collective& out) {
   return false;
 }
 bool parse_algorithm(std::string_view s, Algorithm& out) {
-  for (int i = 0; i < 6; ++i)
+  for (int i = 0; i <= static_cast<int>(Algorithm::Auto); ++i)
     if (to_string(static_cast<Algorithm>(i)) == s) return (out = static_cast<Algorithm>(i)), true;
   return false;
 }
@@ -301,7 +311,10 @@ void check_supported(const CollectiveSpec& spec, int ranks, const std::string& f
 void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& schedule, std::vector<OpId>& frontier) {
   COMMSIM_CHECK(static_cast<int>(frontier.size()) == topology.ranks(), "frontier must have one entry per rank");
   CollectiveSpec s = spec;
-  if (s.algorithm == Algorithm::Auto) s.algorithm = choose_algorithm(spec, topology);
+  if (s.algorithm == Algorithm::Auto) s.algorithm = choose_algorithm(spec, topology, true);
+  if (library_only(s.algorithm))
+    throw InputError("collective", "algo", std::string(to_string(s.algorithm)) +
+                                               " is priced by the NCCL model only: use the analytical fidelity (it has no schedule for flow)");
   const std::vector<int> ranks = participants(s, topology);
   const int p = static_cast<int>(ranks.size());
   check_supported(s, p, "collective");

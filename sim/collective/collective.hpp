@@ -19,8 +19,20 @@ enum class Algorithm : std::uint8_t {
   HalvingDoubling,  // Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather (Thakur 2005)
   Hierarchical,     // Paddle use_hierarchical_allreduce: group allreduce, leaders allreduce, group broadcast
   Ring2D,           // intra-node ring reduce-scatter, inter-node ring allreduce, intra-node ring allgather
-  Auto,             // the cheapest by the closed-form model, as NCCL's tuner picks
+  // NCCL's own algorithms (priced by sim/collective/nccl_model on topologies whose library is NCCL):
+  Nvls,             // NVLink SHARP: the NVSwitch reduces and multicasts (NVSwitch gen3+, sm90+)
+  NvlsTree,         // NVLS inside the node, a tree across nodes
+  CollNetDirect,    // SHARP in the network switches, every GPU to its NIC
+  CollNetChain,     // SHARP in the network switches, a chain inside the node
+  Pat,              // Parallel Aggregated Trees: allgather / reduce-scatter at one GPU per node
+  Auto,             // the library's own choice: NCCL's tuner on NCCL topologies, else the cheapest closed form
 };
+
+// NCCL's protocols (src/include/device.h): LL sends 8 bytes of data in each 16-byte line with a flag, LL128 120
+// of every 128 bytes, Simple whole buffers with a fence per step.
+enum class Protocol : std::uint8_t { LL, LL128, Simple, Auto };
+std::string_view to_string(Protocol p);
+bool parse_protocol(std::string_view s, Protocol& out);
 
 std::string_view to_string(Collective c);
 std::string_view to_string(Algorithm a);
@@ -30,6 +42,7 @@ bool parse_algorithm(std::string_view s, Algorithm& out);
 struct CollectiveSpec {
   Collective op = Collective::AllReduce;
   Algorithm algorithm = Algorithm::Ring;
+  Protocol protocol = Protocol::Auto;  // NCCL topologies only (NCCL_PROTO); Auto = NCCL's choice
   // Size of the full vector in bytes: the per-rank buffer for allreduce/broadcast/reduce, the output of allgather
   // and the input of reduce-scatter (as nccl-tests reports sizes).
   Bytes bytes = 0;
@@ -48,6 +61,7 @@ struct CollectiveSpec {
   // latencies, instead of one transfer per step. Same time on an uncontended network (the slowest edge sets both),
   // contention still shared by the flows; p x channels transfers instead of 2(p-1) x p x channels.
   bool aggregate = false;
+  int nccl_channels = 0;   // NCCL topologies: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS; 0 = NCCL's own count
 };
 
 // nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw * factor.
@@ -60,10 +74,21 @@ void check_supported(const CollectiveSpec& spec, int ranks, const std::string& f
 // operation rank r waits for before it takes part; on return it is the operation after which r holds its result.
 void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& schedule, std::vector<OpId>& frontier);
 
-// Closed-form time in seconds on an uncontended network (engine quantum included, so it matches the engine
-// exactly on uniform topologies). Resolves Auto to the cheapest algorithm.
+// Closed-form time in seconds of the algorithm's schedule on an uncontended network (engine quantum included, so it
+// matches the engine exactly on uniform topologies). Resolves Auto first. NCCL's algorithms without a schedule
+// (nvls, nvlstree, collnet_*, pat) are priced by the NCCL model.
 double closed_form_seconds(const CollectiveSpec& spec, const Topology& topology);
-Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology);
+
+// The `analytical` fidelity: the topology's library model (NCCL's protocols, channels and algorithms on a topology
+// whose library is NCCL, for collectives over all its ranks), otherwise the schedule's closed form.
+double predict_seconds(const CollectiveSpec& spec, const Topology& topology);
+bool uses_library_model(const CollectiveSpec& spec, const Topology& topology);
+
+// Auto resolved: the library's own choice on an NCCL topology (restricted to algorithms with a schedule when
+// `need_schedule`, as the flow fidelity runs schedules), otherwise the cheapest closed form.
+Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology, bool need_schedule = false);
+// Whether the algorithm is one of NCCL's with no schedule generator here.
+bool library_only(Algorithm a);
 
 // Bytes the schedule of a (resolved, non-auto) collective moves over the network in total, summed over ranks:
 // equal to Schedule::bytes_transferred() of generate() when the size divides evenly.

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "sim/collective/collective.hpp"
+#include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
 
 namespace commsim {
@@ -231,16 +232,34 @@ TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
       }
       return rs + across + ag;
     }
-    case Algorithm::Auto: break;
+    default: break;
   }
-  COMMSIM_CHECK(false, "closed form of auto must be resolved first");
+  COMMSIM_CHECK(false, "closed form of auto and of NCCL-only algorithms is not a schedule's");
   return 0;
 }
 
 }  // namespace
 
-Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology) {
+bool library_only(Algorithm a) {
+  return a == Algorithm::Nvls || a == Algorithm::NvlsTree || a == Algorithm::CollNetDirect || a == Algorithm::CollNetChain ||
+         a == Algorithm::Pat;
+}
+
+bool uses_library_model(const CollectiveSpec& spec, const Topology& topology) {
+  const bool nccl_algorithm = spec.algorithm == Algorithm::Auto || spec.algorithm == Algorithm::Ring ||
+                              spec.algorithm == Algorithm::Tree || library_only(spec.algorithm);
+  return topology.library().kind == LibraryKind::Nccl && nccl_algorithm &&
+         (spec.ranks.empty() || static_cast<int>(spec.ranks.size()) == topology.ranks());
+}
+
+double predict_seconds(const CollectiveSpec& spec, const Topology& topology) {
+  if (uses_library_model(spec, topology)) return nccl::predict(spec, topology).seconds;
+  return closed_form_seconds(spec, topology);
+}
+
+Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology, bool need_schedule) {
   if (spec.algorithm != Algorithm::Auto) return spec.algorithm;
+  if (uses_library_model(spec, topology)) return nccl::choose(spec, topology, "collective", need_schedule).algorithm;
   const int p = spec.ranks.empty() ? topology.ranks() : static_cast<int>(spec.ranks.size());
   Algorithm best = Algorithm::Ring;
   TimePs best_ps = std::numeric_limits<TimePs>::max();
@@ -281,6 +300,12 @@ double total_transfer_bytes(const CollectiveSpec& spec, int p) {
       const int r = spec.ranks_per_node, n = p / r;
       return 2.0 * n * (r - 1) * m + 2.0 * (n - 1) * m;  // in-node reduce-scatter + allgather, across-node allreduce
     }
+    case Algorithm::Nvls:
+    case Algorithm::CollNetDirect:
+      return 1.0 * p * m;  // each rank sends its vector once, to the switch that reduces it
+    case Algorithm::NvlsTree:
+    case Algorithm::CollNetChain: return 2.0 * (p - 1) * m;  // as a chain/tree: up and down every edge once
+    case Algorithm::Pat: return (p - 1) * m;  // as the ring: every rank sends p-1 blocks of m/p ... of the others
     case Algorithm::Auto: break;
   }
   COMMSIM_CHECK(false, "total_transfer_bytes needs a resolved algorithm");
@@ -290,6 +315,7 @@ double total_transfer_bytes(const CollectiveSpec& spec, int p) {
 double closed_form_seconds(const CollectiveSpec& spec, const Topology& topology) {
   CollectiveSpec s = spec;
   s.algorithm = choose_algorithm(spec, topology);
+  if (library_only(s.algorithm)) return nccl::predict(s, topology).seconds;
   return ps_to_seconds(closed_form_ps(s, topology));
 }
 

@@ -46,6 +46,42 @@ LinkParams parse_link_params(JsonFields& f, LinkClass c) {
   return p;
 }
 
+// The "library" block: which communication library runs the collectives, and what it detects of the machine.
+CommLibrary parse_library(JsonFields& top) {
+  CommLibrary lib;
+  if (!top.has("library")) return lib;
+  JsonFields f = top.object("library");
+  const std::string name = f.string("name");
+  if (name == "nccl") lib.kind = LibraryKind::Nccl;
+  else if (name == "mpi") lib.kind = LibraryKind::Mpi;
+  else f.fail("name", "unknown library \"" + name + "\" (nccl, mpi)");
+  lib.version = f.string_or("version", "");
+  if (lib.kind == LibraryKind::Nccl) {
+    if (lib.version.empty()) f.fail("version", "an NCCL topology names its NCCL version (e.g. \"2.18\")");
+    const std::string arch = f.string("gpu_arch");
+    if (!parse_gpu_arch(arch, lib.gpu_arch)) f.fail("gpu_arch", "unknown GPU generation \"" + arch + "\" (volta, ampere, hopper, blackwell)");
+    const std::string cpu = f.string_or("cpu_vendor", "intel");
+    if (cpu != "intel" && cpu != "amd") f.fail("cpu_vendor", "must be intel or amd");
+    lib.cpu_amd = cpu == "amd";
+    lib.channels = static_cast<int>(f.integer_or("channels", 0, 0, 64));
+    lib.nvls = f.boolean_or("nvls", false);
+    if (lib.nvls && lib.gpu_arch < GpuArch::Hopper) f.fail("nvls", "NVLink SHARP needs Hopper or later");
+    lib.collnet = f.boolean_or("collnet", false);
+    if (const Json* fitted = f.raw_optional("fitted")) {
+      JsonFields scales = f.object("fitted");
+      for (auto& [key, value] : fitted->items()) {
+        JsonFields s = scales.object(key);
+        lib.fitted[key] = {s.positive("latency_scale"), s.positive("bandwidth_scale")};
+        s.reject_unknown();
+      }
+      lib.fitted_source = f.string("fitted_source");
+    }
+  }
+  f.string("source");  // where the version and the machine facts come from
+  f.reject_unknown();
+  return lib;
+}
+
 std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file, int nodes_override) {
   JsonFields top(root, file, "");
   ClusterSpec spec;
@@ -152,8 +188,11 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
   fabric.reject_unknown();
   spec.gpudirect_p2p = top.boolean_or("gpudirect_p2p", true);
   spec.gpudirect_rdma = top.boolean_or("gpudirect_rdma", true);
+  CommLibrary library = parse_library(top);
   top.reject_unknown();
-  return std::make_unique<ClusterTopology>(std::move(spec));
+  auto topology = std::make_unique<ClusterTopology>(std::move(spec));
+  topology->set_library(std::move(library));
+  return topology;
 }
 
 std::unique_ptr<Topology> load_astra(const Json& root, const std::string& file, int nodes_override) {
@@ -207,6 +246,16 @@ std::vector<Topology::RingHop> Topology::ring_hops() const {
     if (!known) hops.push_back(hop);
   }
   return hops;
+}
+
+std::string_view to_string(GpuArch a) {
+  static constexpr std::string_view names[] = {"volta", "ampere", "hopper", "blackwell"};
+  return names[static_cast<int>(a)];
+}
+bool parse_gpu_arch(std::string_view s, GpuArch& out) {
+  for (int i = 0; i <= static_cast<int>(GpuArch::Blackwell); ++i)
+    if (to_string(static_cast<GpuArch>(i)) == s) return (out = static_cast<GpuArch>(i)), true;
+  return false;
 }
 
 std::string_view to_string(LinkClass c) {

@@ -7,7 +7,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "sim/topology/library.hpp"
 
 namespace commsim {
 
@@ -85,12 +88,16 @@ class Topology {
 
   // Channels a collective library would open: one per NIC of a node, so every NIC carries a ring.
   virtual int default_channels() const { return 1; }
+  // The communication library the collectives run on (the file's "library" block; Generic when absent).
+  const CommLibrary& library() const { return library_; }
+  void set_library(CommLibrary library) { library_ = std::move(library); }
   // A one-line description of the machine for reports.
   virtual std::string summary() const = 0;
 
  protected:
   std::string name_;
   std::string source_file_;
+  CommLibrary library_;
 };
 
 // Loads topologies/*.json (node template + fabric, or ASTRA-sim's network dimensions). `nodes_override` > 0

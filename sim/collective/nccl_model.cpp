@@ -1,0 +1,427 @@
+// NCCL's tuning model on a commsim topology (see nccl_model.hpp for the formulas). Constants come from the table
+// compiled in from libraries/nccl.json; the per-channel graph bandwidths NCCL's topology search would find are
+// replaced by the topology's own link bandwidths (the same links the flow fidelity shares).
+#include "sim/collective/nccl_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "sim/core/error.hpp"
+
+namespace commsim::nccl {
+
+std::string_view embedded_table_json();  // generated from libraries/nccl.json at build time
+
+namespace {
+
+// NCCL's algorithm and protocol indices (src/include/devcomm.h): the rows of the constants table.
+enum NcclAlgo { kTree, kRing, kCollNetDirect, kCollNetChain, kNvls, kNvlsTree, kPat, kNcclAlgos };
+constexpr std::array<std::string_view, kNcclAlgos> kAlgoKeys = {"tree", "ring", "collnet_direct", "collnet_chain",
+                                                               "nvls", "nvls_tree", "pat"};
+constexpr std::array<Algorithm, kNcclAlgos> kAlgorithms = {Algorithm::Tree, Algorithm::Ring, Algorithm::CollNetDirect,
+                                                          Algorithm::CollNetChain, Algorithm::Nvls, Algorithm::NvlsTree,
+                                                          Algorithm::Pat};
+constexpr int kProtos = 3;  // LL, LL128, Simple
+enum Hw { kNvlinkHw, kPciHw, kNetHw };
+constexpr int kArchs = 4;
+constexpr int kCorrectionSizes = 23;
+
+using PerProto = std::array<double, kProtos>;
+using PerAlgo = std::array<PerProto, kNcclAlgos>;
+using PerNodes = std::array<double, 3>;  // 1 node, 2 nodes, more
+
+struct Table {
+  std::string version;
+  PerAlgo base_latency_us{};
+  std::array<PerAlgo, 3> hw_latency_us{};  // NVLink, PCI, network
+  std::array<PerNodes, kArchs> ll_max_bw_single_node{};  // by GPU generation
+  std::array<PerNodes, 2> ll_max_bw_multi_node{};         // by CPU vendor: Intel, AMD
+  std::array<PerNodes, kArchs> ring_ll128_per_channel_GBps{}, tree_ll128_per_channel_GBps{}, tree_per_channel_GBps{};
+  std::array<std::array<double, kCorrectionSizes>, kProtos> tree_correction{};
+  PerProto max_threads{}, thread_threshold{};
+  double net_overhead_intel_us = 0, net_overhead_amd_us = 0;
+  double ring_plateau_pre_ampere = 1, ring_plateau = 1;
+  double nvls_bus_bw_efficiency = 1;  // NVLS busBw per GPU NVLink bandwidth
+  int nvls_channels = 16;
+  bool pat = false;  // PAT exists in this version
+  std::array<std::map<std::string, ModelScale>, kArchs> fitted;
+};
+
+int arch_index(GpuArch a) { return static_cast<int>(a); }
+
+template <std::size_t N>
+std::array<double, N> read_array(const nlohmann::json& j) {
+  std::array<double, N> out{};
+  COMMSIM_CHECK(j.is_array() && j.size() == N, "libraries/nccl.json: an array has the wrong length");
+  for (std::size_t i = 0; i < N; ++i) out[i] = j[i].get<double>();
+  return out;
+}
+PerAlgo read_per_algo(const nlohmann::json& j) {
+  PerAlgo out{};
+  for (int a = 0; a < kNcclAlgos; ++a) out[a] = read_array<kProtos>(j.at(std::string(kAlgoKeys[a])));
+  return out;
+}
+std::array<PerNodes, kArchs> read_per_arch(const nlohmann::json& j) {
+  std::array<PerNodes, kArchs> out{};
+  for (int a = 0; a < kArchs; ++a) out[a] = read_array<3>(j.at(std::string(to_string(static_cast<GpuArch>(a)))));
+  return out;
+}
+PerProto read_per_proto(const nlohmann::json& j) { return {j.at("ll").get<double>(), j.at("ll128").get<double>(), j.at("simple").get<double>()}; }
+
+std::map<std::string, ModelScale> read_scales(const nlohmann::json& j) {
+  std::map<std::string, ModelScale> out;
+  for (auto& [key, v] : j.items()) out[key] = {v.at("latency_scale").get<double>(), v.at("bandwidth_scale").get<double>()};
+  return out;
+}
+
+// The table is part of the program (compiled in), so a malformed table is an internal fault, not bad input.
+std::vector<Table> load_tables() {
+  const nlohmann::json doc = nlohmann::json::parse(embedded_table_json());
+  std::vector<Table> tables;
+  for (const auto& v : doc.at("versions")) {
+    const nlohmann::json& c = v.at("constants");
+    Table t;
+    t.version = v.at("version").get<std::string>();
+    t.base_latency_us = read_per_algo(c.at("base_latency_us"));
+    t.hw_latency_us = {read_per_algo(c.at("hw_latency_us").at("nvlink")), read_per_algo(c.at("hw_latency_us").at("pci")),
+                       read_per_algo(c.at("hw_latency_us").at("net"))};
+    t.ll_max_bw_single_node = read_per_arch(c.at("ll_max_bw_GBps").at("single_node"));
+    t.ll_max_bw_multi_node = {read_array<3>(c.at("ll_max_bw_GBps").at("multi_node_intel")),
+                              read_array<3>(c.at("ll_max_bw_GBps").at("multi_node_amd"))};
+    t.ring_ll128_per_channel_GBps = read_per_arch(c.at("per_channel_max_ring_ll128_GBps"));
+    t.tree_ll128_per_channel_GBps = read_per_arch(c.at("per_channel_max_tree_ll128_GBps"));
+    t.tree_per_channel_GBps = read_per_arch(c.at("per_channel_max_tree_GBps"));
+    const nlohmann::json& corr = c.at("tree_correction");
+    t.tree_correction = {read_array<kCorrectionSizes>(corr.at("ll")), read_array<kCorrectionSizes>(corr.at("ll128")),
+                         read_array<kCorrectionSizes>(corr.at("simple"))};
+    t.max_threads = read_per_proto(c.at("max_threads"));
+    t.thread_threshold = read_per_proto(c.at("thread_threshold"));
+    t.net_overhead_intel_us = c.at("net_overhead_us").at("intel").get<double>();
+    t.net_overhead_amd_us = c.at("net_overhead_us").at("amd").get<double>();
+    t.ring_plateau_pre_ampere = c.at("ring_simple_plateau").at("pre_ampere").get<double>();
+    t.ring_plateau = c.at("ring_simple_plateau").at("ampere_and_later").get<double>();
+    t.nvls_bus_bw_efficiency = c.at("nvls_bus_bw_efficiency").get<double>();
+    t.nvls_channels = c.at("nvls_channels").get<int>();
+    t.pat = c.at("pat").get<bool>();
+    for (int a = 0; a < kArchs; ++a) {
+      const std::string arch(to_string(static_cast<GpuArch>(a)));
+      if (doc.at("fitted").contains(arch)) t.fitted[a] = read_scales(doc.at("fitted").at(arch).at("scales"));
+    }
+    tables.push_back(std::move(t));
+  }
+  return tables;
+}
+
+const std::vector<Table>& tables() {
+  static const std::vector<Table> all = load_tables();
+  return all;
+}
+
+// "2.18.5" selects the table "2.18"; an empty version selects the newest.
+const Table* find_table(std::string_view version) {
+  const std::vector<Table>& all = tables();
+  if (version.empty()) return &all.back();
+  for (const Table& t : all)
+    if (version == t.version || (version.size() > t.version.size() && version.substr(0, t.version.size()) == t.version &&
+                                 version[t.version.size()] == '.'))
+      return &t;
+  return nullptr;
+}
+
+const Table& table_of(const Topology& topo) {
+  const Table* t = find_table(topo.library().version);
+  if (t == nullptr) throw InputError(topo.source_file(), "library.version", "no NCCL constants table for version \"" + topo.library().version + "\"");
+  return *t;
+}
+
+bool is_network(LinkClass c) {
+  return c == LinkClass::Rdma || c == LinkClass::Tcp || c == LinkClass::Efa || c == LinkClass::Tcpx || c == LinkClass::Fabric;
+}
+
+// The LL latency NCCL's table assumes for one network step over InfiniBand (hwLat NET Ring LL, 2.7 us in every
+// version read); a transport whose step latency is above it (sockets, EFA, TCPX) adds the difference, as NCCL adds
+// a net plugin's reported latency (graph->latencyInter).
+constexpr double kInfinibandStepLatencyUs = 2.7;
+
+int log2i(Bytes n) {
+  int l = -1;
+  while (n > 0) n >>= 1, ++l;
+  return l;
+}
+
+int proto_index(Protocol p) { return static_cast<int>(p); }
+
+struct Evaluation {
+  bool applicable = false;
+  double latency_us = 0;
+  double busbw_GBps = 0;  // at all channels
+  double algbw_GBps = 0;
+};
+
+int steps_of(Collective op, int ranks) {
+  switch (op) {
+    case Collective::AllReduce: return 2 * (ranks - 1);
+    case Collective::ReduceScatter:
+    case Collective::AllGather: return ranks - 1;
+    default: return ranks;
+  }
+}
+
+bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+  // LL128 is on by default only where NCCL tested it: NVLink inside the node, the NIC reached without the CPU.
+  if (p == proto_index(Protocol::LL128) && !(m.nvlink_intra && (m.nodes == 1 || m.gpudirect_network))) return false;
+  const bool simple_only = a == kNvls || a == kNvlsTree || a == kCollNetDirect || a == kCollNetChain || a == kPat;
+  if (simple_only && p != proto_index(Protocol::Simple)) return false;
+  if (op == Collective::Broadcast || op == Collective::Reduce) return a == kRing;
+  if (op == Collective::ReduceScatter || op == Collective::AllGather) {
+    if (a == kRing) return true;
+    if (a == kNvls) return lib.nvls && m.nodes == 1;
+    if (a == kPat) return t.pat && m.ranks == m.nodes;  // one GPU per node
+    return false;
+  }
+  switch (a) {  // allreduce
+    case kRing: return true;
+    case kTree: return true;
+    case kNvls: return lib.nvls;
+    case kNvlsTree: return lib.nvls && m.nodes > 1;
+    case kCollNetDirect:
+    case kCollNetChain: return lib.collnet && m.nodes > 1;
+    default: return false;
+  }
+}
+
+Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+  Evaluation e;
+  if (m.ranks < 2 || !applies(a, p, op, m, lib, t)) return e;
+  const int n = m.ranks, nodes = m.nodes;
+  const double ppn = static_cast<double>(n) / nodes;
+  const int arch = arch_index(lib.gpu_arch);
+  const int nodes_index = nodes <= 2 ? nodes - 1 : 2;
+  const double ll_max_bw = nodes == 1 ? t.ll_max_bw_single_node[arch][nodes_index]
+                                      : t.ll_max_bw_multi_node[lib.cpu_amd ? 1 : 0][nodes_index];
+  const double channels = m.channels;
+
+  // Graph bandwidth: the slower of the node's ring and its network share.
+  double bw_total = nodes == 1 ? m.intra_GBps : std::min(m.intra_GBps, m.inter_GBps);
+  if (a == kNvls || a == kNvlsTree) {
+    bw_total = m.nvlink_GBps * t.nvls_bus_bw_efficiency;
+    if (nodes > 1) bw_total = std::min(bw_total, a == kNvlsTree && nodes > 2 ? m.inter_GBps / 2 : m.inter_GBps);
+  }
+  double bus = bw_total;
+  if (a == kRing && p == 0) bus = std::min(ll_max_bw, bus * ((nodes > 1 || op == Collective::AllReduce || op == Collective::Reduce) ? 1.0 / 4 : 1.0 / 3));
+  if (a == kRing && p == 1) bus = std::min(bus * (ppn < 2 ? 0.7 : 0.92), channels * t.ring_ll128_per_channel_GBps[arch][nodes_index]);
+  if (a == kTree) bus = std::min(bus * 0.92, channels * t.tree_per_channel_GBps[arch][nodes_index]);
+  if (a == kTree && p == 0) bus = std::min(bus / 3.8, ll_max_bw);
+  if (a == kTree && p == 1) bus = std::min(bus * (nodes == 1 ? 7.0 / 9 : 120.0 / 128), channels * t.tree_ll128_per_channel_GBps[arch][nodes_index]);
+  if (a == kCollNetDirect) {
+    double factor = ppn / channels;  // GPUs per NIC channel: CollNet direct wants a NIC per GPU
+    factor -= (factor - 1) / 2;
+    if (factor > 0) bus /= factor;
+    if (lib.gpu_arch >= GpuArch::Hopper) bus *= 0.85;
+  }
+  const int steps = steps_of(op, n);
+  const double ratio = a == kRing ? static_cast<double>(n) / steps : (a == kNvls || a == kNvlsTree) ? 5.0 / 6 : 0.5;
+  e.busbw_GBps = bus;
+  e.algbw_GBps = bus * ratio;
+
+  const Hw intra_hw = m.nvlink_intra ? kNvlinkHw : kPciHw;
+  double lat = t.base_latency_us[a][p];
+  double intra_lat = t.hw_latency_us[intra_hw][a][p];
+  double inter_lat = t.hw_latency_us[kNetHw][a][p] + m.transport_latency_us;
+  if (p == proto_index(Protocol::Simple)) inter_lat += m.transport_latency_us;  // the flush after a receive
+  const int inter_steps = op == Collective::AllReduce ? (nodes > 1 ? 2 * nodes : 0)
+                          : (op == Collective::ReduceScatter || op == Collective::AllGather) ? nodes - 1 : nodes;
+  const int local = static_cast<int>(ppn) - 1;
+  switch (a) {
+    case kRing:
+      if (op == Collective::Broadcast || op == Collective::Reduce) {
+        lat += steps * t.hw_latency_us[nodes == 1 ? intra_hw : kNetHw][a][p];
+      } else {
+        double net_overhead = 0;
+        if (nodes > 1) net_overhead = (lib.cpu_amd ? t.net_overhead_amd_us : t.net_overhead_intel_us) * (p == 2 ? 3 : 1);
+        intra_lat = std::max(intra_lat, net_overhead);
+        lat += (steps - inter_steps) * intra_lat + inter_steps * inter_lat;
+      }
+      break;
+    case kTree: lat += 2 * (local * intra_lat + log2i(static_cast<Bytes>(nodes)) * inter_lat); break;
+    case kCollNetDirect: lat += 2 * (std::min(1, local) * intra_lat + local * 0.5) + inter_lat; break;
+    case kCollNetChain: lat += 2 * local * intra_lat + inter_lat; break;
+    case kNvls:
+      if (nodes > 1) lat += t.hw_latency_us[kNetHw][a][p];
+      break;
+    case kNvlsTree: lat += 2 * (nodes - 1) * t.hw_latency_us[kNetHw][a][p]; break;
+    case kPat: lat += log2i(static_cast<Bytes>(n)) * inter_lat; break;
+  }
+  e.latency_us = lat;
+  e.applicable = e.algbw_GBps > 0;
+  return e;
+}
+
+// NCCL's estimate for `bytes` (ncclTopoGetAlgoTime): tree's size correction, the ring's plateau.
+double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machine& m, const CommLibrary& lib, const Table& t,
+                    Collective op) {
+  double bw = e.algbw_GBps, lat = e.latency_us;
+  const int log_size = log2i(bytes >> 6);
+  if (a == kTree && log_size >= 0 && log_size < kCorrectionSizes) bw *= t.tree_correction[p][log_size];
+  if (a == kRing && p == 2 && m.nodes > 1 && op == Collective::AllReduce &&
+      static_cast<double>(bytes) / (static_cast<double>(m.channels) * m.ranks) >= 64)
+    lat *= lib.gpu_arch == GpuArch::Volta ? t.ring_plateau_pre_ampere : t.ring_plateau;
+  return lat + static_cast<double>(bytes) / (1000 * bw);
+}
+
+// Channels NCCL launches for `bytes` (enqueue.cc): fewer while each thread would get less than its threshold.
+int launched_channels(int a, int p, Bytes bytes, const Machine& m, const Table& t) {
+  if (a == kNvls || a == kNvlsTree) return t.nvls_channels;
+  double nc = m.channels, nt = t.max_threads[p];
+  const double threshold = t.thread_threshold[p] * (a == kRing && p == 0 ? m.ranks : 1);
+  while (static_cast<double>(bytes) < nc * nt * threshold) {
+    if (nc >= 2) --nc;
+    else if (std::fmod(nt, 128) == 0) nt /= 2;
+    else break;
+  }
+  return static_cast<int>(nc);
+}
+
+int nccl_index(Algorithm a) {
+  for (int i = 0; i < kNcclAlgos; ++i)
+    if (kAlgorithms[i] == a) return i;
+  return -1;
+}
+
+ModelScale fitted_scale(const Topology& topo, const Table& t, int a, int p) {
+  const std::string key = std::string(kAlgoKeys[a]) + "/" + std::string(to_string(static_cast<Protocol>(p)));
+  const CommLibrary& lib = topo.library();
+  for (const auto* scales : {&lib.fitted, &t.fitted[arch_index(lib.gpu_arch)]})
+    if (auto it = scales->find(key); it != scales->end()) return it->second;
+  return {};
+}
+
+Estimate make_estimate(int a, int p, int channels, double latency_us, double algbw_GBps, Bytes bytes) {
+  Estimate e;
+  e.algorithm = kAlgorithms[a];
+  e.protocol = static_cast<Protocol>(p);
+  e.channels = channels;
+  e.latency_s = latency_us * 1e-6;
+  e.algbw_Bps = algbw_GBps * 1e9;
+  e.seconds = e.latency_s + static_cast<double>(bytes) / e.algbw_Bps;
+  return e;
+}
+
+}  // namespace
+
+std::string scale_key(Algorithm algorithm, Protocol protocol) {
+  const int a = nccl_index(algorithm);
+  COMMSIM_CHECK(a >= 0 && protocol != Protocol::Auto, "scale_key needs an NCCL algorithm and a protocol");
+  return std::string(kAlgoKeys[a]) + "/" + std::string(to_string(protocol));
+}
+
+std::vector<std::string> table_versions() {
+  std::vector<std::string> out;
+  for (const Table& t : tables()) out.push_back(t.version);
+  return out;
+}
+bool known_version(std::string_view version) { return find_table(version) != nullptr; }
+
+Machine machine_of(const Topology& topo) {
+  Machine m;
+  m.ranks = topo.ranks();
+  m.nodes = topo.nodes();
+  const int rpn = topo.ranks_per_node();
+  m.channels = topo.library().channels > 0 ? topo.library().channels : 2 * topo.default_channels();
+  double intra = std::numeric_limits<double>::infinity();
+  for (const Topology::RingHop& hop : topo.ring_hops())
+    if (hop.same_node) intra = std::min(intra, hop.cost.bottleneck_Bps / 1e9);
+  if (rpn > 1) {
+    Route r;
+    topo.route(0, 1, r);
+    for (LinkId id : r.links) {
+      const LinkClass c = topo.link(id).link_class;
+      if (c == LinkClass::NvLink || c == LinkClass::NvSwitch) m.nvlink_intra = true;
+    }
+  }
+  if (m.nodes > 1) {
+    // Each local rank reaches its peer in the next node through a NIC; GPUs that share a NIC share its bandwidth.
+    std::map<LinkId, double> nic_links;
+    double latency_s = 0;
+    for (int i = 0; i < rpn; ++i) {
+      Route r;
+      topo.route(i, rpn + i, r);
+      for (LinkId id : r.links) {
+        const LinkParams& link = topo.link(id);
+        if (!is_network(link.link_class)) continue;
+        nic_links[id] = link.effective_Bps() / 1e9;
+        m.gpudirect_network = link.link_class != LinkClass::Tcp;
+        latency_s = std::max(latency_s, link.latency_s);
+        break;
+      }
+    }
+    for (auto [id, GBps] : nic_links) m.inter_GBps += GBps;
+    m.transport_latency_us = std::max(0.0, latency_s * 1e6 - kInfinibandStepLatencyUs);
+  }
+  m.intra_GBps = rpn > 1 ? intra : m.inter_GBps;
+  m.nvlink_GBps = m.nvlink_intra ? m.intra_GBps : 0;
+  return m;
+}
+
+std::vector<Estimate> candidates(const CollectiveSpec& spec, const Topology& topo) {
+  std::vector<Estimate> out;
+  if (topo.library().kind != LibraryKind::Nccl) return out;
+  const Table& t = table_of(topo);
+  Machine m = machine_of(topo);
+  if (spec.nccl_channels > 0) m.channels = spec.nccl_channels;
+  for (int a = 0; a < kNcclAlgos; ++a)
+    for (int p = 0; p < kProtos; ++p) {
+      const Evaluation e = evaluate(a, p, spec.op, m, topo.library(), t);
+      if (!e.applicable) continue;
+      const double us = nccl_time_us(a, p, e, spec.bytes, m, topo.library(), t, spec.op);
+      Estimate est = make_estimate(a, p, m.channels, e.latency_us, e.algbw_GBps, spec.bytes);
+      est.seconds = us * 1e-6;
+      out.push_back(est);
+    }
+  return out;
+}
+
+Estimate choose(const CollectiveSpec& spec, const Topology& topo, const std::string& field, bool schedulable_only) {
+  if (topo.library().kind != LibraryKind::Nccl)
+    throw InputError(topo.source_file(), "library", "NCCL's algorithms need a topology whose library is nccl");
+  const std::vector<Estimate> all = candidates(spec, topo);
+  const Estimate* best = nullptr;
+  for (const Estimate& e : all) {
+    if (spec.algorithm != Algorithm::Auto && e.algorithm != spec.algorithm) continue;
+    if (schedulable_only && e.algorithm != Algorithm::Ring && e.algorithm != Algorithm::Tree) continue;
+    if (spec.protocol != Protocol::Auto && e.protocol != spec.protocol) continue;
+    if (best == nullptr || e.seconds < best->seconds) best = &e;  // ties keep NCCL's order
+  }
+  if (best == nullptr)
+    throw InputError(field, "algo", "NCCL has no " + std::string(to_string(spec.algorithm)) + "/" + std::string(to_string(spec.protocol)) +
+                                        " " + std::string(to_string(spec.op)) + " on " + topo.name() + " (" +
+                                        std::to_string(topo.ranks()) + " ranks, " + std::to_string(topo.nodes()) + " nodes)");
+  return *best;
+}
+
+Estimate predict_with(const CollectiveSpec& spec, const Topology& topo, Algorithm algorithm, Protocol protocol, ModelScale scale) {
+  const Table& t = table_of(topo);
+  Machine m = machine_of(topo);
+  if (spec.nccl_channels > 0) m.channels = spec.nccl_channels;
+  const int a = nccl_index(algorithm), p = proto_index(protocol);
+  COMMSIM_CHECK(a >= 0 && protocol != Protocol::Auto, "predict_with needs an NCCL algorithm and a protocol");
+  const Evaluation e = evaluate(a, p, spec.op, m, topo.library(), t);
+  if (!e.applicable) return make_estimate(a, p, 0, 0, 0, spec.bytes);
+  const int channels = launched_channels(a, p, spec.bytes, m, t);
+  const double channel_share = a == kNvls || a == kNvlsTree ? 1.0 : static_cast<double>(channels) / m.channels;
+  return make_estimate(a, p, channels, e.latency_us * scale.latency_scale, e.algbw_GBps * channel_share * scale.bandwidth_scale,
+                       spec.bytes);
+}
+
+Estimate predict(const CollectiveSpec& spec, const Topology& topo, const std::string& field) {
+  const Estimate chosen = choose(spec, topo, field);
+  const Table& t = table_of(topo);
+  const int a = nccl_index(chosen.algorithm), p = proto_index(chosen.protocol);
+  return predict_with(spec, topo, chosen.algorithm, chosen.protocol, fitted_scale(topo, t, a, p));
+}
+
+}  // namespace commsim::nccl

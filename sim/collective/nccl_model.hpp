@@ -1,0 +1,69 @@
+// NCCL's collective model: its algorithms (ring, tree, NVLS, NVLS-tree, CollNet direct/chain, PAT), protocols (LL,
+// LL128, Simple) and channels, with the constants of NCCL's own tuning model (src/graph/tuning.cc) read from the
+// versioned table libraries/nccl.json, and the machine's bandwidths taken from the topology's links.
+//
+// For one collective of n bytes, algorithm a and protocol p (NCCL's ncclTopoTuneModel / ncclTopoGetAlgoTime):
+//   time(a, p) = latency(a, p) + n / algbw(a, p)
+//   latency    = base[a][p] + (intra steps) * hwLat[intra link][a][p] + (inter steps) * (hwLat[net][a][p] + transport)
+//   algbw      = busBw(a, p) * ratio(a),  busBw = graph bandwidth capped per protocol and channel
+// NCCL picks the (a, p) of least estimated time; that is `choose`. What the collective then takes (`predict`)
+// uses the channels NCCL really launches for that size (fewer for small messages) and the fitted per-(a, p)
+// scales of the GPU generation (libraries/nccl.json "fitted", or the topology's own from calibration).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/collective/collective.hpp"
+
+namespace commsim::nccl {
+
+struct Estimate {
+  Algorithm algorithm = Algorithm::Ring;
+  Protocol protocol = Protocol::Simple;
+  int channels = 0;         // channels launched for this size
+  double latency_s = 0;     // fixed part
+  double algbw_Bps = 0;     // bytes of the user buffer per second, at `channels` channels
+  double seconds = 0;       // latency_s + bytes / algbw_Bps
+};
+
+// The machine as NCCL's topology search sees it, derived from a topology.
+struct Machine {
+  int ranks = 0, nodes = 0;
+  bool nvlink_intra = false;  // GPUs of a node talk over NVLink (else PCI)
+  double intra_GBps = 0;      // per-GPU bandwidth of the intra-node ring (slowest local hop), GB/s
+  double inter_GBps = 0;      // per-node network bandwidth (sum over the node's distinct NICs), GB/s; 0 on 1 node
+  double nvlink_GBps = 0;     // per-GPU NVLink/NVSwitch bandwidth (NVLS), GB/s
+  bool gpudirect_network = false;  // the network is reached without the CPU (RDMA/EFA/TCPX, not sockets)
+  double transport_latency_us = 0;  // the network transport's latency beyond InfiniBand's (EFA, TCPX, sockets)
+  int channels = 0;           // NCCL's ring/tree channel count
+};
+Machine machine_of(const Topology& topology);
+
+// Every (algorithm, protocol) NCCL would consider for this collective, with NCCL's own estimate of its time
+// (the library's default constants, all channels), in registry order. Empty when the topology's library is not NCCL.
+std::vector<Estimate> candidates(const CollectiveSpec& spec, const Topology& topology);
+
+// NCCL's choice: the candidate of least estimated time among those allowed by spec.algorithm / spec.protocol
+// (Auto = any). Throws InputError naming `field` when the forced algorithm or protocol cannot run.
+// `schedulable_only` keeps to ring and tree, the algorithms with schedules (the flow fidelity).
+Estimate choose(const CollectiveSpec& spec, const Topology& topology, const std::string& field = "collective",
+                bool schedulable_only = false);
+
+// The predicted time of the collective NCCL would run (choose), with the channels launched for that size and the
+// fitted scales.
+Estimate predict(const CollectiveSpec& spec, const Topology& topology, const std::string& field = "collective");
+
+// The same prediction for a given (algorithm, protocol), with explicit scales: what calibration fits.
+Estimate predict_with(const CollectiveSpec& spec, const Topology& topology, Algorithm algorithm, Protocol protocol,
+                      ModelScale scale);
+
+// "ring/ll128": the key of an (algorithm, protocol) in fitted tables.
+std::string scale_key(Algorithm algorithm, Protocol protocol);
+
+// Versions present in libraries/nccl.json, newest last; and whether `version` selects one of them.
+std::vector<std::string> table_versions();
+bool known_version(std::string_view version);
+
+}  // namespace commsim::nccl

@@ -1,0 +1,44 @@
+// The communication library a topology's collectives run on, and what that library detects of the machine. The
+// collective model is the library's: for NCCL its protocols, channels and algorithms (sim/collective/nccl_model).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace commsim {
+
+enum class LibraryKind : std::uint8_t {
+  Generic,  // no library named: alpha-beta schedules of the generic algorithms (ring, tree, hd, ...)
+  Nccl,     // NVIDIA NCCL
+  Mpi,      // an MPI library (Open MPI): the generic schedules, as the MPI backend runs them
+};
+
+// GPU generation, as NCCL's tuning tables index it (compute capability 70 / 80 / 90 / 100).
+enum class GpuArch : std::uint8_t { Volta, Ampere, Hopper, Blackwell };
+std::string_view to_string(GpuArch a);
+bool parse_gpu_arch(std::string_view s, GpuArch& out);
+
+// Fitted corrections of one (algorithm, protocol) of the library's model: time = latency_scale * latency +
+// bytes / (bandwidth_scale * bandwidth). 1/1 is the library's own model.
+struct ModelScale {
+  double latency_scale = 1;
+  double bandwidth_scale = 1;
+};
+
+struct CommLibrary {
+  LibraryKind kind = LibraryKind::Generic;
+  std::string version;  // e.g. "2.18"; selects the constants table
+  GpuArch gpu_arch = GpuArch::Ampere;
+  bool cpu_amd = false;      // NCCL prices the network proxy and LL across nodes by CPU vendor
+  int channels = 0;          // NCCL's channel count for rings/trees (comm->nChannels); 0 = 2 per NIC of a node
+  bool nvls = false;         // NVLink SHARP: NVSwitch gen3+ reduces in the switch (NCCL's NVLS algorithms)
+  bool collnet = false;      // SHARP in the network switches (NCCL's CollNet algorithms)
+  // Fitted scales by "algorithm/protocol" (e.g. "ring/ll128"), from `commsim calibrate --from-nccl-tests`; they
+  // replace the library table's fitted scales for this GPU generation.
+  std::map<std::string, ModelScale> fitted;
+  std::string fitted_source;
+};
+
+}  // namespace commsim
