@@ -5,10 +5,13 @@
 // microbenchmark job failed.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "cli/commands.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/json_fields.hpp"
 #include "validate/calibrate_run.hpp"
+#include "validate/nccl_tests_log.hpp"
 #include "validate/process.hpp"
 
 namespace commsim::cli {
@@ -16,13 +19,62 @@ namespace {
 
 struct CalibrateCommand {
   std::string backend = "mpi", topology, out, bench_out, max_bytes = "16M", model = "collective";
-  std::vector<std::string> bench;
+  std::vector<std::string> bench, nccl_tests;
+  std::string op = "allreduce";
+  int nodes = 0;
   bool cluster = false;
   int repeats = 3;
   double timeout_s = 900;
 };
 
+// --from-nccl-tests: fits the NCCL model's per-(algorithm, protocol) scales to nccl-tests logs and writes the
+// topology with them in its library block.
+int calibrate_from_nccl_tests(const CalibrateCommand& c) {
+  Collective op;
+  if (!parse_collective(c.op, op)) throw InputError("--op", "", "unknown collective \"" + c.op + "\" (allreduce, reducescatter, allgather)");
+  std::vector<std::pair<validate::NcclTestsLog, Collective>> logs;
+  for (const std::string& file : c.nccl_tests) {
+    validate::NcclTestsLog log = validate::read_nccl_tests_log(file);
+    const Collective log_op = log.op_known ? log.op : op;
+    logs.emplace_back(std::move(log), log_op);
+  }
+  const validate::NcclTestsLog& first = logs.front().first;
+  const int nodes = c.nodes > 0 ? c.nodes : first.hosts;
+  auto topology = load_topology(c.topology, nodes);
+  if (topology->library().kind != LibraryKind::Nccl)
+    throw InputError(c.topology, "library", "calibration from nccl-tests needs a topology whose library is nccl");
+  for (const auto& [log, unused] : logs)
+    if (log.ranks > 0 && log.ranks != topology->ranks())
+      throw InputError(log.file, "", "has " + std::to_string(log.ranks) + " ranks, " + c.topology + " with " +
+                                         std::to_string(topology->nodes()) + " node(s) has " + std::to_string(topology->ranks()) +
+                                         " (give --nodes)");
+  const validate::NcclCalibration cal = validate::fit_nccl(*topology, logs);
+  std::printf("%s", validate::describe(cal).c_str());
+  for (const auto& f : cal.fits)
+    if (!f.trusted) std::printf("not fitted (keeps the table's scales): %s\n", f.why_not.c_str());
+  if (!cal.any_trusted()) {
+    std::fprintf(stderr, "commsim calibrate: refused: no (algorithm, protocol) of the logs could be fitted; nothing written\n");
+    return 1;
+  }
+  Json doc = read_json_file(c.topology);
+  Json& library = doc["library"];
+  library["fitted"] = Json::object();
+  for (const auto& f : cal.fits)
+    if (f.trusted) library["fitted"][f.key] = {{"latency_scale", f.scale.latency_scale}, {"bandwidth_scale", f.scale.bandwidth_scale}};
+  std::string logs_list;
+  for (const std::string& file : c.nccl_tests) logs_list += (logs_list.empty() ? "" : ", ") + file;
+  library["fitted_source"] = "commsim calibrate --from-nccl-tests " + logs_list + " (" + std::to_string(cal.samples) + " sizes)";
+  library["fitted_band_rel"] = cal.band_rel;
+  const std::string out = c.out.empty() ? std::filesystem::path(c.topology).stem().string() + "-calibrated.json" : c.out;
+  std::ofstream file(out);
+  file << doc.dump(2) << "\n";
+  if (!file) throw InputError("-o", "", "cannot write " + out);
+  std::printf("wrote %s (the topology with the fitted NCCL scales)\n", out.c_str());
+  return 0;
+}
+
 int calibrate(const CalibrateCommand& c) {
+  if (!c.nccl_tests.empty()) return calibrate_from_nccl_tests(c);
   if (c.backend != "mpi")
     throw InputError("--backend", "", "calibrate fits the MPI backend's microbenchmarks; NCCL calibration is not implemented yet");
   validate::CalibrateOptions o;
@@ -70,6 +122,10 @@ void register_calibrate(CLI::App& app, int& exit_code) {
   cmd->add_option("--model", c->model, "collective (default: latency and bottleneck beta as the allreduce sweep sees them, all ranks "
                                        "busy) | links (ping-pong alone)")
       ->check(CLI::IsMember({"collective", "links"}));
+  cmd->add_option("--from-nccl-tests", c->nccl_tests, "fit the NCCL model to these nccl-tests logs (all_reduce_perf etc. text output)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--op", c->op, "collective of the nccl-tests logs: allreduce (default) | allgather | reducescatter");
+  cmd->add_option("--nodes", c->nodes, "nodes of the logs' runs (default: the distinct hosts the logs list)")->check(CLI::PositiveNumber);
   cmd->add_option("--timeout-s", c->timeout_s, "stop the microbenchmarks after this many seconds")->check(CLI::PositiveNumber);
   cmd->callback([c, &exit_code] { exit_code = calibrate(*c); });
 }

@@ -39,6 +39,7 @@ struct CommLibrary {
   // replace the library table's fitted scales for this GPU generation.
   std::map<std::string, ModelScale> fitted;
   std::string fitted_source;
+  double fitted_band_rel = 0;  // +- relative error band of the fitted model (2 x RMS relative residual)
 };
 
 }  // namespace commsim

@@ -75,6 +75,8 @@ CommLibrary parse_library(JsonFields& top) {
         s.reject_unknown();
       }
       lib.fitted_source = f.string("fitted_source");
+      lib.fitted_band_rel = f.number_or("fitted_band_rel", 0);
+      if (!(lib.fitted_band_rel >= 0 && lib.fitted_band_rel < 10)) f.fail("fitted_band_rel", "must be in [0, 10)");
     }
   }
   f.string("source");  // where the version and the machine facts come from

@@ -1,0 +1,172 @@
+// The NCCL model (sim/collective/nccl_model): NCCL's own estimate on a hand-worked machine, its choice of algorithm,
+// protocol and channels, the physical bound every prediction respects, and the library block of a topology.
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include "sim/collective/nccl_model.hpp"
+#include "sim/core/error.hpp"
+#include "tests/sim/test_util.hpp"
+
+namespace commsim::test {
+namespace {
+
+std::unique_ptr<Topology> dgx_a100_one_node() { return load_topology(shipped("dgx-a100"), 1); }
+
+CollectiveSpec allreduce(Bytes bytes) {
+  CollectiveSpec s;
+  s.op = Collective::AllReduce;
+  s.algorithm = Algorithm::Auto;
+  s.bytes = bytes;
+  return s;
+}
+
+double estimate_us(const std::vector<nccl::Estimate>& all, Algorithm a, Protocol p) {
+  for (const nccl::Estimate& e : all)
+    if (e.algorithm == a && e.protocol == p) return e.seconds * 1e6;
+  ADD_FAILURE() << "no estimate for " << to_string(a) << "/" << to_string(p);
+  return 0;
+}
+
+// One DGX A100 node (topologies/dgx-a100.json, NCCL 2.18 table in libraries/nccl.json). The machine NCCL sees:
+//   8 ranks, 1 node, NVLink inside; ring bandwidth per GPU = 300 GB/s x 0.774 = 232.2 GB/s; 16 channels (2 per NIC).
+// NCCL's estimate time = latency + n / (1000 algbw) in us with algbw in GB/s, ring ratio 8 / 2(8-1) = 8/14:
+//   LL:     busBw = min(llMaxBw[Ampere][1 node] 87.7, 232.2 / 4) = 58.05     -> algbw 33.1714
+//           latency = base 6.6 + 14 steps x hwLat NVLink LL 0.6 = 15.0 us
+//   LL128:  busBw = min(232.2 x 0.92, 16 ch x 20.0) = 213.624              -> algbw 122.0709
+//           latency = 14.0 + 14 x 1.9 = 40.6 us
+//   Simple: busBw = 232.2                                                   -> algbw 132.6857
+//           latency = 8.4 + 14 x 3.4 = 56.0 us
+// At 1 MiB: LL 15.0 + 1048576 / 33171.4 = 46.611; LL128 40.6 + 8.590 = 49.190; Simple 56.0 + 7.903 = 63.903 us.
+TEST(NcclModel, HandWorkedRingEstimatesOnOneDgxA100) {
+  auto t = dgx_a100_one_node();
+  const nccl::Machine m = nccl::machine_of(*t);
+  EXPECT_EQ(m.ranks, 8);
+  EXPECT_EQ(m.channels, 16);
+  EXPECT_TRUE(m.nvlink_intra);
+  EXPECT_NEAR(m.intra_GBps, 232.2, 1e-9);
+  const auto all = nccl::candidates(allreduce(1 << 20), *t);
+  EXPECT_NEAR(estimate_us(all, Algorithm::Ring, Protocol::LL), 15.0 + 1048576 / (1000 * 58.05 * 8 / 14), 1e-6);
+  EXPECT_NEAR(estimate_us(all, Algorithm::Ring, Protocol::LL128), 40.6 + 1048576 / (1000 * 213.624 * 8 / 14), 1e-6);
+  EXPECT_NEAR(estimate_us(all, Algorithm::Ring, Protocol::Simple), 56.0 + 1048576 / (1000 * 232.2 * 8 / 14), 1e-6);
+}
+
+// The choice follows the estimates: LL wins at 1 MiB (46.6 us, above); at 2 MiB LL costs 15.0 + 63.22 = 78.2 and
+// LL128 40.6 + 17.18 = 57.8 (Simple 56.0 + 15.8 = 71.8); at 64 MiB LL128 40.6 + 549.8 = 590.4 and Simple
+// 56.0 + 505.8 = 561.8. No NVLS on A100, and tree on one node is slower (its LL128 correction at these sizes).
+TEST(NcclModel, ChoosesTheProtocolOfLeastEstimatedTime) {
+  auto t = dgx_a100_one_node();
+  const std::pair<Bytes, Protocol> expected[] = {{1 << 20, Protocol::LL}, {2 << 20, Protocol::LL128}, {64 << 20, Protocol::Simple}};
+  for (auto [bytes, proto] : expected) {
+    const nccl::Estimate e = nccl::choose(allreduce(bytes), *t);
+    EXPECT_EQ(e.algorithm, Algorithm::Ring) << bytes;
+    EXPECT_EQ(e.protocol, proto) << bytes;
+  }
+  // Forcing a protocol (NCCL_PROTO=Simple) gives that protocol's estimate.
+  CollectiveSpec forced = allreduce(1 << 20);
+  forced.protocol = Protocol::Simple;
+  EXPECT_EQ(nccl::choose(forced, *t).protocol, Protocol::Simple);
+  // NVLS needs NVLink SHARP (Hopper NVSwitch): forcing it on A100 is bad input naming the option.
+  forced.algorithm = Algorithm::Nvls;
+  EXPECT_THROW(nccl::choose(forced, *t, "--algo"), InputError);
+}
+
+// Channels launched (enqueue.cc): fewer while n < nc x threads x threshold. Ring LL: threshold 8 x 8 ranks = 64 B
+// per thread, 512 threads, so 32 KiB per channel: 64 KiB -> 2 channels, 256 KiB -> 8, 512 KiB and more -> all 16.
+// Simple: 64 B x 512 threads = 32 KiB per channel as well.
+TEST(NcclModel, SmallMessagesLaunchFewerChannels) {
+  auto t = dgx_a100_one_node();
+  const auto channels = [&](Bytes bytes, Protocol p) {
+    return nccl::predict_with(allreduce(bytes), *t, Algorithm::Ring, p, {}).channels;
+  };
+  EXPECT_EQ(channels(64 << 10, Protocol::LL), 2);
+  EXPECT_EQ(channels(256 << 10, Protocol::LL), 8);
+  EXPECT_EQ(channels(512 << 10, Protocol::LL), 16);
+  EXPECT_EQ(channels(8 << 20, Protocol::LL), 16);
+  EXPECT_EQ(channels(64 << 10, Protocol::Simple), 2);
+  EXPECT_EQ(channels(8, Protocol::Simple), 1);
+}
+
+// Fitted scales multiply the two terms: latency 2 and bandwidth 0.5 double both, so the time doubles.
+TEST(NcclModel, ScalesMultiplyLatencyAndDivideBandwidth) {
+  auto t = dgx_a100_one_node();
+  const nccl::Estimate plain = nccl::predict_with(allreduce(1 << 20), *t, Algorithm::Ring, Protocol::LL, {});
+  const nccl::Estimate scaled = nccl::predict_with(allreduce(1 << 20), *t, Algorithm::Ring, Protocol::LL, {2.0, 0.5});
+  EXPECT_NEAR(scaled.seconds, 2 * plain.seconds, 1e-12);
+}
+
+// Whatever NCCL picks, the bus bandwidth it reports cannot exceed what the links carry. Each algorithm has every
+// rank push a known share of the vector through its own links, and every node push a share through its NICs:
+//   ring: each rank sends 2(p-1)/p of the vector (busbw = that / time), so busbw <= the rank's injection rate;
+//   tree, NVLS, CollNet: each rank sends at least the whole vector once, so busbw <= factor x injection, with
+//   factor = 2(p-1)/p (busbw = algbw x factor);
+// and across nodes the same with the node's NIC rate (sum of its NICs' datasheet rates) in place of injection.
+// Injection = the datasheet rate of the first link of every route out of rank 0, summed over distinct links.
+bool is_nic_link(LinkClass c) { return c == LinkClass::Rdma || c == LinkClass::Tcp || c == LinkClass::Efa || c == LinkClass::Tcpx; }
+
+TEST(NcclModel, BusBandwidthNeverExceedsThePhysicalBound) {
+  for (const char* name : {"dgx-a100", "dgx-h100", "dgx1-v100", "pcie-gen4-8gpu", "cloud-p3-v100-25gbe"}) {
+    for (int nodes : {1, 2, 16}) {
+      auto t = load_topology(shipped(name), nodes);
+      const int p = t->ranks(), rpn = t->ranks_per_node();
+      std::set<LinkId> first_links, nic_links;
+      double injection_Bps = 0, nics_Bps = 0;
+      for (int dst = 1; dst < p; ++dst) {
+        Route r;
+        t->route(0, dst, r);
+        if (first_links.insert(r.links.front()).second) injection_Bps += t->link(r.links.front()).bandwidth_Bps;
+      }
+      for (int i = 0; i < rpn && nodes > 1; ++i) {  // each local rank's way out of the node
+        Route r;
+        t->route(i, rpn + i, r);
+        const auto nic = std::find_if(r.links.begin(), r.links.end(), [&](LinkId id) { return is_nic_link(t->link(id).link_class); });
+        if (nic != r.links.end() && nic_links.insert(*nic).second) nics_Bps += t->link(*nic).bandwidth_Bps;
+      }
+      const double factor = busbw_factor(Collective::AllReduce, p);
+      for (Bytes bytes = 8; bytes <= (Bytes{8} << 30); bytes *= 4) {
+        for (const nccl::Estimate& c : nccl::candidates(allreduce(bytes), *t)) {
+          const nccl::Estimate e = nccl::predict_with(allreduce(bytes), *t, c.algorithm, c.protocol, {});
+          const double busbw_Bps = static_cast<double>(bytes) / e.seconds * factor;
+          const double share = c.algorithm == Algorithm::Ring ? 1.0 : factor;
+          const std::string what = std::string(name) + " x" + std::to_string(nodes) + " " + std::string(to_string(c.algorithm)) + "/" +
+                                   std::string(to_string(c.protocol)) + " " + std::to_string(bytes) + " B";
+          EXPECT_LE(busbw_Bps, share * injection_Bps) << what;
+          if (nodes > 1) {
+            EXPECT_LE(busbw_Bps, share * nics_Bps) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(NcclModel, LibraryBlockErrorsNameTheField) {
+  TempDir dir;
+  const std::string path = (dir.path() / "t.json").string();
+  auto write_with = [&](const std::string& library) {
+    const std::string text = read_file(shipped("dgx-a100"));
+    std::ofstream(path) << text.substr(0, text.find("\"library\"")) << "\"library\": " << library << "\n}\n";
+    return path;
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"name": "nccl", "gpu_arch": "ampere", "source": "s"})", "library.version"},
+      {R"({"name": "nccl", "version": "2.18", "gpu_arch": "pascal", "source": "s"})", "library.gpu_arch"},
+      {R"({"name": "nccl", "version": "2.18", "gpu_arch": "ampere", "nvls": true, "source": "s"})", "library.nvls"},
+      {R"({"name": "gloo", "source": "s"})", "library.name"},
+      {R"({"name": "nccl", "version": "2.18", "gpu_arch": "ampere"})", "library.source"},
+  };
+  for (const auto& [library, field] : cases) {
+    try {
+      load_topology(write_with(library));
+      ADD_FAILURE() << "accepted " << library;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
+  // A version with no constants table is bad input when the model is first used.
+  auto t = load_topology(write_with(R"({"name": "nccl", "version": "1.0", "gpu_arch": "ampere", "source": "s"})"));
+  EXPECT_THROW(nccl::candidates(allreduce(1024), *t), InputError);
+}
+
+}  // namespace
+}  // namespace commsim::test

@@ -1,0 +1,259 @@
+#include "validate/nccl_tests_log.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "sim/core/error.hpp"
+#include "sim/core/json_fields.hpp"
+#include "validate/fit.hpp"
+
+namespace commsim::validate {
+namespace {
+
+bool is_unsigned(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// "NCCL INFO NCCL_ALGO set by environment to Ring": the value after "to", lower-cased.
+bool environment_value(const std::string& line, const std::string& variable, std::string& value) {
+  const std::size_t at = line.find(variable + " set by environment to ");
+  if (at == std::string::npos) return false;
+  std::istringstream rest(line.substr(at + variable.size() + 24));
+  rest >> value;
+  value = lower(value);
+  return !value.empty();
+}
+
+double parse_time(const std::string& token, const std::string& file, int line) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(token, &used);
+    if (used == token.size() && std::isfinite(v) && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw InputError(file, "line " + std::to_string(line), "\"" + token + "\" is not a positive time in microseconds");
+}
+
+}  // namespace
+
+namespace {
+
+// nccl-tests' file names of the collectives.
+bool parse_nccl_tests_collective(const std::string& name, Collective& op) {
+  if (name == "all_reduce") op = Collective::AllReduce;
+  else if (name == "all_gather") op = Collective::AllGather;
+  else if (name == "reduce_scatter") op = Collective::ReduceScatter;
+  else return false;
+  return true;
+}
+
+NcclTestsLog read_curve(const std::string& path) {
+  const Json doc = read_json_file(path);
+  JsonFields f(doc, path, "");
+  NcclTestsLog log;
+  log.file = path;
+  const std::string collective = f.string("collective");
+  if (!parse_nccl_tests_collective(collective, log.op)) f.fail("collective", "must be all_reduce, all_gather or reduce_scatter");
+  log.op_known = true;
+  log.hosts = static_cast<int>(f.integer("nodes", 1, 1 << 20));
+  log.ranks = log.hosts * static_cast<int>(f.integer("gpus_per_node", 1, 1024));
+  if (const Json* env = f.raw_optional("env")) {
+    if (env->contains("NCCL_ALGO") && !parse_algorithm(lower(env->at("NCCL_ALGO").get<std::string>()), log.forced_algorithm))
+      f.fail("env.NCCL_ALGO", "is not an algorithm commsim models");
+    if (env->contains("NCCL_PROTO") && !parse_protocol(lower(env->at("NCCL_PROTO").get<std::string>()), log.forced_protocol))
+      f.fail("env.NCCL_PROTO", "is not ll, ll128 or simple");
+  }
+  const Json& rows = f.array("rows");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Json& r = rows[i];
+    const std::string at = "rows[" + std::to_string(i) + "]";
+    if (!r.contains("bytes") || !r["bytes"].is_number_unsigned()) throw InputError(path, at + ".bytes", "must be a size in bytes");
+    const Bytes bytes = r["bytes"].get<Bytes>();
+    double time_us = r.contains("time_us") && r["time_us"].is_number() ? r["time_us"].get<double>() : 0;
+    // A curve published as busbw only: the time is the size over algbw = busbw / nccl-tests' factor.
+    if (time_us == 0 && r.contains("busbw_GBps") && r["busbw_GBps"].is_number() && r["busbw_GBps"].get<double>() > 0)
+      time_us = static_cast<double>(bytes) * busbw_factor(log.op, log.ranks) / (r["busbw_GBps"].get<double>() * 1e3);
+    if (bytes == 0 || time_us <= 0) continue;  // nccl-tests' 0-byte rows, and rows rounded to 0 GB/s
+    if (!std::isfinite(time_us)) throw InputError(path, at + ".time_us", "must be a positive time in microseconds");
+    log.rows.push_back({bytes, time_us, static_cast<int>(i)});
+  }
+  if (log.rows.empty()) f.fail("rows", "has no row with a size and a time (or busbw)");
+  return log;
+}
+
+}  // namespace
+
+NcclTestsLog read_nccl_tests_log(const std::string& path) {
+  if (path.size() > 5 && path.substr(path.size() - 5) == ".json") return read_curve(path);
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open file");
+  NcclTestsLog log;
+  log.file = path;
+  std::set<std::string> hosts;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    std::string value;
+    if (environment_value(line, "NCCL_ALGO", value) && !parse_algorithm(value == "nvlstree" ? "nvlstree" : value, log.forced_algorithm))
+      throw InputError(path, "line " + std::to_string(number), "NCCL_ALGO \"" + value + "\" is not one commsim models");
+    if (environment_value(line, "NCCL_PROTO", value) && !parse_protocol(value, log.forced_protocol))
+      throw InputError(path, "line " + std::to_string(number), "NCCL_PROTO \"" + value + "\" is not ll, ll128 or simple");
+    std::istringstream words(line);
+    std::vector<std::string> t;
+    for (std::string w; words >> w;) t.push_back(w);
+    // "#  Rank  0 Group  0 Pid 1234 on host device  0 [0x07] NVIDIA A100": one rank, on `host`.
+    if (t.size() >= 4 && t[0] == "#" && t[1] == "Rank" && is_unsigned(t[2])) {
+      ++log.ranks;
+      if (auto on = std::find(t.begin(), t.end(), "on"); on != t.end() && on + 1 != t.end()) hosts.insert(*(on + 1));
+      continue;
+    }
+    // A result row: size count type ... then out-of-place (time algbw busbw #wrong) and in-place (the same four).
+    if (t.size() < 7 || !is_unsigned(t[0]) || !is_unsigned(t[1]) || is_unsigned(t[2])) continue;
+    const Bytes bytes = std::stoull(t[0]);
+    if (bytes == 0) continue;
+    const bool both = t.size() >= 11;
+    log.rows.push_back({bytes, parse_time(t[t.size() - (both ? 8 : 4)], path, number), number});
+  }
+  if (log.rows.empty()) throw InputError(path, "", "no nccl-tests result rows (size count type ... time algbw busbw)");
+  log.hosts = static_cast<int>(hosts.size());
+  return log;
+}
+
+bool NcclCalibration::any_trusted() const {
+  return std::any_of(fits.begin(), fits.end(), [](const ScaleFit& f) { return f.trusted; });
+}
+
+namespace {
+
+// Thresholds of the MPI calibration (validate/calibration.hpp TrustRules), so both refuse alike.
+constexpr double kMinR2 = 0.9, kMaxRmsRel = 0.25;
+// A term that is under this share of every sample's predicted time cannot be told apart from noise: it keeps 1.
+constexpr double kMinTermShare = 0.1;
+
+struct Point {
+  double latency_s, bandwidth_s, measured_s;
+};
+
+// Weighted least squares of t = x L + y B with weights 1/t^2, for the terms that are free.
+void solve(const std::vector<Point>& pts, bool fit_x, bool fit_y, double& x, double& y) {
+  double sll = 0, slb = 0, sbb = 0, slt = 0, sbt = 0;
+  for (const Point& p : pts) {
+    const double w = 1 / (p.measured_s * p.measured_s);
+    const double t = p.measured_s - (fit_x ? 0 : x * p.latency_s) - (fit_y ? 0 : y * p.bandwidth_s);
+    sll += w * p.latency_s * p.latency_s, slb += w * p.latency_s * p.bandwidth_s, sbb += w * p.bandwidth_s * p.bandwidth_s;
+    slt += w * p.latency_s * t, sbt += w * p.bandwidth_s * t;
+  }
+  if (fit_x && fit_y) {
+    const double det = sll * sbb - slb * slb;
+    if (det > 0) {
+      x = (slt * sbb - sbt * slb) / det;
+      y = (sbt * sll - slt * slb) / det;
+    }
+  } else if (fit_x && sll > 0) {
+    x = slt / sll;
+  } else if (fit_y && sbb > 0) {
+    y = sbt / sbb;
+  }
+}
+
+ScaleFit fit_group(const std::string& key, const std::vector<Point>& pts) {
+  ScaleFit f;
+  f.key = key;
+  f.samples = pts.size();
+  auto share = [&](bool latency) {
+    double most = 0;
+    for (const Point& p : pts) most = std::max(most, (latency ? p.latency_s : p.bandwidth_s) / (p.latency_s + p.bandwidth_s));
+    return most;
+  };
+  f.latency_fitted = share(true) >= kMinTermShare;
+  f.bandwidth_fitted = share(false) >= kMinTermShare;
+  double x = 1, y = 1;
+  solve(pts, f.latency_fitted, f.bandwidth_fitted, x, y);
+  // A negative coefficient means that term is not what the data shows: keep it at NCCL's value, fit the other.
+  if (x <= 0 || y <= 0) {
+    const bool keep_latency = x <= 0;
+    x = keep_latency ? 1 : x, y = keep_latency ? y : 1;
+    f.latency_fitted = f.latency_fitted && !keep_latency;
+    f.bandwidth_fitted = f.bandwidth_fitted && keep_latency;
+    solve(pts, f.latency_fitted, f.bandwidth_fitted, x, y);
+  }
+  f.scale = {x, y > 0 ? 1 / y : 1};
+  std::vector<Sample> samples;
+  std::vector<double> predicted;
+  for (const Point& p : pts) {
+    samples.push_back({p.latency_s + p.bandwidth_s, p.measured_s});
+    predicted.push_back(x * p.latency_s + y * p.bandwidth_s);
+  }
+  const std::vector<double> rel = relative_residuals(samples, predicted);
+  double sse = 0;
+  for (double r : rel) sse += r * r, f.max_abs_rel = std::max(f.max_abs_rel, std::abs(r));
+  f.rms_rel = std::sqrt(sse / static_cast<double>(rel.size()));
+  f.r2 = pts.size() >= 3 ? r_squared(samples, predicted) : 0;
+  // R^2 measures the share of the times' variation explained: where the times barely vary (a latency-bound
+  // protocol over small sizes) there is nothing to explain, and the RMS residual alone decides.
+  double fastest = pts.front().measured_s, slowest = fastest;
+  for (const Point& p : pts) fastest = std::min(fastest, p.measured_s), slowest = std::max(slowest, p.measured_s);
+  const double spread = slowest / fastest;
+  if (pts.size() < 3) f.why_not = key + ": " + std::to_string(pts.size()) + " sizes (a fit needs 3)";
+  else if (x <= 0 || y <= 0) f.why_not = key + ": the times do not follow latency + size / bandwidth";
+  else if (f.r2 < kMinR2 && spread > 2) f.why_not = key + ": R^2 " + std::to_string(f.r2) + " < 0.9";
+  else if (f.rms_rel > kMaxRmsRel) f.why_not = key + ": RMS relative residual " + std::to_string(f.rms_rel) + " > 0.25";
+  f.trusted = f.why_not.empty();
+  return f;
+}
+
+}  // namespace
+
+NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<NcclTestsLog, Collective>>& logs) {
+  std::map<std::string, std::vector<Point>> groups;
+  for (const auto& [log, op] : logs) {
+    for (const NcclTestsRow& row : log.rows) {
+      CollectiveSpec spec;
+      spec.op = op;
+      spec.bytes = row.bytes;
+      spec.algorithm = log.forced_algorithm;
+      spec.protocol = log.forced_protocol;
+      const nccl::Estimate chosen = nccl::choose(spec, topology, log.file);
+      const nccl::Estimate e = nccl::predict_with(spec, topology, chosen.algorithm, chosen.protocol, {});
+      groups[nccl::scale_key(chosen.algorithm, chosen.protocol)].push_back(
+          {e.latency_s, static_cast<double>(row.bytes) / e.algbw_Bps, row.time_us * 1e-6});
+    }
+  }
+  NcclCalibration cal;
+  double sse = 0;
+  for (const auto& [key, pts] : groups) {
+    cal.fits.push_back(fit_group(key, pts));
+    sse += cal.fits.back().rms_rel * cal.fits.back().rms_rel * static_cast<double>(pts.size());
+    cal.samples += pts.size();
+  }
+  cal.band_rel = cal.samples > 0 ? 2 * std::sqrt(sse / static_cast<double>(cal.samples)) : 0;
+  return cal;
+}
+
+std::string describe(const NcclCalibration& cal) {
+  std::string out = "# NCCL model fitted to nccl-tests (time = latency_scale * latency + size / (bandwidth_scale * algbw))\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-22s %7s %13s %15s %7s %9s %9s  %s\n", "algorithm/protocol", "sizes", "latency_scale",
+                "bandwidth_scale", "R^2", "rms_rel", "max_rel", "trusted");
+  out += line;
+  for (const ScaleFit& f : cal.fits) {
+    std::snprintf(line, sizeof line, "%-22s %7zu %12.3f%s %14.3f%s %7.3f %8.1f%% %8.1f%%  %s\n", f.key.c_str(), f.samples,
+                  f.scale.latency_scale, f.latency_fitted ? " " : "*", f.scale.bandwidth_scale, f.bandwidth_fitted ? " " : "*",
+                  f.r2, 100 * f.rms_rel, 100 * f.max_abs_rel, f.trusted ? "yes" : f.why_not.c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "# * = kept at NCCL's value (the term is < 10 %% of every time). Error band: +-%.1f %%\n",
+                100 * cal.band_rel);
+  return out + line;
+}
+
+}  // namespace commsim::validate

@@ -1,0 +1,69 @@
+// Calibration of the NCCL model from nccl-tests output (all_reduce_perf, all_gather_perf, reduce_scatter_perf, and
+// `commsim bench --backend nccl`, which prints the same table).
+//
+// Each measured size is attributed to the (algorithm, protocol) NCCL ran: the one forced by NCCL_ALGO / NCCL_PROTO
+// (from the log's "set by environment" lines or the caller), else the one NCCL's own model picks (nccl::choose).
+// Per (algorithm, protocol) the model's two terms are scaled to the measurements:
+//   t(n) = x * latency(a, p) + y * n / algbw(a, p, channels(n)),  latency_scale = x, bandwidth_scale = 1 / y
+// by least squares on relative residuals (weights 1 / t^2, as the MPI calibration fits), with the same refusal
+// rules (weighted R^2 >= 0.9 where the times span more than 2x, RMS relative residual <= 25 %, at least 3 sizes)
+// and error band (+- 2 x RMS relative residual).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/collective/nccl_model.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace commsim::validate {
+
+struct NcclTestsRow {
+  Bytes bytes = 0;
+  double time_us = 0;  // out-of-place time (the in-place one when out-of-place is absent)
+  int line = 0;
+};
+
+struct NcclTestsLog {
+  std::string file;
+  std::vector<NcclTestsRow> rows;  // rows with a non-zero size
+  int ranks = 0;                   // "#  Rank N ... device" lines (0 when the log does not list them)
+  int hosts = 0;                   // distinct host names of those lines
+  Algorithm forced_algorithm = Algorithm::Auto;  // NCCL_ALGO from "set by environment" lines
+  Protocol forced_protocol = Protocol::Auto;
+  bool op_known = false;  // a curve file names its collective; a text log does not (the caller's --op)
+  Collective op = Collective::AllReduce;
+};
+
+// Parses nccl-tests text output, or a published curve (validate/nccl-tests/published/*.json: its rows, collective,
+// nodes x GPUs and NCCL_ALGO / NCCL_PROTO). Throws InputError naming the file (and the line or field) on a log
+// without rows or with a malformed row.
+NcclTestsLog read_nccl_tests_log(const std::string& path);
+
+struct ScaleFit {
+  std::string key;  // "ring/ll128"
+  ModelScale scale;
+  std::size_t samples = 0;
+  double r2 = 0, rms_rel = 0, max_abs_rel = 0;
+  bool latency_fitted = false, bandwidth_fitted = false;  // a term that explains < 10 % of every sample keeps 1
+  bool trusted = false;
+  std::string why_not;
+};
+
+struct NcclCalibration {
+  std::vector<ScaleFit> fits;
+  double band_rel = 0;  // +- relative error band of a prediction: 2 x the RMS relative residual over all samples
+  std::size_t samples = 0;
+  bool any_trusted() const;
+};
+
+// Fits the scales of `topology`'s NCCL model to the logs (each with its collective). The topology must name NCCL
+// and have as many ranks as each log (the caller sets --nodes). A group that fails the rules is reported and keeps
+// the table's scales.
+NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<NcclTestsLog, Collective>>& logs);
+
+// A short table of the fits for the terminal.
+std::string describe(const NcclCalibration& calibration);
+
+}  // namespace commsim::validate
