@@ -34,6 +34,9 @@ using PerProto = std::array<double, kProtos>;
 using PerAlgo = std::array<PerProto, kNcclAlgos>;
 using PerNodes = std::array<double, 3>;  // 1 node, 2 nodes, more
 
+// How a version prices NVLS (nccl_model.hpp, libraries/nccl.json "nvls").
+enum class NvlsBandwidth { Intra, MinIntraInter, Efficiency };
+
 struct Table {
   std::string version;
   PerAlgo base_latency_us{};
@@ -41,13 +44,25 @@ struct Table {
   std::array<PerNodes, kArchs> ll_max_bw_single_node{};  // by GPU generation
   std::array<PerNodes, 2> ll_max_bw_multi_node{};         // by CPU vendor: Intel, AMD
   std::array<PerNodes, kArchs> ring_ll128_per_channel_GBps{}, tree_ll128_per_channel_GBps{}, tree_per_channel_GBps{};
+  std::array<PerNodes, kArchs> nvls_tree_per_channel_GBps{};  // all 0 = no cap (before 2.29)
+  bool nvls_tree_capped = false;
   std::array<std::array<double, kCorrectionSizes>, kProtos> tree_correction{};
   PerProto max_threads{}, thread_threshold{};
   double net_overhead_intel_us = 0, net_overhead_amd_us = 0;
   double ring_plateau_pre_ampere = 1, ring_plateau = 1;
-  double nvls_bus_bw_efficiency = 1;  // NVLS busBw per GPU NVLink bandwidth
+  double ring_ll_factor_allreduce_or_multi_node = 0, ring_ll_factor_other = 0;
+  double ring_ll128_factor_one_gpu_per_node = 0;
+  bool ring_inter_steps_exclude_one_node = false;  // allreduce: 2 (nodes - 1) inter-node steps, else 2 nodes
+  bool one_gpu_per_node_inter_latency_from_tree = false;
+  double collnet_arity_us = 0;
+  NvlsBandwidth nvls_bandwidth = NvlsBandwidth::Intra;
+  bool nvls_ring_ratio = false;       // algbw = busBw x n / nsteps, else x 5/6
+  bool nvls_latency_from_hw = false;  // hwLat NVLink NVLS (+ inter), else baseLat (+ NET NVLS)
+  std::array<double, kArchs> nvls_efficiency{};
   int nvls_channels = 16;
-  bool pat = false;  // PAT exists in this version
+  bool pat = false;
+  double pat_bandwidth_factor = 1, pat_base_latency_us = 0, pat_inter_latency_divisor = 1, pat_latency_per_rank_us = 0;
+  bool ll128_from_sm70 = false;  // LL128 on any SM >= 70 (else exactly sm70, sm80, sm90)
   std::array<std::map<std::string, ModelScale>, kArchs> fitted;
 };
 
@@ -104,9 +119,31 @@ std::vector<Table> load_tables() {
     t.net_overhead_amd_us = c.at("net_overhead_us").at("amd").get<double>();
     t.ring_plateau_pre_ampere = c.at("ring_simple_plateau").at("pre_ampere").get<double>();
     t.ring_plateau = c.at("ring_simple_plateau").at("ampere_and_later").get<double>();
-    t.nvls_bus_bw_efficiency = c.at("nvls_bus_bw_efficiency").get<double>();
-    t.nvls_channels = c.at("nvls_channels").get<int>();
-    t.pat = c.at("pat").get<bool>();
+    t.ring_ll_factor_allreduce_or_multi_node = c.at("ring_ll_factor").at("allreduce_reduce_or_multi_node").get<double>();
+    t.ring_ll_factor_other = c.at("ring_ll_factor").at("other").get<double>();
+    t.ring_ll128_factor_one_gpu_per_node = c.at("ring_ll128_factor_one_gpu_per_node").get<double>();
+    t.ring_inter_steps_exclude_one_node = c.at("ring_allreduce_inter_steps_per_node").get<std::string>() == "2 (nodes - 1)";
+    t.one_gpu_per_node_inter_latency_from_tree = c.at("one_gpu_per_node_inter_latency_from_tree").get<bool>();
+    t.collnet_arity_us = c.at("collnet_arity_us").get<double>();
+    if (!c.at("per_channel_max_nvls_tree_GBps").is_null()) {
+      t.nvls_tree_per_channel_GBps = read_per_arch(c.at("per_channel_max_nvls_tree_GBps"));
+      t.nvls_tree_capped = true;
+    }
+    const nlohmann::json& nvls = c.at("nvls");
+    const std::string bw = nvls.at("bandwidth").get<std::string>();
+    t.nvls_bandwidth = bw == "intra" ? NvlsBandwidth::Intra : bw == "min_intra_inter" ? NvlsBandwidth::MinIntraInter : NvlsBandwidth::Efficiency;
+    t.nvls_ring_ratio = nvls.at("ratio").get<std::string>() == "ring";
+    t.nvls_latency_from_hw = nvls.at("latency").get<std::string>() == "hw";
+    for (int a = 0; a < kArchs; ++a) t.nvls_efficiency[a] = nvls.at("efficiency").at(std::string(to_string(static_cast<GpuArch>(a)))).get<double>();
+    t.nvls_channels = nvls.at("channels").get<int>();
+    if (const nlohmann::json& pat = c.at("pat"); !pat.is_null()) {
+      t.pat = true;
+      t.pat_bandwidth_factor = pat.at("bandwidth_factor").get<double>();
+      t.pat_base_latency_us = pat.at("base_latency_us").get<double>();
+      t.pat_inter_latency_divisor = pat.at("inter_latency_divisor").get<double>();
+      t.pat_latency_per_rank_us = pat.at("latency_per_rank_us").get<double>();
+    }
+    t.ll128_from_sm70 = c.at("ll128_compute_capabilities").get<std::string>() == "70 and later";
     for (int a = 0; a < kArchs; ++a) {
       const std::string arch(to_string(static_cast<GpuArch>(a)));
       if (doc.at("fitted").contains(arch)) t.fitted[a] = read_scales(doc.at("fitted").at(arch).at("scales"));
@@ -121,20 +158,33 @@ const std::vector<Table>& tables() {
   return all;
 }
 
-// "2.18.5" selects the table "2.18"; an empty version selects the newest.
+// "major.minor[.patch]" as a comparable number; -1 when the text is not a version.
+long version_number(std::string_view v) {
+  long major = 0, minor = 0;
+  std::size_t i = 0;
+  auto digits = [&](long& out) {
+    const std::size_t start = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9' && i - start < 4) out = out * 10 + (v[i++] - '0');
+    return i > start;
+  };
+  if (!digits(major) || i >= v.size() || v[i++] != '.' || !digits(minor)) return -1;
+  return major * 1000 + minor;
+}
+
+// A version uses the newest table not newer than it ("2.20.5" -> "2.18"); none before the oldest table.
 const Table* find_table(std::string_view version) {
-  const std::vector<Table>& all = tables();
-  if (version.empty()) return &all.back();
-  for (const Table& t : all)
-    if (version == t.version || (version.size() > t.version.size() && version.substr(0, t.version.size()) == t.version &&
-                                 version[t.version.size()] == '.'))
-      return &t;
-  return nullptr;
+  const long wanted = version_number(version);
+  const Table* best = nullptr;
+  for (const Table& t : tables())
+    if (wanted >= 0 && version_number(t.version) <= wanted) best = &t;
+  return best;
 }
 
 const Table& table_of(const Topology& topo) {
   const Table* t = find_table(topo.library().version);
-  if (t == nullptr) throw InputError(topo.source_file(), "library.version", "no NCCL constants table for version \"" + topo.library().version + "\"");
+  if (t == nullptr)
+    throw InputError(topo.source_file(), "library.version",
+                     "\"" + topo.library().version + "\" is not an NCCL version with constants (2.18 or later, as major.minor)");
   return *t;
 }
 
@@ -171,90 +221,139 @@ int steps_of(Collective op, int ranks) {
   }
 }
 
+bool newer_than_2_21(const Table& t) { return version_number(t.version) >= version_number("2.21"); }
+bool newer_than_2_23(const Table& t) { return version_number(t.version) >= version_number("2.23"); }
+
+// Which (collective, algorithm, protocol) NCCL models and enables by default (tuning.cc; nccl_model.hpp).
 bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
-  // LL128 is on by default only where NCCL tested it: NVLink inside the node, the NIC reached without the CPU.
-  if (p == proto_index(Protocol::LL128) && !(m.nvlink_intra && (m.nodes == 1 || m.gpudirect_network))) return false;
+  const int ppn = m.ranks / m.nodes;
+  // LL128 only where NCCL tested it: NVLink inside the node, the NIC reached without the CPU, and (before 2.29)
+  // exactly sm70 / sm80 / sm90.
+  if (p == proto_index(Protocol::LL128) &&
+      !(m.nvlink_intra && (m.nodes == 1 || m.gpudirect_network) && (t.ll128_from_sm70 || lib.gpu_arch != GpuArch::Blackwell)))
+    return false;
   const bool simple_only = a == kNvls || a == kNvlsTree || a == kCollNetDirect || a == kCollNetChain || a == kPat;
   if (simple_only && p != proto_index(Protocol::Simple)) return false;
   if (op == Collective::Broadcast || op == Collective::Reduce) return a == kRing;
   if (op == Collective::ReduceScatter || op == Collective::AllGather) {
     if (a == kRing) return true;
-    if (a == kNvls) return lib.nvls && m.nodes == 1;
-    if (a == kPat) return t.pat && m.ranks == m.nodes;  // one GPU per node
+    if (a == kNvls) return newer_than_2_21(t) && lib.nvls && m.nodes == 1 && ppn > 1;
+    if (a == kPat) return t.pat && ppn == 1;
     return false;
   }
   switch (a) {  // allreduce
-    case kRing: return true;
+    case kRing:
     case kTree: return true;
-    case kNvls: return lib.nvls;
-    case kNvlsTree: return lib.nvls && m.nodes > 1;
-    case kCollNetDirect:
-    case kCollNetChain: return lib.collnet && m.nodes > 1;
+    case kNvls: return lib.nvls && ppn > 1 && (m.nodes == 1 || lib.collnet);  // across nodes NVLS needs SHARP
+    case kNvlsTree: return lib.nvls && ppn > 1 && m.nodes > 1;
+    case kCollNetDirect: return lib.collnet && m.nodes > 1 && m.nvlink_intra && ppn <= 8;
+    case kCollNetChain: return lib.collnet && m.nodes > 1 && ppn <= 8;
     default: return false;
   }
+}
+
+// NVLS's per-node bus bandwidth. The NVLS search gives each of the node's ppn GPUs one channel ("head") and reserves
+// bw on every GPU's NVSwitch link per channel plus bw more for the head: (ppn + 1) bw <= the link, so
+// bwIntra = link / (ppn + 1); on one node bwInter is raised to about 1.5 bwIntra (the search stops below 2x);
+// across nodes a head's share of the node's NICs.
+double nvls_bus_bw(int a, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+  const int heads = m.ranks / m.nodes;
+  const double intra = m.nvlink_GBps / (heads + 1);
+  const double inter = m.nodes == 1 ? 1.5 * intra : m.inter_GBps / heads;
+  double bw = 0;
+  switch (t.nvls_bandwidth) {
+    case NvlsBandwidth::Intra: bw = m.nodes <= 2 ? intra : inter; break;
+    case NvlsBandwidth::MinIntraInter:
+      bw = a == kNvls ? std::min(intra, inter) : std::min(intra, m.nodes <= 2 ? inter : inter / 2);
+      break;
+    case NvlsBandwidth::Efficiency: {
+      double intra_bw = intra * t.nvls_efficiency[arch_index(lib.gpu_arch)] * (heads - 1) / heads;
+      intra_bw *= op == Collective::AllReduce ? 2.0 : static_cast<double>(heads - 1) / heads;
+      bw = std::min(intra_bw, inter * (a == kNvlsTree && m.nodes <= 2 ? 2 : 1));
+      if (a == kNvlsTree && t.nvls_tree_capped) {
+        const int nodes_index = m.nodes <= 2 ? m.nodes - 1 : 2;
+        bw = std::min(bw, t.nvls_tree_per_channel_GBps[arch_index(lib.gpu_arch)][nodes_index]);
+      }
+      break;
+    }
+  }
+  return heads * bw;
 }
 
 Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   Evaluation e;
   if (m.ranks < 2 || !applies(a, p, op, m, lib, t)) return e;
-  const int n = m.ranks, nodes = m.nodes;
-  const double ppn = static_cast<double>(n) / nodes;
+  const int n = m.ranks, nodes = m.nodes, ppn = n / nodes;
   const int arch = arch_index(lib.gpu_arch);
   const int nodes_index = nodes <= 2 ? nodes - 1 : 2;
   const double ll_max_bw = nodes == 1 ? t.ll_max_bw_single_node[arch][nodes_index]
                                       : t.ll_max_bw_multi_node[lib.cpu_amd ? 1 : 0][nodes_index];
-  const double channels = m.channels;
+  // The tuning model counts the search's channels; NCCL runs twice as many (each search ring used by two CTAs).
+  const double search_channels = std::max(1, m.channels / 2);
 
-  // Graph bandwidth: the slower of the node's ring and its network share.
-  double bw_total = nodes == 1 ? m.intra_GBps : std::min(m.intra_GBps, m.inter_GBps);
-  if (a == kNvls || a == kNvlsTree) {
-    bw_total = m.nvlink_GBps * t.nvls_bus_bw_efficiency;
-    if (nodes > 1) bw_total = std::min(bw_total, a == kNvlsTree && nodes > 2 ? m.inter_GBps / 2 : m.inter_GBps);
-  }
-  double bus = bw_total;
-  if (a == kRing && p == 0) bus = std::min(ll_max_bw, bus * ((nodes > 1 || op == Collective::AllReduce || op == Collective::Reduce) ? 1.0 / 4 : 1.0 / 3));
-  if (a == kRing && p == 1) bus = std::min(bus * (ppn < 2 ? 0.7 : 0.92), channels * t.ring_ll128_per_channel_GBps[arch][nodes_index]);
-  if (a == kTree) bus = std::min(bus * 0.92, channels * t.tree_per_channel_GBps[arch][nodes_index]);
+  // Bus bandwidth: the graph's (the slower of the node's ring and its network share), refined per protocol.
+  double bus = a == kNvls || a == kNvlsTree ? nvls_bus_bw(a, op, m, lib, t) : nodes == 1 ? m.intra_GBps : std::min(m.intra_GBps, m.inter_GBps);
+  if (a == kRing && p == 0)
+    bus = std::min(ll_max_bw, bus * ((nodes > 1 || op == Collective::AllReduce || op == Collective::Reduce) ? t.ring_ll_factor_allreduce_or_multi_node
+                                                                                                          : t.ring_ll_factor_other));
+  if (a == kRing && p == 1)
+    bus = std::min(bus * (ppn < 2 ? t.ring_ll128_factor_one_gpu_per_node : 0.92), search_channels * t.ring_ll128_per_channel_GBps[arch][nodes_index]);
+  if (a == kTree) bus = std::min(bus * 0.92, search_channels * t.tree_per_channel_GBps[arch][nodes_index]);
   if (a == kTree && p == 0) bus = std::min(bus / 3.8, ll_max_bw);
-  if (a == kTree && p == 1) bus = std::min(bus * (nodes == 1 ? 7.0 / 9 : 120.0 / 128), channels * t.tree_ll128_per_channel_GBps[arch][nodes_index]);
+  if (a == kTree && p == 1)
+    bus = std::min(bus * (nodes == 1 ? 7.0 / 9 : 120.0 / 128), search_channels * t.tree_ll128_per_channel_GBps[arch][nodes_index]);
+  if (a == kPat) bus *= t.pat_bandwidth_factor;
   if (a == kCollNetDirect) {
-    double factor = ppn / channels;  // GPUs per NIC channel: CollNet direct wants a NIC per GPU
+    double factor = ppn / search_channels;  // GPUs per NIC channel: CollNet direct wants a NIC per GPU
     factor -= (factor - 1) / 2;
     if (factor > 0) bus /= factor;
     if (lib.gpu_arch >= GpuArch::Hopper) bus *= 0.85;
   }
+  // Bus bandwidth to the algorithm bandwidth NCCL stores.
   const int steps = steps_of(op, n);
-  const double ratio = a == kRing ? static_cast<double>(n) / steps : (a == kNvls || a == kNvlsTree) ? 5.0 / 6 : 0.5;
+  const bool gather_or_scatter = op == Collective::ReduceScatter || op == Collective::AllGather;
+  double ratio = 0.5;
+  if (a == kRing) ratio = static_cast<double>(n) / steps;
+  else if (a == kNvls || a == kNvlsTree)
+    ratio = t.nvls_ring_ratio ? static_cast<double>(n) / steps
+            : (a == kNvlsTree && !t.nvls_latency_from_hw) ? 0.7 * nodes / (2.0 * (nodes - 1)) : 5.0 / 6;
+  if (gather_or_scatter && a != kRing && newer_than_2_23(t)) ratio = 1;
   e.busbw_GBps = bus;
   e.algbw_GBps = bus * ratio;
 
+  // Latency.
   const Hw intra_hw = m.nvlink_intra ? kNvlinkHw : kPciHw;
-  double lat = t.base_latency_us[a][p];
+  const double base = t.base_latency_us[a][p];
   double intra_lat = t.hw_latency_us[intra_hw][a][p];
-  double inter_lat = t.hw_latency_us[kNetHw][a][p] + m.transport_latency_us;
+  double inter_lat = t.hw_latency_us[kNetHw][ppn == 1 && t.one_gpu_per_node_inter_latency_from_tree ? kTree : a][p] + m.transport_latency_us;
   if (p == proto_index(Protocol::Simple)) inter_lat += m.transport_latency_us;  // the flush after a receive
-  const int inter_steps = op == Collective::AllReduce ? (nodes > 1 ? 2 * nodes : 0)
-                          : (op == Collective::ReduceScatter || op == Collective::AllGather) ? nodes - 1 : nodes;
-  const int local = static_cast<int>(ppn) - 1;
+  const int log_nodes = log2i(static_cast<Bytes>(nodes));
+  double lat = base;
   switch (a) {
     case kRing:
       if (op == Collective::Broadcast || op == Collective::Reduce) {
         lat += steps * t.hw_latency_us[nodes == 1 ? intra_hw : kNetHw][a][p];
       } else {
+        const int inter_steps = op == Collective::AllReduce
+                                    ? (nodes > 1 ? 2 * (nodes - (t.ring_inter_steps_exclude_one_node ? 1 : 0)) : 0)
+                                    : nodes - 1;
         double net_overhead = 0;
         if (nodes > 1) net_overhead = (lib.cpu_amd ? t.net_overhead_amd_us : t.net_overhead_intel_us) * (p == 2 ? 3 : 1);
-        intra_lat = std::max(intra_lat, net_overhead);
-        lat += (steps - inter_steps) * intra_lat + inter_steps * inter_lat;
+        lat += (steps - inter_steps) * std::max(intra_lat, net_overhead) + inter_steps * inter_lat;
       }
       break;
-    case kTree: lat += 2 * (local * intra_lat + log2i(static_cast<Bytes>(nodes)) * inter_lat); break;
-    case kCollNetDirect: lat += 2 * (std::min(1, local) * intra_lat + local * 0.5) + inter_lat; break;
-    case kCollNetChain: lat += 2 * local * intra_lat + inter_lat; break;
+    case kTree: lat += 2 * ((ppn - 1) * intra_lat + log_nodes * inter_lat); break;
+    case kCollNetDirect: lat += 2 * (std::min(1, ppn - 1) * intra_lat + (ppn - 1) * t.collnet_arity_us) + inter_lat; break;
+    case kCollNetChain: lat += 2 * (ppn - 1) * intra_lat + inter_lat; break;
     case kNvls:
-      if (nodes > 1) lat += t.hw_latency_us[kNetHw][a][p];
+      if (t.nvls_latency_from_hw) lat = intra_lat + (nodes > 1 ? inter_lat : 0);
+      else lat += nodes > 1 ? t.hw_latency_us[kNetHw][a][p] : 0;
       break;
-    case kNvlsTree: lat += 2 * (nodes - 1) * t.hw_latency_us[kNetHw][a][p]; break;
-    case kPat: lat += log2i(static_cast<Bytes>(n)) * inter_lat; break;
+    case kNvlsTree:
+      if (t.nvls_latency_from_hw) lat += intra_lat + 2 * log_nodes * inter_lat;
+      else lat += 2 * (nodes - 1) * t.hw_latency_us[kNetHw][a][p];
+      break;
+    case kPat: lat = t.pat_base_latency_us + log_nodes * inter_lat / t.pat_inter_latency_divisor + t.pat_latency_per_rank_us * n; break;
   }
   e.latency_us = lat;
   e.applicable = e.algbw_GBps > 0;
@@ -292,8 +391,8 @@ int nccl_index(Algorithm a) {
   return -1;
 }
 
-ModelScale fitted_scale(const Topology& topo, const Table& t, int a, int p) {
-  const std::string key = std::string(kAlgoKeys[a]) + "/" + std::string(to_string(static_cast<Protocol>(p)));
+ModelScale fitted_scale(const Topology& topo, const Table& t, Collective op, Algorithm algorithm, Protocol protocol) {
+  const std::string key = scale_key(op, algorithm, protocol);
   const CommLibrary& lib = topo.library();
   for (const auto* scales : {&lib.fitted, &t.fitted[arch_index(lib.gpu_arch)]})
     if (auto it = scales->find(key); it != scales->end()) return it->second;
@@ -313,10 +412,10 @@ Estimate make_estimate(int a, int p, int channels, double latency_us, double alg
 
 }  // namespace
 
-std::string scale_key(Algorithm algorithm, Protocol protocol) {
+std::string scale_key(Collective op, Algorithm algorithm, Protocol protocol) {
   const int a = nccl_index(algorithm);
   COMMSIM_CHECK(a >= 0 && protocol != Protocol::Auto, "scale_key needs an NCCL algorithm and a protocol");
-  return std::string(kAlgoKeys[a]) + "/" + std::string(to_string(protocol));
+  return std::string(to_string(op)) + "/" + std::string(kAlgoKeys[a]) + "/" + std::string(to_string(protocol));
 }
 
 std::vector<std::string> table_versions() {
@@ -420,9 +519,8 @@ Estimate predict_with(const CollectiveSpec& spec, const Topology& topo, Algorith
 
 Estimate predict(const CollectiveSpec& spec, const Topology& topo, const std::string& field) {
   const Estimate chosen = choose(spec, topo, field);
-  const Table& t = table_of(topo);
-  const int a = nccl_index(chosen.algorithm), p = proto_index(chosen.protocol);
-  return predict_with(spec, topo, chosen.algorithm, chosen.protocol, fitted_scale(topo, t, a, p));
+  return predict_with(spec, topo, chosen.algorithm, chosen.protocol,
+                      fitted_scale(topo, table_of(topo), spec.op, chosen.algorithm, chosen.protocol));
 }
 
 }  // namespace commsim::nccl

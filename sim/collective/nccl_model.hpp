@@ -59,8 +59,9 @@ Estimate predict(const CollectiveSpec& spec, const Topology& topology, const std
 Estimate predict_with(const CollectiveSpec& spec, const Topology& topology, Algorithm algorithm, Protocol protocol,
                       ModelScale scale);
 
-// "ring/ll128": the key of an (algorithm, protocol) in fitted tables.
-std::string scale_key(Algorithm algorithm, Protocol protocol);
+// "allreduce/ring/ll128": the key of a (collective, algorithm, protocol) in fitted tables. Scales are per collective:
+// NCCL's latency and bandwidth formulas differ by collective, and so do their errors.
+std::string scale_key(Collective op, Algorithm algorithm, Protocol protocol);
 
 // Versions present in libraries/nccl.json, newest last; and whether `version` selects one of them.
 std::vector<std::string> table_versions();

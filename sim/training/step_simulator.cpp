@@ -1,5 +1,7 @@
 #include "sim/training/step_simulator.hpp"
 
+#include "sim/collective/nccl_model.hpp"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -177,6 +179,11 @@ class StepRunner final : public EventHandler {
     auto key = key_of(c);
     auto it = closed_cache_.find(key);
     if (it != closed_cache_.end()) return it->second;
+    if (uses_library_model(c, topo_)) {  // the library's own model: NCCL's algorithm, protocol and channels
+      const nccl::Estimate e = nccl::predict(c, topo_);
+      const TimePs latency = seconds_to_ps(e.latency_s);
+      return closed_cache_[key] = {latency, std::max(latency, seconds_to_ps(e.seconds))};
+    }
     CollectiveSpec zero = c;
     zero.bytes = 0;
     const TimePs latency = seconds_to_ps(closed_form_seconds(zero, topo_));

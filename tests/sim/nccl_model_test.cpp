@@ -29,11 +29,12 @@ double estimate_us(const std::vector<nccl::Estimate>& all, Algorithm a, Protocol
 }
 
 // One DGX A100 node (topologies/dgx-a100.json, NCCL 2.18 table in libraries/nccl.json). The machine NCCL sees:
-//   8 ranks, 1 node, NVLink inside; ring bandwidth per GPU = 300 GB/s x 0.774 = 232.2 GB/s; 16 channels (2 per NIC).
+//   8 ranks, 1 node, NVLink inside; ring bandwidth per GPU = 300 GB/s x 0.774 = 232.2 GB/s; 24 channels run (the
+//   file's library.channels), 12 as NCCL's search counts them (per-channel caps).
 // NCCL's estimate time = latency + n / (1000 algbw) in us with algbw in GB/s, ring ratio 8 / 2(8-1) = 8/14:
 //   LL:     busBw = min(llMaxBw[Ampere][1 node] 87.7, 232.2 / 4) = 58.05     -> algbw 33.1714
 //           latency = base 6.6 + 14 steps x hwLat NVLink LL 0.6 = 15.0 us
-//   LL128:  busBw = min(232.2 x 0.92, 16 ch x 20.0) = 213.624              -> algbw 122.0709
+//   LL128:  busBw = min(232.2 x 0.92, 12 ch x 20.0) = 213.624              -> algbw 122.0709
 //           latency = 14.0 + 14 x 1.9 = 40.6 us
 //   Simple: busBw = 232.2                                                   -> algbw 132.6857
 //           latency = 8.4 + 14 x 3.4 = 56.0 us
@@ -42,7 +43,7 @@ TEST(NcclModel, HandWorkedRingEstimatesOnOneDgxA100) {
   auto t = dgx_a100_one_node();
   const nccl::Machine m = nccl::machine_of(*t);
   EXPECT_EQ(m.ranks, 8);
-  EXPECT_EQ(m.channels, 16);
+  EXPECT_EQ(m.channels, 24);
   EXPECT_TRUE(m.nvlink_intra);
   EXPECT_NEAR(m.intra_GBps, 232.2, 1e-9);
   const auto all = nccl::candidates(allreduce(1 << 20), *t);
@@ -72,7 +73,8 @@ TEST(NcclModel, ChoosesTheProtocolOfLeastEstimatedTime) {
 }
 
 // Channels launched (enqueue.cc): fewer while n < nc x threads x threshold. Ring LL: threshold 8 x 8 ranks = 64 B
-// per thread, 512 threads, so 32 KiB per channel: 64 KiB -> 2 channels, 256 KiB -> 8, 512 KiB and more -> all 16.
+// per thread, 512 threads, so 32 KiB per channel: 64 KiB -> 2 channels, 256 KiB -> 8, 512 KiB -> 16, 768 KiB and
+// more -> all 24.
 // Simple: 64 B x 512 threads = 32 KiB per channel as well.
 TEST(NcclModel, SmallMessagesLaunchFewerChannels) {
   auto t = dgx_a100_one_node();
@@ -82,7 +84,8 @@ TEST(NcclModel, SmallMessagesLaunchFewerChannels) {
   EXPECT_EQ(channels(64 << 10, Protocol::LL), 2);
   EXPECT_EQ(channels(256 << 10, Protocol::LL), 8);
   EXPECT_EQ(channels(512 << 10, Protocol::LL), 16);
-  EXPECT_EQ(channels(8 << 20, Protocol::LL), 16);
+  EXPECT_EQ(channels(768 << 10, Protocol::LL), 24);
+  EXPECT_EQ(channels(8 << 20, Protocol::LL), 24);
   EXPECT_EQ(channels(64 << 10, Protocol::Simple), 2);
   EXPECT_EQ(channels(8, Protocol::Simple), 1);
 }
