@@ -136,6 +136,8 @@ namespace {
 
 // Thresholds of the MPI calibration (validate/calibration.hpp TrustRules), so both refuse alike.
 constexpr double kMinR2 = 0.9, kMaxRmsRel = 0.25;
+// A fit whose residuals are this small is trusted whatever its R^2 (R^2 is relative to the spread of the times).
+constexpr double kTrustedRmsRel = 0.10;
 // A term that is under this share of every sample's predicted time cannot be told apart from noise: it keeps 1.
 constexpr double kMinTermShare = 0.1;
 
@@ -199,13 +201,16 @@ ScaleFit fit_group(const std::string& key, const std::vector<Point>& pts) {
   f.rms_rel = std::sqrt(sse / static_cast<double>(rel.size()));
   f.r2 = pts.size() >= 3 ? r_squared(samples, predicted) : 0;
   // R^2 measures the share of the times' variation explained: where the times barely vary (a latency-bound
-  // protocol over small sizes) there is nothing to explain, and the RMS residual alone decides.
-  double fastest = pts.front().measured_s, slowest = fastest;
-  for (const Point& p : pts) fastest = std::min(fastest, p.measured_s), slowest = std::max(slowest, p.measured_s);
-  const double spread = slowest / fastest;
+  // protocol over small sizes) there is nothing to explain, and the RMS residual alone decides. The spread is taken
+  // between the 10th and 90th percentile, so that one stray measurement does not make a flat regime look varied.
+  std::vector<double> times;
+  for (const Point& p : pts) times.push_back(p.measured_s);
+  std::sort(times.begin(), times.end());
+  const std::size_t tail = times.size() / 10;
+  const double spread = times[times.size() - 1 - tail] / times[tail];
   if (pts.size() < 3) f.why_not = key + ": " + std::to_string(pts.size()) + " sizes (a fit needs 3)";
   else if (x <= 0 || y <= 0) f.why_not = key + ": the times do not follow latency + size / bandwidth";
-  else if (f.r2 < kMinR2 && spread > 2) f.why_not = key + ": R^2 " + std::to_string(f.r2) + " < 0.9";
+  else if (f.r2 < kMinR2 && spread > 2 && f.rms_rel > kTrustedRmsRel) f.why_not = key + ": R^2 " + std::to_string(f.r2) + " < 0.9";
   else if (f.rms_rel > kMaxRmsRel) f.why_not = key + ": RMS relative residual " + std::to_string(f.rms_rel) + " > 0.25";
   f.trusted = f.why_not.empty();
   return f;
@@ -224,7 +229,7 @@ NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<N
       spec.protocol = log.forced_protocol;
       const nccl::Estimate chosen = nccl::choose(spec, topology, log.file);
       const nccl::Estimate e = nccl::predict_with(spec, topology, chosen.algorithm, chosen.protocol, {});
-      groups[nccl::scale_key(chosen.algorithm, chosen.protocol)].push_back(
+      groups[nccl::scale_key(op, chosen.algorithm, chosen.protocol)].push_back(
           {e.latency_s, static_cast<double>(row.bytes) / e.algbw_Bps, row.time_us * 1e-6});
     }
   }
@@ -242,11 +247,11 @@ NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<N
 std::string describe(const NcclCalibration& cal) {
   std::string out = "# NCCL model fitted to nccl-tests (time = latency_scale * latency + size / (bandwidth_scale * algbw))\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-22s %7s %13s %15s %7s %9s %9s  %s\n", "algorithm/protocol", "sizes", "latency_scale",
+  std::snprintf(line, sizeof line, "%-27s %7s %13s %15s %7s %9s %9s  %s\n", "collective/algorithm/protocol", "sizes", "latency_scale",
                 "bandwidth_scale", "R^2", "rms_rel", "max_rel", "trusted");
   out += line;
   for (const ScaleFit& f : cal.fits) {
-    std::snprintf(line, sizeof line, "%-22s %7zu %12.3f%s %14.3f%s %7.3f %8.1f%% %8.1f%%  %s\n", f.key.c_str(), f.samples,
+    std::snprintf(line, sizeof line, "%-27s %7zu %12.3f%s %14.3f%s %7.3f %8.1f%% %8.1f%%  %s\n", f.key.c_str(), f.samples,
                   f.scale.latency_scale, f.latency_fitted ? " " : "*", f.scale.bandwidth_scale, f.bandwidth_fitted ? " " : "*",
                   f.r2, 100 * f.rms_rel, 100 * f.max_abs_rel, f.trusted ? "yes" : f.why_not.c_str());
     out += line;

@@ -3,10 +3,11 @@
 //
 // Each measured size is attributed to the (algorithm, protocol) NCCL ran: the one forced by NCCL_ALGO / NCCL_PROTO
 // (from the log's "set by environment" lines or the caller), else the one NCCL's own model picks (nccl::choose).
-// Per (algorithm, protocol) the model's two terms are scaled to the measurements:
+// Per (collective, algorithm, protocol) the model's two terms are scaled to the measurements:
 //   t(n) = x * latency(a, p) + y * n / algbw(a, p, channels(n)),  latency_scale = x, bandwidth_scale = 1 / y
 // by least squares on relative residuals (weights 1 / t^2, as the MPI calibration fits), with the same refusal
-// rules (weighted R^2 >= 0.9 where the times span more than 2x, RMS relative residual <= 25 %, at least 3 sizes)
+// rules (weighted R^2 >= 0.9 where the times span more than 2x and the RMS relative residual exceeds 10 %; RMS
+// relative residual <= 25 %; at least 3 sizes)
 // and error band (+- 2 x RMS relative residual).
 #pragma once
 
@@ -42,7 +43,7 @@ struct NcclTestsLog {
 NcclTestsLog read_nccl_tests_log(const std::string& path);
 
 struct ScaleFit {
-  std::string key;  // "ring/ll128"
+  std::string key;  // "allreduce/ring/ll128"
   ModelScale scale;
   std::size_t samples = 0;
   double r2 = 0, rms_rel = 0, max_abs_rel = 0;

@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Compare commsim's NCCL predictions with published nccl-tests curves.
+
+For every curve in validate/nccl-tests/published/*.json that names a topology, runs
+`commsim collective` on that topology with the curve's node count, collective, sizes and any
+forced NCCL_ALGO/NCCL_PROTO, and writes a per-size comparison of bus bandwidth to a Markdown
+report. Curves marked "fit": true are reported apart from the predictions.
+
+Usage: python3 scripts/nccl_accuracy.py [--commsim PATH] [--out FILE] [--check] [--refit]
+
+--refit first fits the NCCL model's scales to the curves marked "fit": true (at most one machine per GPU
+generation), with `commsim calibrate --from-nccl-tests`, and writes them to libraries/nccl.json ("fitted", by
+generation); the table is compiled in, so rebuild (cmake --build build) and run again without --refit.
+"""
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLISHED = Path("validate/nccl-tests/published")
+OPS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter"}
+MIB = 1 << 20
+TARGET_SMALL, TARGET_LARGE, TARGET_MAX = 0.25, 0.10, 0.30  # median |err| < 1 MiB, >= 1 MiB; any point
+
+
+def busbw_factor(op, n):
+    return 2.0 * (n - 1) / n if op == "allreduce" else (n - 1) / n
+
+
+def published_points(curve, op, ranks):
+    """(bytes, published busbw) per usable row. busbw is recomputed from the published time when
+    there is one (nccl-tests prints busbw rounded to 0.01 GB/s); rows below 8 bytes per rank and
+    rows whose busbw is unknown or printed as 0 are left out."""
+    points = []
+    for r in curve["rows"]:
+        if r["bytes"] < 8 * ranks:
+            continue
+        if r.get("time_us"):
+            bw = r["bytes"] / r["time_us"] / 1e3 * busbw_factor(op, ranks)
+        else:
+            bw = r.get("busbw_GBps") or 0.0
+        if bw > 0:
+            points.append((r["bytes"], bw))
+    return points
+
+
+def commsim_args(curve, topo, op):
+    env = curve.get("env", {})
+    args = ["collective", "--topology", topo, "--nodes", str(curve["nodes"]), "--op", op,
+            "--algo", env.get("NCCL_ALGO", "auto").lower()]
+    if "NCCL_PROTO" in env:
+        args += ["--proto", env["NCCL_PROTO"].lower()]
+    return args
+
+
+def run_commsim(commsim, args, sizes):
+    """Rows of commsim's --json output, or raises RuntimeError with its message."""
+    fd, tmp = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        for attempt in range(4):  # the binary may be mid-rebuild
+            try:
+                p = subprocess.run([commsim] + args + ["--sizes", ",".join(map(str, sizes)), "--json", tmp],
+                                   cwd=ROOT, capture_output=True, text=True)
+                break
+            except OSError as e:
+                if attempt == 3:
+                    raise RuntimeError(f"cannot run {commsim}: {e}")
+                time.sleep(15)
+        if p.returncode != 0:
+            raise RuntimeError(((p.stderr.strip() or p.stdout.strip()).splitlines() or [f"exit status {p.returncode}"])[-1])
+        with open(tmp) as f:
+            return json.load(f)
+    finally:
+        os.unlink(tmp)
+
+
+def evaluate(commsim, shown, path):
+    """One curve -> dict with 'skip' (reason) or 'points' [(bytes, pub, pred, err, algo/proto)]."""
+    curve = json.loads(path.read_text())
+    res = {"file": path.name, "curve": curve, "fit": bool(curve.get("fit"))}
+    topo = curve.get("topology")
+    op = OPS.get(curve["collective"])
+    ranks = curve["nodes"] * curve["gpus_per_node"]
+    if not topo:
+        return {**res, "skip": curve.get("skip_reason", "no topology")}
+    if not (ROOT / topo).is_file():
+        return {**res, "skip": f"topology file {topo} does not exist yet"}
+    if op is None:
+        return {**res, "skip": f"collective {curve['collective']} not supported"}
+    points = published_points(curve, op, ranks)
+    if not points:
+        return {**res, "skip": "no row with a usable busbw"}
+    args = commsim_args(curve, topo, op)
+    res["command"] = " ".join(shlex.quote(a) for a in [shown] + args) + " --sizes <the sizes below>"
+    try:
+        out = run_commsim(commsim, args, [b for b, _ in points])
+    except RuntimeError as e:
+        return {**res, "skip": f"commsim failed: {e}"}
+    if out.get("ranks") != ranks:
+        return {**res, "skip": f"{topo} gives {out.get('ranks')} ranks on {curve['nodes']} node(s), the curve has {ranks}"}
+    pred = {r["size_bytes"]: r for r in out["rows"]}
+    res["points"] = [(b, pub, pred[b]["busbw_GBps"], (pred[b]["busbw_GBps"] - pub) / pub,
+                      f"{pred[b]['algorithm']}/{pred[b]['protocol']}") for b, pub in points]
+    return res
+
+
+def refit(commsim, curves):
+    """Fits the scales of each GPU generation to its "fit": true curves and writes them to libraries/nccl.json."""
+    by_arch = {}
+    for path in curves:
+        curve = json.loads(path.read_text())
+        if not curve.get("fit"):
+            continue
+        topo = json.loads((ROOT / curve["topology"]).read_text())
+        by_arch.setdefault(topo["library"]["gpu_arch"], []).append((path, curve))
+    table_path = ROOT / "libraries/nccl.json"
+    table = json.loads(table_path.read_text())
+    table["fitted"] = {}
+    for arch, fits in sorted(by_arch.items()):
+        machines = {(c["topology"], c["nodes"]) for _, c in fits}
+        if len(machines) != 1:
+            sys.exit(f"nccl_accuracy: the {arch} fit curves are on {len(machines)} machines; fit on one machine per generation")
+        (topo, nodes), = machines
+        files = [str(p.relative_to(ROOT)) for p, _ in fits]
+        fd, tmp = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        try:
+            cmd = [commsim, "calibrate", topo, "--nodes", str(nodes), "--from-nccl-tests", *files, "-o", tmp]
+            p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            print(p.stdout, end="")
+            if p.returncode != 0:
+                sys.exit(f"nccl_accuracy: calibration for {arch} failed: {p.stderr.strip()}")
+            lib = json.loads(Path(tmp).read_text())["library"]
+        finally:
+            os.unlink(tmp)
+        table["fitted"][arch] = {
+            "scales": lib["fitted"], "band_rel": lib["fitted_band_rel"],
+            "source": f"commsim calibrate {topo} --nodes {nodes} --from-nccl-tests {' '.join(files)} "
+                      "(written by python3 scripts/nccl_accuracy.py --refit)"}
+    # Only the "fitted" block (the last key) is rewritten; the constants above keep their layout.
+    text = table_path.read_text()
+    fitted = json.dumps(table["fitted"], indent=2).replace("\n", "\n  ")
+    table_path.write_text(text[:text.rindex('"fitted"')] + '"fitted": ' + fitted + "\n}\n")
+    print(f"wrote the fitted scales of {', '.join(sorted(by_arch))} to libraries/nccl.json; rebuild, then run without --refit")
+
+
+def fmt_size(b):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", MIB), ("KiB", 1 << 10)):
+        if b >= scale:
+            return f"{b / scale:g} {unit}"
+    return f"{b} B"
+
+
+def pct(x, signed=False):
+    return "-" if x is None else f"{x * 100:+.1f} %" if signed else f"{x * 100:.1f} %"
+
+
+def med(errs):
+    return statistics.median(abs(e) for e in errs) if errs else None
+
+
+def curve_stats(points):
+    small = [p[3] for p in points if p[0] < MIB]
+    large = [p[3] for p in points if p[0] >= MIB]
+    worst = max(abs(p[3]) for p in points)
+    beyond = sum(abs(p[3]) > TARGET_MAX for p in points)
+    ok = ((med(small) or 0) <= TARGET_SMALL and (med(large) or 0) <= TARGET_LARGE and beyond == 0)
+    return med(small), med(large), worst, beyond, statistics.median(p[3] for p in points), ok
+
+
+def curve_section(r):
+    c = r["curve"]
+    lines = [f"### {r['file']}", "",
+             f"{c['machine']}; {c['nodes']} x {c['gpus_per_node']} GPUs, {c['collective']}"
+             f"{' (in-place)' if c.get('in_place') else ''}, NCCL {c.get('nccl_version') or 'not stated'}; "
+             f"topology `{c['topology']}`.", ""]
+    if c.get("topology_note"):
+        lines += [f"Topology note: {c['topology_note']}.", ""]
+    lines += [f"Source: {c['source']}", "", f"Command: `{r['command']}`", ""]
+    lines += ["| size | published busbw (GB/s) | predicted busbw (GB/s) | signed error | algo/proto |",
+              "|---:|---:|---:|---:|---|"]
+    lines += [f"| {fmt_size(b)} | {pub:.3g} | {pred:.3g} | {pct(err, True)} | {ap} |" for b, pub, pred, err, ap in r["points"]]
+    return lines + [""]
+
+
+def summary(results):
+    pts = [p for r in results for p in r["points"]]
+    small = [p[3] for p in pts if p[0] < MIB]
+    large = [p[3] for p in pts if p[0] >= MIB]
+    beyond = sum(abs(p[3]) > TARGET_MAX for p in pts)
+    lines = ["| size band | points | median abs error | target | met |", "|---|---:|---:|---:|---|",
+             f"| < 1 MiB | {len(small)} | {pct(med(small))} | <= {TARGET_SMALL * 100:.0f} % | {'yes' if (med(small) or 0) <= TARGET_SMALL else 'no'} |",
+             f"| >= 1 MiB | {len(large)} | {pct(med(large))} | <= {TARGET_LARGE * 100:.0f} % | {'yes' if (med(large) or 0) <= TARGET_LARGE else 'no'} |",
+             f"| all sizes | {len(pts)} | max {pct(max((abs(p[3]) for p in pts), default=None))}, {beyond} point(s) beyond "
+             f"{TARGET_MAX * 100:.0f} % | none beyond {TARGET_MAX * 100:.0f} % | {'yes' if beyond == 0 else 'no'} |", "",
+             "| curve | points | median abs error < 1 MiB | median abs error >= 1 MiB | median signed error | max abs error | points beyond 30 % | targets met |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    all_ok = bool(pts) and (med(small) or 0) <= TARGET_SMALL and (med(large) or 0) <= TARGET_LARGE and beyond == 0
+    for r in results:
+        ms, ml, worst, nb, signed, ok = curve_stats(r["points"])
+        all_ok &= ok
+        lines.append(f"| {r['file']} | {len(r['points'])} | {pct(ms)} | {pct(ml)} | {pct(signed, True)} | {pct(worst)} | {nb} | {'yes' if ok else 'no'} |")
+    return lines + [""], all_ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--commsim", default="build/cli/commsim", help="commsim binary (relative to the repository root)")
+    ap.add_argument("--out", default="docs/accuracy-nccl.md", help="report to write")
+    ap.add_argument("--check", action="store_true", help="exit 1 if the predicted curves miss the targets")
+    ap.add_argument("--refit", action="store_true", help="fit the scales to the \"fit\": true curves into libraries/nccl.json")
+    a = ap.parse_args()
+    commsim = str(ROOT / a.commsim) if not os.path.isabs(a.commsim) else a.commsim
+    if a.refit:
+        refit(commsim, sorted((ROOT / PUBLISHED).glob("*.json")))
+        return 0
+    results = [evaluate(commsim, a.commsim, p) for p in sorted((ROOT / PUBLISHED).glob("*.json"))]
+    used = [r for r in results if "points" in r]
+    predicted = [r for r in used if not r["fit"]]
+    fitted = [r for r in used if r["fit"]]
+    skipped = [r for r in results if "skip" in r]
+
+    cmd = "python3 scripts/nccl_accuracy.py" + "".join(" " + shlex.quote(x) for x in sys.argv[1:])
+    md = ["# commsim vs published nccl-tests curves (NCCL model)", "",
+          f"Generated by `{cmd}` from the repository root; do not edit by hand.", "",
+          f"Each curve in `{PUBLISHED}/` that names a topology is predicted with `commsim collective` on that",
+          "topology, with the curve's node count and collective, `--algo auto` (or the curve's forced",
+          "`NCCL_ALGO`/`NCCL_PROTO`) and the curve's message sizes. Signed error = (predicted - published) / published",
+          "busbw. Published busbw is recomputed from the published time where the curve has one (nccl-tests rounds",
+          "busbw to 0.01 GB/s); rows under 8 bytes per rank are left out.", "",
+          f"Targets for the predicted curves: median |error| <= {TARGET_LARGE * 100:.0f} % at sizes >= 1 MiB, "
+          f"<= {TARGET_SMALL * 100:.0f} % below 1 MiB, no point beyond {TARGET_MAX * 100:.0f} %.", "",
+          f"Curves used to fit model constants (`\"fit\": true`): "
+          f"{', '.join(r['file'] for r in fitted) or 'none'}. They are reported apart and left out of the targets.",
+          f"Predicted curves (`\"fit\": false`): {len(predicted)}. Skipped: {len(skipped)}.", "",
+          "## Summary: predicted curves", ""]
+    lines, ok = summary(predicted) if predicted else (["No predicted curve could be run.", ""], False)
+    md += lines
+    if fitted:
+        md += ["## Summary: fitted curves (not predictions)", ""] + summary(fitted)[0]
+    md += ["## Skipped curves", "", "| curve | topology | reason |", "|---|---|---|"]
+    md += [f"| {r['file']} | {r['curve'].get('topology') or '-'} | {r['skip']} |" for r in skipped]
+    md += ["", "## Predicted curves", ""]
+    for r in predicted:
+        md += curve_section(r)
+    if fitted:
+        md += ["## Fitted curves", ""]
+        for r in fitted:
+            md += curve_section(r)
+    out = ROOT / a.out if not os.path.isabs(a.out) else Path(a.out)
+    out.write_text("\n".join(md).rstrip() + "\n")
+
+    start = md.index("## Summary: predicted curves")
+    print("\n".join(md[start:md.index("## Skipped curves")]))
+    print(f"skipped {len(skipped)} curve(s):")
+    for r in skipped:
+        print(f"  {r['file']}: {r['skip']}")
+    print(f"report: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+    print(f"targets {'met' if ok else 'MISSED'}")
+    return 0 if ok or not a.check else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
