@@ -75,8 +75,8 @@ int run_collective(const CollectiveOptions& o) {
   std::printf("# commsim %s  %s\n# %s, fidelity %s, %d ranks\n", COMMSIM_VERSION, std::string(to_string(spec.op)).c_str(),
               topology->summary().c_str(), o.fidelity.c_str(), p);
   if (nccl) std::printf("# library nccl %s: algorithm, protocol and channels as NCCL's tuner picks them\n", topology->library().version.c_str());
-  std::printf("#%12s %12s %6s %14s %8s %4s %13s %12s %12s\n", "size(B)", "count", "type", "algo", "proto", "nch", "time(us)",
-              "algbw(GB/s)", "busbw(GB/s)");
+  std::printf("#%12s %12s %6s %14s %8s %4s %13s %12s %12s %7s\n", "size(B)", "count", "type", "algo", "proto", "nch", "time(us)",
+              "algbw(GB/s)", "busbw(GB/s)", "band");
   nlohmann::json rows = nlohmann::json::array();
   for (Bytes size : sizes) {
     spec.bytes = size;
@@ -85,12 +85,14 @@ int run_collective(const CollectiveOptions& o) {
     double seconds;
     std::string proto = "-";
     int channels = spec.channels;
+    double band_rel = 0;
     if (fidelity == Fidelity::Analytical && uses_library_model(spec, *topology)) {
       const nccl::Estimate e = nccl::predict(spec, *topology, "--algo");
       resolved.algorithm = e.algorithm;
       proto = to_string(e.protocol);
       channels = e.channels;
       seconds = e.seconds;
+      band_rel = e.band_rel;
     } else if (fidelity == Fidelity::Analytical) {
       seconds = closed_form_seconds(resolved, *topology);
     } else {
@@ -102,9 +104,11 @@ int run_collective(const CollectiveOptions& o) {
     const double algbw = static_cast<double>(size) / seconds / 1e9;
     const double busbw = algbw * busbw_factor(spec.op, p);
     const std::string algo(to_string(resolved.algorithm));
-    std::printf(" %12llu %12llu %6s %14s %8s %4d %13.2f %12.2f %12.2f\n", static_cast<unsigned long long>(size),
-                static_cast<unsigned long long>(size / 4), "float", algo.c_str(), proto.c_str(), channels, seconds * 1e6, algbw, busbw);
-    rows.push_back({{"size_bytes", size}, {"count", size / 4}, {"type", "float"}, {"algorithm", algo}, {"protocol", proto}, {"channels", channels},
+    char band[16] = "-";
+    if (band_rel > 0) std::snprintf(band, sizeof band, "+-%.0f%%", band_rel * 100);
+    std::printf(" %12llu %12llu %6s %14s %8s %4d %13.2f %12.2f %12.2f %7s\n", static_cast<unsigned long long>(size),
+                static_cast<unsigned long long>(size / 4), "float", algo.c_str(), proto.c_str(), channels, seconds * 1e6, algbw, busbw, band);
+    rows.push_back({{"size_bytes", size}, {"count", size / 4}, {"type", "float"}, {"algorithm", algo}, {"protocol", proto}, {"channels", channels}, {"band_rel", band_rel},
                     {"time_us", seconds * 1e6}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw}});
   }
   if (!o.json.empty()) {

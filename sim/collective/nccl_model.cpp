@@ -64,6 +64,7 @@ struct Table {
   double pat_bandwidth_factor = 1, pat_base_latency_us = 0, pat_inter_latency_divisor = 1, pat_latency_per_rank_us = 0;
   bool ll128_from_sm70 = false;  // LL128 on any SM >= 70 (else exactly sm70, sm80, sm90)
   std::array<std::map<std::string, ModelScale>, kArchs> fitted;
+  std::array<double, kArchs> fitted_band_rel{};
 };
 
 int arch_index(GpuArch a) { return static_cast<int>(a); }
@@ -146,7 +147,9 @@ std::vector<Table> load_tables() {
     t.ll128_from_sm70 = c.at("ll128_compute_capabilities").get<std::string>() == "70 and later";
     for (int a = 0; a < kArchs; ++a) {
       const std::string arch(to_string(static_cast<GpuArch>(a)));
-      if (doc.at("fitted").contains(arch)) t.fitted[a] = read_scales(doc.at("fitted").at(arch).at("scales"));
+      if (!doc.at("fitted").contains(arch)) continue;
+      t.fitted[a] = read_scales(doc.at("fitted").at(arch).at("scales"));
+      t.fitted_band_rel[a] = doc.at("fitted").at(arch).at("band_rel").get<double>();
     }
     tables.push_back(std::move(t));
   }
@@ -391,12 +394,15 @@ int nccl_index(Algorithm a) {
   return -1;
 }
 
-ModelScale fitted_scale(const Topology& topo, const Table& t, Collective op, Algorithm algorithm, Protocol protocol) {
+// The fitted scales of a (collective, algorithm, protocol) and their error band: the topology's own (from its
+// calibration), else the table's for the GPU generation, else NCCL's constants (1, 1, no band).
+std::pair<ModelScale, double> fitted_scale(const Topology& topo, const Table& t, Collective op, Algorithm algorithm, Protocol protocol) {
   const std::string key = scale_key(op, algorithm, protocol);
   const CommLibrary& lib = topo.library();
-  for (const auto* scales : {&lib.fitted, &t.fitted[arch_index(lib.gpu_arch)]})
-    if (auto it = scales->find(key); it != scales->end()) return it->second;
-  return {};
+  if (auto it = lib.fitted.find(key); it != lib.fitted.end()) return {it->second, lib.fitted_band_rel};
+  const int arch = arch_index(lib.gpu_arch);
+  if (auto it = t.fitted[arch].find(key); it != t.fitted[arch].end()) return {it->second, t.fitted_band_rel[arch]};
+  return {{}, 0};
 }
 
 Estimate make_estimate(int a, int p, int channels, double latency_us, double algbw_GBps, Bytes bytes) {
@@ -519,8 +525,10 @@ Estimate predict_with(const CollectiveSpec& spec, const Topology& topo, Algorith
 
 Estimate predict(const CollectiveSpec& spec, const Topology& topo, const std::string& field) {
   const Estimate chosen = choose(spec, topo, field);
-  return predict_with(spec, topo, chosen.algorithm, chosen.protocol,
-                      fitted_scale(topo, table_of(topo), spec.op, chosen.algorithm, chosen.protocol));
+  const auto [scale, band_rel] = fitted_scale(topo, table_of(topo), spec.op, chosen.algorithm, chosen.protocol);
+  Estimate e = predict_with(spec, topo, chosen.algorithm, chosen.protocol, scale);
+  e.band_rel = band_rel;
+  return e;
 }
 
 }  // namespace commsim::nccl

@@ -26,6 +26,7 @@ struct Estimate {
   double latency_s = 0;     // fixed part
   double algbw_Bps = 0;     // bytes of the user buffer per second, at `channels` channels
   double seconds = 0;       // latency_s + bytes / algbw_Bps
+  double band_rel = 0;      // +- relative error band of the fitted scales used (0: NCCL's own constants, no band)
 };
 
 // The machine as NCCL's topology search sees it, derived from a topology.
