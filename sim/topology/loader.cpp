@@ -61,7 +61,7 @@ CommLibrary parse_library(JsonFields& top) {
     const std::string arch = f.string("gpu_arch");
     if (!parse_gpu_arch(arch, lib.gpu_arch)) f.fail("gpu_arch", "unknown GPU generation \"" + arch + "\" (volta, ampere, hopper, blackwell)");
     const std::string cpu = f.string_or("cpu_vendor", "intel");
-    if (cpu != "intel" && cpu != "amd") f.fail("cpu_vendor", "must be intel or amd");
+    if (cpu != "intel" && cpu != "amd" && cpu != "arm") f.fail("cpu_vendor", "must be intel, amd or arm");
     lib.cpu_amd = cpu == "amd";
     lib.channels = static_cast<int>(f.integer_or("channels", 0, 0, 64));
     lib.nvls = f.boolean_or("nvls", false);
