@@ -32,32 +32,9 @@ struct BenchCommand {
   double timeout_s = 0;
 };
 
-// "8", "64K", "256M", "1G" (binary multiples, as nccl-tests reads -e) -> bytes.
-std::uint64_t parse_size(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw InputError("--max-bytes", "", "\"" + text + "\" is not a size (e.g. 64M)");
-  }
-  const std::string unit = text.substr(used);
-  double scale = 1;
-  if (unit == "K" || unit == "k")
-    scale = 1024.0;
-  else if (unit == "M" || unit == "m")
-    scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "g")
-    scale = 1024.0 * 1024 * 1024;
-  else if (!unit.empty())
-    throw InputError("--max-bytes", "", "unknown unit \"" + unit + "\" (K, M, G)");
-  if (value * scale < 8) throw InputError("--max-bytes", "", "must be at least 8 bytes");
-  return static_cast<std::uint64_t>(value * scale);
-}
-
 int bench_mpi(const BenchCommand& o) {
 #ifdef COMMSIM_HAVE_MPI
-  const std::uint64_t max_bytes = parse_size(o.max_bytes);
+  const std::uint64_t max_bytes = parse_byte_size(o.max_bytes);
   if (!hw::under_mpirun()) {
     const std::unique_ptr<Topology> topology = load_topology(o.topology, o.nodes);
     hw::Launch launch;
@@ -97,7 +74,7 @@ int bench_mpi(const BenchCommand& o) {
 int bench_nccl(const BenchCommand& o) {
 #ifdef COMMSIM_HAVE_NCCL
   nccl::BenchOptions options;
-  options.max_bytes = parse_size(o.max_bytes);
+  options.max_bytes = parse_byte_size(o.max_bytes);
   nccl::validate(options);
   const nccl::BenchResult result = nccl::bench_nccl(options);
   if (!result.root) return 0;
@@ -123,14 +100,14 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("topology", o->topology,
                   "topology JSON (mpi: one rank per rank; default topologies/emulated-cpu-cluster.json)");
   cmd->add_option("--topology", o->topology, "the same, as an option");
-  cmd->add_option("--nodes", o->nodes, "override the topology's node count")->check(CLI::PositiveNumber);
+  cmd->add_option("--nodes", o->nodes, "override the topology's node count")->check(number_in(1, kMaxNodes));
   cmd->add_flag("--cluster", o->cluster, "mpi: run inside an emulated cluster of the topology (needs CAP_NET_ADMIN)");
-  cmd->add_option("--max-bytes", o->max_bytes, "largest size, e.g. 64M (default 256M)");
+  cmd->add_option("--max-bytes", o->max_bytes, "largest size, e.g. 64M (default 256M)")->check(byte_size());
   cmd->add_option("--impl", o->impl, "mpi allreduce: native (MPI_Allreduce) | schedule (the simulator's ring)")
       ->check(CLI::IsMember({"native", "schedule"}));
   cmd->add_option("--json", o->json, "write every sample as JSON (for calibration)")->check(writable_file());
   cmd->add_option("--timeout-s", o->timeout_s, "mpi: stop the job after this many seconds (0 = no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(0));
   cmd->callback([o, &exit_code] { exit_code = o->backend == "nccl" ? bench_nccl(*o) : bench_mpi(*o); });
 }
 

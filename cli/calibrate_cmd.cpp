@@ -117,8 +117,8 @@ void register_calibrate(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", c->out, "calibrated topology to write (default: TOPOLOGY-STEM-calibrated.json)");
   cmd->add_option("--bench", c->bench, "fit these `commsim bench --json` files (merged: median per size) instead of measuring");
   cmd->add_option("--bench-out", c->bench_out, "where to keep the merged microbenchmark JSON (default: OUTPUT with .bench.json)");
-  cmd->add_option("--max-bytes", c->max_bytes, "largest microbenchmark size (default 16M)");
-  cmd->add_option("--repeats", c->repeats, "microbenchmark runs; the median of each size is fitted (default 3)")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-bytes", c->max_bytes, "largest microbenchmark size (default 16M)")->check(byte_size());
+  cmd->add_option("--repeats", c->repeats, "microbenchmark runs; the median of each size is fitted (default 3)")->check(number_in(1));
   cmd->add_option("--model", c->model, "collective (default: latency and bottleneck beta as the allreduce sweep sees them, all ranks "
                                        "busy) | links (ping-pong alone)")
       ->check(CLI::IsMember({"collective", "links"}));
@@ -126,7 +126,7 @@ void register_calibrate(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--op", c->op, "collective of the nccl-tests logs: allreduce (default) | allgather | reducescatter");
   cmd->add_option("--nodes", c->nodes, "nodes of the logs' runs (default: the distinct hosts the logs list)")->check(CLI::PositiveNumber);
-  cmd->add_option("--timeout-s", c->timeout_s, "stop the microbenchmarks after this many seconds")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout-s", c->timeout_s, "stop the microbenchmarks after this many seconds")->check(number_in(1e-3));
   cmd->callback([c, &exit_code] { exit_code = calibrate(*c); });
 }
 

@@ -75,7 +75,7 @@ void register_cluster(CLI::App& app, int& exit_code) {
   cmd->require_subcommand(1);
   CLI::App* up = cmd->add_subcommand("up", "Create an emulated cluster for a topology and keep it until `cluster down`");
   up->add_option("topology", o->topology, "topology JSON: cpu_rank devices, single_switch fabric of class tcp, <= 64 nodes")->required();
-  up->add_option("--nodes", o->nodes, "override the topology's node count")->check(CLI::PositiveNumber);
+  up->add_option("--nodes", o->nodes, "override the topology's node count")->check(number_in(1, kMaxNodes));
   up->callback([o, &exit_code] { exit_code = cluster_up(*o); });
   CLI::App* down = cmd->add_subcommand("down", "Remove an emulated cluster (or all of them)");
   down->add_option("prefix", o->prefix, "the cluster's prefix, as `cluster up` printed it");

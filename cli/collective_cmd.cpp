@@ -1,4 +1,5 @@
 // `commsim collective`: predicts one collective over a size sweep and prints an nccl-tests style table.
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -8,22 +9,21 @@
 #include "sim/collective/collective.hpp"
 #include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/limits.hpp"
 #include "sim/engine/executor.hpp"
 
 namespace commsim::cli {
 
 std::vector<Bytes> parse_sizes(const std::string& text) {
   auto one = [&](const std::string& s) -> Bytes {
-    std::size_t used = 0;
     unsigned long long value = 0;
-    try {
-      value = std::stoull(s, &used);
-    } catch (const std::exception&) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);  // digits only: no sign, no wrap
+    if (ec != std::errc() || end == s.data())
       throw InputError("--sizes", "", "\"" + s + "\" is not a size (e.g. 8, 64K, 1M, 1G)");
-    }
-    std::string suffix = s.substr(used);
+    const std::string suffix(end, s.data() + s.size());
     Bytes scale = suffix.empty() ? 1 : suffix == "K" ? 1ull << 10 : suffix == "M" ? 1ull << 20 : suffix == "G" ? 1ull << 30 : 0;
     if (scale == 0 || value == 0) throw InputError("--sizes", "", "\"" + s + "\" is not a positive size (suffixes K, M, G)");
+    if (value > kMaxBytes / scale) throw InputError("--sizes", "", "\"" + s + "\" is over the 1 TiB limit (1024G)");
     return value * scale;
   };
   std::vector<Bytes> sizes;
@@ -69,6 +69,7 @@ int run_collective(const CollectiveOptions& o) {
   spec.reduce_Bps = o.reduce_Bps;
   spec.ranks_per_node = topology->ranks_per_node();
   const int p = topology->ranks();
+  if (fidelity != Fidelity::Analytical) check_network_size(fidelity, *topology);
   check_supported(spec, p, "--algo");
   const std::vector<Bytes> sizes = parse_sizes(o.sizes);
 
@@ -127,18 +128,24 @@ void register_collective(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<CollectiveOptions>();
   CLI::App* cmd = app.add_subcommand("collective", "Predict one collective over a size sweep (nccl-tests style table)");
   cmd->add_option("--topology", o->topology, "topology JSON file")->required();
-  cmd->add_option("--nodes", o->nodes, "number of nodes (overrides the file)")->check(CLI::PositiveNumber);
+  cmd->add_option("--nodes", o->nodes, "number of nodes (overrides the file)")->check(number_in(1, kMaxNodes));
   cmd->add_option("--op", o->op, "allreduce | reducescatter | allgather | broadcast | reduce");
   cmd->add_option("--algo", o->algo, "ring | tree | hd | hierarchical | 2d-ring | nvls | nvlstree | collnet_direct | collnet_chain | pat | auto (NCCL_ALGO)");
   cmd->add_option("--proto", o->proto, "ll | ll128 | simple | auto: NCCL's protocol (NCCL_PROTO), NCCL topologies only");
   cmd->add_option("--sizes", o->sizes, "MIN:MAX doubling range or a comma list, bytes with K/M/G suffixes");
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
-  cmd->add_option("--channels", o->channels, "independent rings/trees (NCCL channels: NCCL_MIN/MAX_NCHANNELS); 0 = the library's own count, one per NIC of a node otherwise")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--chunks", o->chunks, "pipeline pieces per step (0 = algorithm default)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--groups", o->hierarchy_groups, "hierarchical: number of leaders (hierarchical_allreduce_inter_nranks)");
-  cmd->add_option("--reduce-Bps", o->reduce_Bps, "local reduction rate gamma in bytes/s (0 = free)");
+  cmd->add_option("--channels", o->channels, "independent rings/trees (NCCL channels: NCCL_MIN/MAX_NCHANNELS); 0 = the library's own count, one per NIC of a node otherwise")->check(number_in(0, kMaxChannels));
+  cmd->add_option("--chunks", o->chunks, "pipeline pieces per step (0 = algorithm default)")->check(number_in(0, kMaxChunks));
+  cmd->add_option("--groups", o->hierarchy_groups, "hierarchical: number of leaders (hierarchical_allreduce_inter_nranks)")->check(number_in(0));
+  cmd->add_option("--reduce-Bps", o->reduce_Bps, "local reduction rate gamma in bytes/s (0 = free)")->check(number_in(0));
   cmd->add_option("--json", o->json, "write the rows as JSON")->check(writable_file());
-  cmd->callback([o, &exit_code] { exit_code = run_collective(*o); });
+  cmd->callback([o, &exit_code] {
+    try {
+      exit_code = run_collective(*o);
+    } catch (const TimeRangeError& e) {  // a rate of the topology is out of proportion to the sizes asked for
+      throw InputError(o->topology, e.quantity(), e.detail());
+    }
+  });
 }
 
 }  // namespace commsim::cli

@@ -2,10 +2,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "sim/core/limits.hpp"
 #include "sim/core/units.hpp"
 #include "sim/training/simulation.hpp"
 
@@ -28,5 +30,11 @@ void write_json(const std::string& path, const nlohmann::json& doc, const std::s
 // For options that name a file to write: not a directory, and its directory must exist and be writable. Checked when the command line is
 // parsed, so a bad path is reported (exit 2, one line naming the option) before anything runs.
 const CLI::Validator& writable_file();
+// "8", "64K", "256M", "1G" (binary multiples, as nccl-tests reads -e; a fraction such as "0.5M" too) -> bytes, in
+// [8, kMaxBytes]; otherwise an InputError naming --max-bytes. byte_size() checks an option with it at parse time.
+std::uint64_t parse_byte_size(const std::string& text);
+CLI::Validator byte_size();
+// For numeric options: finite and in [min, max]; the message states the bound ("--groups: must be >= 0, got -5").
+CLI::Validator number_in(double min, double max = std::numeric_limits<double>::infinity());
 
 }  // namespace commsim::cli

@@ -15,6 +15,15 @@ struct CompareOptions {
   std::string file, fidelity = "analytical", json;
 };
 
+template <typename... Args>
+std::string line(const char* format, Args... args) {
+  const int n = std::snprintf(nullptr, 0, format, args...);
+  std::string text(static_cast<std::size_t>(n) + 1, '\0');
+  std::snprintf(text.data(), text.size(), format, args...);
+  text.pop_back();
+  return text;
+}
+
 int run_compare(const CompareOptions& o) {
   Fidelity fidelity;
   if (!parse_fidelity(o.fidelity, fidelity)) throw InputError("--fidelity", "", "unknown fidelity \"" + o.fidelity + "\" (analytical, flow)");
@@ -23,6 +32,7 @@ int run_compare(const CompareOptions& o) {
   const std::string title = top.string("name");
   top.string_or("description", "");
   const std::string scenario_path = (std::filesystem::path(o.file).parent_path() / top.string("scenario")).string();
+  if (!std::filesystem::is_regular_file(scenario_path)) top.fail("scenario", "no such file " + scenario_path);
   const Json base_document = read_json_file(scenario_path);
   const Json& variants = top.array("variants");
   top.reject_unknown();
@@ -30,8 +40,9 @@ int run_compare(const CompareOptions& o) {
 
   std::map<std::string, Json> documents;  // by variant name, after its settings
   Json previous = base_document;
-  std::printf("%s\n%-16s %12s %9s %11s %11s %10s  %s\n", title.c_str(), "variant", "step (ms)", "speedup", "comm (ms)",
-              "exposed(ms)", "MB/rank", "what changed");
+  // The table is printed once every variant has been simulated, so that a bad variant leaves stdout empty.
+  std::string table = line("%s\n%-16s %12s %9s %11s %11s %10s  %s\n", title.c_str(), "variant", "step (ms)", "speedup",
+                           "comm (ms)", "exposed(ms)", "MB/rank", "what changed");
   double baseline_s = 0;
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t i = 0; i < variants.size(); ++i) {
@@ -64,10 +75,11 @@ int run_compare(const CompareOptions& o) {
     const SimulationRun run = simulate_document(document, scenario_path, fidelity);
     const Result& r = run.result;
     if (i == 0) baseline_s = r.step_time_s;
-    std::printf("%-16s %12.2f %8.2fx %11.2f %11.2f %10.1f  %s\n", name.c_str(), r.step_time_s * 1e3, baseline_s / r.step_time_s,
-                r.comm_s * 1e3, r.exposed_comm_s * 1e3, r.bytes_sent_per_rank / 1e6, description.c_str());
+    table += line("%-16s %12.2f %8.2fx %11.2f %11.2f %10.1f  %s\n", name.c_str(), r.step_time_s * 1e3, baseline_s / r.step_time_s,
+                  r.comm_s * 1e3, r.exposed_comm_s * 1e3, r.bytes_sent_per_rank / 1e6, description.c_str());
     rows.push_back({{"variant", name}, {"speedup", baseline_s / r.step_time_s}, {"result", r.to_json()}});
   }
+  std::fputs(table.c_str(), stdout);
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     if (!out) throw InputError("--json", "", "cannot write " + o.json);

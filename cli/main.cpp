@@ -1,5 +1,6 @@
 // commsim: predicts and measures the communication of distributed deep-learning training.
-// Exit codes: 0 success; 1 the check asked for failed; 2 bad input or usage (one line naming file, field, problem).
+// Exit codes: 0 success; 1 the check asked for failed; 2 bad input or usage (one line naming file, field, problem);
+// 3 an internal fault (a broken invariant, a bug: please report it), never bad input.
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -20,6 +21,19 @@ int main(int argc, char** argv) {
   commsim::cli::register_report(app, exit_code);
   commsim::cli::register_calibrate(app, exit_code);
   commsim::cli::register_validate(app, exit_code);
+  // CLI11 reports a mistyped command as "A subcommand is required": name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      found |= sub->get_name() == argv[1];
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found) {
+      std::cerr << "commsim: unknown command \"" << argv[1] << "\" (" << known << ")\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -71,11 +71,11 @@ void register_recommend(CLI::App& app, int& exit_code) {
   cmd->add_option("scenario", o->scenario, "scenario JSON file")->required();
   cmd->add_flag("--allow-lossy", o->allow_lossy,
                 "also search DGC sparsity, Local SGD k and low-precision communication (they change convergence)");
-  cmd->add_option("--budget", o->budget, "most configurations to evaluate in the search (default 200)")->check(CLI::PositiveNumber);
+  cmd->add_option("--budget", o->budget, "most configurations to evaluate in the search (default 200)")->check(number_in(1));
   cmd->add_option("--fidelity", o->fidelity, "fidelity of the final ranking: analytical | flow (the search is analytical)");
   cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)")->allow_extra_args(false);
-  cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(CLI::PositiveNumber);
-  cmd->add_option("--jobs", o->jobs, "parallel simulations (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(number_in(1, kMaxSteps));
+  cmd->add_option("--jobs", o->jobs, "parallel simulations (default: all cores)")->check(number_in(1, kMaxJobs));
   cmd->callback([o, &exit_code] {
     run_recommend(*o);
     exit_code = 0;

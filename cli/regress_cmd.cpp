@@ -120,7 +120,7 @@ void register_regress(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("regress", "Compare step times with a stored baseline (CI gate): exit 1 on a regression");
   cmd->add_option("--baseline", o->baseline, "baseline JSON file (see baselines/ci.json)")->required();
   CLI::Option* tol = cmd->add_option("--tolerance", o->tolerance, "allowed slowdown in percent (default: the baseline's tolerance_pct)")
-                         ->check(CLI::NonNegativeNumber);
+                         ->check(number_in(0));
   cmd->add_flag("--update", o->update, "store the step times of this commsim in the baseline instead of comparing");
   cmd->add_option("--junit", o->junit, "write JUnit XML for CI systems")->check(writable_file());
   cmd->add_option("--measured", o->measured,
@@ -130,8 +130,8 @@ void register_regress(CLI::App& app, int& exit_code) {
                              ->check(CLI::IsMember({"mpi", "nccl"}));
   cmd->add_flag("--cluster", o->cluster, "with --backend mpi: run inside the emulated cluster of each scenario's topology (root)")
       ->needs(backend);
-  cmd->add_option("--timeout-s", o->timeout_s, "with --backend: stop a run after this many seconds")->check(CLI::PositiveNumber)->needs(backend);
-  cmd->add_option("--jobs", o->jobs, "parallel simulations (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout-s", o->timeout_s, "with --backend: stop a run after this many seconds")->check(number_in(1e-3))->needs(backend);
+  cmd->add_option("--jobs", o->jobs, "parallel simulations (default: all cores)")->check(number_in(1, kMaxJobs));
   cmd->callback([o, tol, &exit_code] {
     o->tolerance_given = tol->count() > 0;
     exit_code = run_regress(*o);

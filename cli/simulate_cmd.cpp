@@ -67,7 +67,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand("simulate", "Predict a training step of a scenario");
   cmd->add_option("scenario", o->scenario, "scenario JSON file")->required();
-  cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(number_in(1, kMaxSteps));
   cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)");
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
   cmd->add_option("--json", o->json, "write the result JSON")->check(writable_file());

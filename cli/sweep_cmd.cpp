@@ -58,10 +58,10 @@ void register_sweep(CLI::App& app, int& exit_code) {
       ->required()
       ->allow_extra_args(false);
   cmd->add_option("--set", o->sets, "fixed override for every variant: dotted.key=value (repeatable)")->allow_extra_args(false);
-  cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(number_in(1, kMaxSteps));
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
   cmd->add_option("-o,--output", o->out, "output directory (default: sweep)");
-  cmd->add_option("--jobs", o->jobs, "parallel simulations (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs", o->jobs, "parallel simulations (default: all cores)")->check(number_in(1, kMaxJobs));
   cmd->callback([o, &exit_code] {
     run_sweep(*o);
     exit_code = 0;

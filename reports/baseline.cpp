@@ -45,6 +45,8 @@ Baseline load_baseline(const std::string& path, bool updating) {
     Fidelity fidelity;
     if (!parse_fidelity(e.fidelity, fidelity)) f.fail("fidelity", "unknown fidelity \"" + e.fidelity + "\" (analytical, flow)");
     e.backend = f.string_or("backend", "sim");
+    if (e.backend != "sim" && e.backend != "mpi" && e.backend != "nccl")
+      f.fail("backend", "unknown backend \"" + e.backend + "\" (sim, mpi, nccl)");
     e.description = f.string_or("description", "");
     e.step_time_s = f.number_or("step_time_s", 0);
     if (e.step_time_s < 0 || (!updating && e.step_time_s == 0))

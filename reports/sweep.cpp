@@ -39,9 +39,9 @@ std::vector<std::size_t> all_axes_but(const Sweep& s, std::size_t skip) {
 bool numeric_axis(const Axis& a, std::vector<double>& values) {
   values.clear();
   for (const std::string& v : a.values) {
-    const Json j = Json::parse(v, nullptr, false);
-    if (j.is_discarded() || !j.is_number()) return false;
-    values.push_back(j.get<double>());
+    const std::optional<Json> j = parse_json_value(v, "--vary " + a.key);
+    if (!j || !j->is_number()) return false;
+    values.push_back(j->get<double>());
   }
   return true;
 }

@@ -1,22 +1,118 @@
 #include "sim/core/json_fields.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
+#include <sstream>
+#include <vector>
+
+#include "sim/core/units.hpp"
 
 namespace commsim {
 
-Json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open file");
-  try {
-    return Json::parse(in, nullptr, true, /*ignore_comments=*/false);
-  } catch (const Json::parse_error& e) {
-    // nlohmann's message already says "at line L, column C" (before "syntax error"): keep it, drop the prefix.
-    std::string what = e.what();
-    auto pos = what.find("at line");
-    throw InputError(path, "", "invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
+namespace {
+
+// A first pass over the text, before the document is built: refuses what nlohmann would accept or crash on.
+// Nesting is bounded (the parser itself is iterative, but destroying, copying or printing a deep document
+// recurses once per level), a key given twice in one object is an error (nlohmann keeps the last silently), and a
+// number beyond double's range is named with its field.
+class InputScan final : public nlohmann::json_sax<Json> {
+ public:
+  // `syntax_errors_throw` false: a syntax error makes the scan return false instead (for option values that may
+  // be plain strings).
+  InputScan(const std::string& source, bool syntax_errors_throw) : source_(source), syntax_errors_throw_(syntax_errors_throw) {}
+
+  bool null() override { return element(); }
+  bool boolean(bool) override { return element(); }
+  bool number_integer(number_integer_t) override { return element(); }
+  bool number_unsigned(number_unsigned_t) override { return element(); }
+  bool number_float(number_float_t, const string_t&) override { return element(); }
+  bool string(string_t&) override { return element(); }
+  bool binary(binary_t&) override { return element(); }
+  bool start_object(std::size_t) override { return open(false); }
+  bool start_array(std::size_t) override { return open(true); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& key) override {
+    Frame& f = frames_.back();
+    f.key = key;
+    if (!f.keys.insert(key).second) throw InputError(source_, path(), "duplicate key (each key may appear once per object)");
+    return true;
   }
+  bool parse_error(std::size_t, const std::string& token, const nlohmann::detail::exception& e) override {
+    if (e.id == 406) {  // out_of_range.406: a number that overflows double, the element being read
+      element();
+      throw InputError(source_, path(), "number " + token + " is beyond the range of a double");
+    }
+    if (!syntax_errors_throw_) return false;
+    // nlohmann's message already says "at line L, column C" (before "syntax error"): keep it, drop the prefix.
+    const std::string what = e.what();
+    const auto at = what.find("at line");
+    throw InputError(source_, "", "invalid JSON: " + (at == std::string::npos ? what : what.substr(at)));
+  }
+
+ private:
+  struct Frame {
+    bool array = false;
+    long index = -1;  // arrays: the element being read
+    std::string key;  // objects: the key being read
+    std::set<std::string> keys;
+  };
+  bool element() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+    return true;
+  }
+  bool open(bool array) {
+    element();
+    if (frames_.size() >= static_cast<std::size_t>(kMaxJsonDepth))
+      throw InputError(source_, shortened(path()), "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    frames_.push_back(Frame{array, -1, {}, {}});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+  std::string path() const {
+    std::string p;
+    for (const Frame& f : frames_)
+      p += f.array ? "[" + std::to_string(std::max(0L, f.index)) + "]" : (p.empty() ? "" : ".") + f.key;
+    return p;
+  }
+  // A path 64 levels deep is long: its first levels say where the nesting starts.
+  static std::string shortened(const std::string& path) { return path.size() <= 40 ? path : path.substr(0, 40) + "..."; }
+
+  const std::string& source_;
+  bool syntax_errors_throw_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
+Json parse_json_text(const std::string& text, const std::string& source) {
+  InputScan scan(source, true);
+  Json::sax_parse(text, &scan, nlohmann::detail::input_format_t::json, /*strict=*/true, /*ignore_comments=*/false);
+  return Json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+}
+
+std::optional<Json> parse_json_value(const std::string& text, const std::string& source) {
+  InputScan scan(source, false);
+  if (!Json::sax_parse(text, &scan, nlohmann::detail::input_format_t::json, /*strict=*/true, /*ignore_comments=*/false))
+    return std::nullopt;
+  return Json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+}
+
+Json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, not a JSON file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot open file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw InputError(path, "", "cannot read file");
+  return parse_json_text(text.str(), path);
 }
 
 JsonFields::JsonFields(const Json& object, std::string file, std::string path)
@@ -68,6 +164,13 @@ double JsonFields::positive(const std::string& key) {
 
 double JsonFields::positive_or(const std::string& key, double fallback) {
   return has(key) ? positive(key) : fallback;
+}
+
+double JsonFields::duration_s(const std::string& key) {
+  const double x = number(key);
+  if (!(x >= 0 && x <= kMaxSimulatedSeconds))
+    fail(key, "must be a time in seconds in [0, " + std::to_string(static_cast<long>(kMaxSimulatedSeconds)) + "] (100 days), got " + raw(key).dump());
+  return x;
 }
 
 std::int64_t JsonFields::integer(const std::string& key, std::int64_t min, std::int64_t max) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -12,7 +13,17 @@ namespace commsim {
 
 using Json = nlohmann::json;
 
-// Reads a JSON file; a syntax error or a missing file is an InputError naming the file.
+// The deepest nesting of objects and arrays accepted in any JSON input (the shipped files use at most 6 levels).
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses JSON text that came from `source` (a file name, or an option such as "--set key"). Every input document
+// goes through here: a syntax error, nesting deeper than kMaxJsonDepth, a key given twice in one object or a number
+// beyond double's range is an InputError naming the source and, where known, the field.
+Json parse_json_text(const std::string& text, const std::string& source);
+// The same for an option's value that may also be a plain string ("--set name=resnet"): nullopt when `text` is
+// not JSON at all; the other refusals still throw.
+std::optional<Json> parse_json_value(const std::string& text, const std::string& source);
+// Reads a JSON file and parses it as above; a missing, unreadable file or a directory is an InputError naming it.
 Json read_json_file(const std::string& path);
 
 class JsonFields {
@@ -29,6 +40,8 @@ class JsonFields {
   double number_or(const std::string& key, double fallback);
   double positive(const std::string& key);  // > 0
   double positive_or(const std::string& key, double fallback);
+  // A time in seconds: in [0, kMaxSimulatedSeconds] (100 days), the range the simulator can represent.
+  double duration_s(const std::string& key);
   std::int64_t integer(const std::string& key, std::int64_t min, std::int64_t max);
   std::int64_t integer_or(const std::string& key, std::int64_t fallback, std::int64_t min, std::int64_t max);
   bool boolean_or(const std::string& key, bool fallback);

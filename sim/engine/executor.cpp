@@ -50,10 +50,10 @@ void ScheduleRun::issue(OpId id) {
   if (op.kind == OpKind::Transfer) {
     network_.start(op.src, op.dst, static_cast<double>(op.bytes), this, id);
   } else if (op.kind == OpKind::Delay) {
-    queue_.schedule(queue_.now() + static_cast<TimePs>(op.bytes), this, id);
+    queue_.schedule(add_ps(queue_.now(), static_cast<TimePs>(op.bytes)), this, id);
   } else {
     const TimePs t = reduce_Bps_ > 0 ? transfer_ps(static_cast<double>(op.bytes), reduce_Bps_) : 0;
-    queue_.schedule(queue_.now() + t, this, id);
+    queue_.schedule(add_ps(queue_.now(), t), this, id);
   }
 }
 

@@ -45,6 +45,9 @@ const std::vector<FidelityInfo>& fidelities();
 bool parse_fidelity(std::string_view name, Fidelity& out);
 std::string_view to_string(Fidelity f);
 
+// Both models run every transfer of a collective: more than kMaxFlowRanks ranks (sim/core/limits.hpp) is an
+// InputError, raised by make_network and by whoever generates a schedule for one of them, before allocating it.
+void check_network_size(Fidelity fidelity, const Topology& topology);
 std::unique_ptr<NetworkModel> make_network(Fidelity fidelity, const Topology& topology, EventQueue& queue);
 
 }  // namespace commsim

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "sim/core/json_fields.hpp"
+#include "sim/core/limits.hpp"
 #include "sim/topology/astra_topology.hpp"
 #include "sim/topology/cluster_topology.hpp"
 
@@ -22,9 +23,6 @@ std::string class_list() {
   return s;
 }
 
-// Largest node count we accept: beyond it the per-link state of a simulation would not fit in memory anyway.
-constexpr std::int64_t kMaxNodes = 1 << 22;
-
 DeviceKind parse_device_kind(JsonFields& f, const std::string& key) {
   static const std::map<std::string, DeviceKind> kinds = {
       {"gpu", DeviceKind::Gpu}, {"cpu_rank", DeviceKind::CpuRank}, {"cpu", DeviceKind::Cpu},
@@ -35,11 +33,19 @@ DeviceKind parse_device_kind(JsonFields& f, const std::string& key) {
   return it->second;
 }
 
+// A link's latency in seconds: in [0, 1]. A second per hop is no interconnect, and the bound keeps a collective's
+// summed latencies (steps x latency, steps < 2 x kMaxRanks) inside the simulated time range.
+double link_latency_s(JsonFields& f, const std::string& key, double fallback) {
+  if (!f.has(key)) return fallback;
+  const double s = f.number(key);
+  if (!(s >= 0 && s <= kMaxLinkLatencySeconds)) f.fail(key, "must be in [0, 1] seconds, got " + f.raw(key).dump());
+  return s;
+}
+
 LinkParams parse_link_params(JsonFields& f, LinkClass c) {
   LinkParams p;
   p.link_class = c;
-  p.latency_s = f.number("latency_s");
-  if (p.latency_s < 0) f.fail("latency_s", "must be >= 0");
+  p.latency_s = link_latency_s(f, "latency_s", 0);
   p.bandwidth_Bps = f.positive("bandwidth_Bps");
   p.efficiency = f.number_or("efficiency", 1.0);
   if (!(p.efficiency > 0 && p.efficiency <= 1)) f.fail("efficiency", "must be in (0, 1]");
@@ -108,6 +114,8 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
   JsonFields node = top.object("node");
   std::map<std::string, int> index;
   const Json& devices = node.array("devices");
+  if (devices.size() > static_cast<std::size_t>(kMaxDevicesPerNode))
+    node.fail("devices", std::to_string(devices.size()) + " devices exceed the limit of " + std::to_string(kMaxDevicesPerNode) + " per node");
   std::vector<std::string> nic_names;
   for (std::size_t i = 0; i < devices.size(); ++i) {
     JsonFields d(devices[i], file, "node.devices[" + std::to_string(i) + "]");
@@ -147,8 +155,7 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
                                                     : "unknown link class \"" + cls + "\" (known: " + class_list() + ")");
     }
     link.params = it->second;
-    link.params.latency_s = l.number_or("latency_s", link.params.latency_s);
-    if (link.params.latency_s < 0) l.fail("latency_s", "must be >= 0");
+    link.params.latency_s = link_latency_s(l, "latency_s", link.params.latency_s);
     link.params.bandwidth_Bps = l.positive_or("bandwidth_Bps", link.params.bandwidth_Bps) *
                                 static_cast<double>(l.integer_or("lanes", 1, 1, 64));
     link.params.efficiency = l.number_or("efficiency", link.params.efficiency);
@@ -162,9 +169,17 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
   spec.nodes = static_cast<int>(top.integer("nodes", 1, kMaxNodes));
   if (nodes_override > 0) {
     if (nodes_override > kMaxNodes)
-      throw InputError(file, "nodes", "--nodes " + std::to_string(nodes_override) + " exceeds " + std::to_string(kMaxNodes));
+      throw InputError("--nodes", "", std::to_string(nodes_override) + " exceeds the limit of " + std::to_string(kMaxNodes) + " nodes");
     spec.nodes = nodes_override;
   }
+  const auto rpn = std::count_if(spec.devices.begin(), spec.devices.end(),
+                                 [](const TemplateDevice& d) { return d.kind == DeviceKind::Gpu || d.kind == DeviceKind::CpuRank; });
+  if (rpn > kMaxRanksPerNode)
+    node.fail("devices", std::to_string(rpn) + " ranks (gpu, cpu_rank) exceed the limit of " + std::to_string(kMaxRanksPerNode) + " per node");
+  if (rpn * spec.nodes > kMaxRanks)
+    throw InputError(nodes_override > 0 ? "--nodes" : file, nodes_override > 0 ? "" : "nodes",
+                     std::to_string(spec.nodes) + " nodes of " + std::to_string(rpn) + " ranks exceed the limit of " +
+                         std::to_string(kMaxRanks) + " ranks");
   JsonFields fabric = top.object("fabric");
   static const std::map<std::string, FabricKind> fabric_kinds = {{"none", FabricKind::None},
                                                                  {"single_switch", FabricKind::SingleSwitch},
@@ -221,13 +236,21 @@ std::unique_ptr<Topology> load_astra(const Json& root, const std::string& file, 
     if (!counts[i].is_number_integer() || counts[i].get<std::int64_t>() < 1 || counts[i].get<std::int64_t>() > (1 << 24))
       astra.fail("npus_count" + at, "must be an integer in [1, 16777216]");
     if (!bandwidths[i].is_number() || !(bandwidths[i].get<double>() > 0)) astra.fail("bandwidth" + at, "must be > 0 (GB/s)");
-    if (!latencies[i].is_number() || latencies[i].get<double>() < 0) astra.fail("latency" + at, "must be >= 0 (ns)");
+    if (!latencies[i].is_number() || !(latencies[i].get<double>() >= 0 && latencies[i].get<double>() <= kMaxLinkLatencySeconds * 1e9))
+      astra.fail("latency" + at, "must be in [0, 1e9] (ns), got " + latencies[i].dump());
     LinkParams link{LinkClass::Fabric, latencies[i].get<double>() * 1e-9, bandwidths[i].get<double>() * 1e9, 1.0};
     dims.push_back({b->second, static_cast<int>(counts[i].get<std::int64_t>()), link});
   }
   if (nodes_override > 0) {
     if (dims.size() < 2) throw InputError(file, "astra_sim.topology", "--nodes needs at least two dimensions (it sets the last)");
     dims.back().npus = nodes_override;
+  }
+  std::int64_t npus = 1;  // each dimension is at most 2^24, so the product is checked before it can overflow
+  for (const AstraDimension& d : dims) {
+    npus *= d.npus;
+    if (npus > kMaxRanks)
+      throw InputError(nodes_override > 0 ? "--nodes" : file, nodes_override > 0 ? "" : "astra_sim.npus_count",
+                       "the dimensions give more than " + std::to_string(kMaxRanks) + " NPUs, the limit");
   }
   astra.reject_unknown();
   top.reject_unknown();

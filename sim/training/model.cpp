@@ -28,8 +28,9 @@ Model load_model(const std::string& path) {
     if (layer.forward_flops_per_sample < 0) f.fail("forward_flops_per_sample", "must be >= 0");
     layer.backward_flops_per_sample = f.number_or("backward_flops_per_sample", 2 * layer.forward_flops_per_sample);
     if (layer.backward_flops_per_sample < 0) f.fail("backward_flops_per_sample", "must be >= 0");
-    layer.forward_s_per_sample = f.number_or("forward_s", -1);
-    layer.backward_s_per_sample = f.number_or("backward_s", -1);
+    // Measured times, when given, replace the FLOP-derived ones; absent is -1 (Layer), never a negative input.
+    layer.forward_s_per_sample = f.has("forward_s") ? f.duration_s("forward_s") : -1;
+    layer.backward_s_per_sample = f.has("backward_s") ? f.duration_s("backward_s") : -1;
     const Json& params = f.array("params");
     for (std::size_t j = 0; j < params.size(); ++j) {
       JsonFields p(params[j], path, f.field_path("params[" + std::to_string(j) + "]"));

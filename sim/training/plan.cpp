@@ -5,6 +5,7 @@
 #include <random>
 
 #include "sim/core/error.hpp"
+#include "sim/core/units.hpp"
 
 namespace commsim {
 
@@ -126,6 +127,7 @@ std::vector<Bucket> make_buckets(const Scenario& sc, const Model& model) {
     for (int t = n - 1; t >= 0; --t) groups.push_back({t});
   } else if (f.mode == FusionMode::Index) {
     // MindSpore all_reduce_fusion_config: indices split the forward-ordered tensors; the last group is launched first.
+    if (f.indices.empty()) throw InputError(sc.file, "strategy.fusion.indices", "needs at least one split index");
     if (f.indices.back() >= n)
       throw InputError(sc.file, "strategy.fusion.indices", "split index " + std::to_string(f.indices.back()) +
                                                                  " is past the last tensor (the model has " + std::to_string(n) + ")");
@@ -210,6 +212,10 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
     b.backward_s.push_back(l.backward_s_per_sample >= 0 ? l.backward_s_per_sample * sc.batch_per_gpu : l.backward_flops_per_sample * sc.batch_per_gpu / rate);
     plan.compute_s += b.forward_s.back() + b.backward_s.back();
   }
+  if (!(plan.compute_s <= kMaxSimulatedSeconds))
+    throw InputError(sc.file, "device.peak_flops",
+                     "a step's compute takes " + std::to_string(plan.compute_s) + " s (the model's FLOPs / (peak_flops x efficiency), or its measured "
+                     "times, x batch_per_gpu), beyond the simulated range of 100 days: is peak_flops in FLOP/s?");
   plan.buckets = make_buckets(sc, model);
   for (std::size_t i = 0; i < plan.buckets.size(); ++i) plan.buckets[i].stream = 1 + static_cast<int>(i % plan.streams);
   const Strategy& st = sc.strategy;

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "sim/core/limits.hpp"
+
 namespace commsim {
 
 int dtype_bytes(CommDtype d) {
@@ -15,10 +17,21 @@ std::string_view to_string(CommDtype d) {
 
 namespace {
 
+// Split indices point into a model's tensor list; no model has a million parameter tensors.
+constexpr std::int64_t kMaxFusionIndex = 1 << 20;
+
 std::string resolve(const std::string& file, const std::string& relative) {
   std::filesystem::path p(relative);
   if (p.is_absolute()) return relative;
   return (std::filesystem::path(file).parent_path() / p).lexically_normal().string();
+}
+
+// A path the scenario names, checked here so that the error names the scenario and its field, not only the path.
+std::string existing_file(JsonFields& f, const std::string& key, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) f.fail(key, path + " is a directory, not a JSON file");
+  if (!std::filesystem::exists(path, ec)) f.fail(key, "no such file " + path);
+  return path;
 }
 
 Fusion parse_fusion(JsonFields f) {
@@ -36,10 +49,15 @@ Fusion parse_fusion(JsonFields f) {
   if (fusion.mode == FusionMode::Auto) fusion.size_mb = 64;  // MindSpore "auto": 64 MB
   if (fusion.mode == FusionMode::Index) {
     const Json& indices = f.array("indices");
+    if (indices.empty())
+      f.fail("indices", "needs at least one split index (MindSpore all_reduce_fusion_config); for one bucket use mode \"size\"");
     for (std::size_t i = 0; i < indices.size(); ++i) {
-      if (!indices[i].is_number_integer() || indices[i].get<std::int64_t>() < 1)
-        f.fail("indices[" + std::to_string(i) + "]", "must be a positive integer");
-      const int v = static_cast<int>(indices[i].get<std::int64_t>());
+      // Checked as JSON first: a value beyond int would wrap in the conversion (4294967295 to -1).
+      const Json& index = indices[i];
+      if (!index.is_number_integer() || (index.is_number_unsigned() && index.get<std::uint64_t>() > kMaxFusionIndex) ||
+          index.get<std::int64_t>() < 1 || index.get<std::int64_t>() > kMaxFusionIndex)
+        f.fail("indices[" + std::to_string(i) + "]", "must be an integer in [1, " + std::to_string(kMaxFusionIndex) + "], got " + index.dump());
+      const int v = static_cast<int>(index.get<std::int64_t>());
       if (!fusion.indices.empty() && v <= fusion.indices.back())
         f.fail("indices[" + std::to_string(i) + "]", "split indices must increase");
       fusion.indices.push_back(v);
@@ -104,7 +122,7 @@ Strategy parse_strategy(JsonFields f) {
   s.use_hierarchical_allreduce = f.boolean_or("use_hierarchical_allreduce", false);
   s.hierarchical_allreduce_inter_nranks = static_cast<int>(f.integer_or("hierarchical_allreduce_inter_nranks", 0, 1, 1 << 24));
   if (s.use_hierarchical_allreduce) s.algorithm = Algorithm::Hierarchical;
-  s.channels = static_cast<int>(f.integer_or("channels", 0, 0, 64));
+  s.channels = static_cast<int>(f.integer_or("channels", 0, 0, kMaxChannels));
   if (f.has("comm_dtype")) s.comm_dtype = parse_dtype(f, "comm_dtype");
   if (f.has("dgc")) s.dgc = parse_dgc(f.object("dgc"));
   if (f.has("localsgd") && f.has("adaptive_localsgd")) f.fail("adaptive_localsgd", "use either localsgd or adaptive_localsgd");
@@ -148,8 +166,7 @@ Json apply_overrides(Json document, const std::vector<std::string>& overrides, c
     const auto eq = o.find('=');
     if (eq == std::string::npos || eq == 0) throw InputError("--set", "", "\"" + o + "\" is not key=value");
     const std::string key = o.substr(0, eq), text = o.substr(eq + 1);
-    Json value = Json::parse(text, nullptr, false);
-    if (value.is_discarded()) value = text;
+    const Json value = parse_json_value(text, "--set " + key).value_or(Json(text));
     Json* at = &document;
     std::size_t start = 0;
     while (true) {
@@ -175,9 +192,9 @@ Scenario parse_scenario(const Json& document, const std::string& file) {
   s.file = file;
   s.name = top.string("name");
   top.string_or("description", "");
-  s.topology_path = resolve(file, top.string("topology"));
-  s.nodes = static_cast<int>(top.integer_or("nodes", 0, 1, 1 << 22));
-  s.model_path = resolve(file, top.string("model"));
+  s.topology_path = existing_file(top, "topology", resolve(file, top.string("topology")));
+  s.nodes = static_cast<int>(top.integer_or("nodes", 0, 1, kMaxNodes));
+  s.model_path = existing_file(top, "model", resolve(file, top.string("model")));
   {
     JsonFields d = top.object("device");
     s.device.name = d.string("name");
@@ -189,7 +206,7 @@ Scenario parse_scenario(const Json& document, const std::string& file) {
     d.reject_unknown();
   }
   s.batch_per_gpu = static_cast<int>(top.integer("batch_per_gpu", 1, 1 << 20));
-  s.steps = static_cast<int>(top.integer_or("steps", 10, 1, 100000));
+  s.steps = static_cast<int>(top.integer_or("steps", 10, 1, kMaxSteps));
   if (top.has("strategy")) s.strategy = parse_strategy(top.object("strategy"));
   top.reject_unknown();
   return s;

@@ -17,7 +17,11 @@ SimulationRun simulate_document(const Json& document, const std::string& file, F
   run.scenario = parse_scenario(document, file);
   run.topology = load_topology(run.scenario.topology_path, run.scenario.nodes);
   run.plan = build_plan(run.scenario, *run.topology);
-  run.result = simulate_plan(run.plan, *run.topology, fidelity);
+  try {
+    run.result = simulate_plan(run.plan, *run.topology, fidelity);
+  } catch (const TimeRangeError& e) {  // a rate of the scenario or its topology is out of proportion: name both files
+    throw InputError(file, e.quantity(), e.detail() + " (topology " + run.scenario.topology_path + ")");
+  }
   run.result.scenario_hash = fnv1a_hex(document.dump());
   return run;
 }

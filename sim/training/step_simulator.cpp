@@ -55,7 +55,7 @@ class SharedBandwidth final : public EventHandler {
     if (jobs_.empty()) return;
     double least = jobs_.front().remaining_ps;
     for (const Job& j : jobs_) least = std::min(least, j.remaining_ps);
-    queue_.schedule(queue_.now() + static_cast<TimePs>(std::ceil(std::max(0.0, least) * static_cast<double>(jobs_.size()))), this, version_);
+    queue_.schedule(add_ps(queue_.now(), seconds_to_ps(std::max(0.0, least) * static_cast<double>(jobs_.size()) * 1e-12, "shared collective time")), this, version_);
   }
   EventQueue& queue_;
   std::function<void(int)> done_;
@@ -146,16 +146,16 @@ class StepRunner final : public EventHandler {
     const Task& t = step_->tasks[id];
     switch (t.kind) {
       case TaskKind::Compute:
-        queue_.schedule(queue_.now() + seconds_to_ps(t.seconds * factor_), this, static_cast<std::uint64_t>(id) << 1);
+        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds * factor_, "compute time of " + t.label)), this, static_cast<std::uint64_t>(id) << 1);
         break;
       case TaskKind::Delay:
-        queue_.schedule(queue_.now() + seconds_to_ps(t.seconds), this, static_cast<std::uint64_t>(id) << 1);
+        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds, "time of " + t.label)), this, static_cast<std::uint64_t>(id) << 1);
         break;
       case TaskKind::Collective:
         if (fidelity_ == Fidelity::Analytical) {
           auto [latency, total] = closed_form(t.collective);
           bandwidth_work_[id] = total - latency;
-          queue_.schedule(queue_.now() + latency, this, (static_cast<std::uint64_t>(id) << 1) | 1);
+          queue_.schedule(add_ps(queue_.now(), latency), this, (static_cast<std::uint64_t>(id) << 1) | 1);
         } else {
           const Schedule& schedule = schedule_for(t.collective);
           runs_.push_back(std::make_unique<ScheduleRun>(schedule, t.collective.reduce_Bps, *network_, queue_, [this, id] { finish(id); }));
@@ -186,8 +186,8 @@ class StepRunner final : public EventHandler {
     }
     CollectiveSpec zero = c;
     zero.bytes = 0;
-    const TimePs latency = seconds_to_ps(closed_form_seconds(zero, topo_));
-    const TimePs total = std::max(latency, seconds_to_ps(closed_form_seconds(c, topo_)));
+    const TimePs latency = seconds_to_ps(closed_form_seconds(zero, topo_), "collective latency");
+    const TimePs total = std::max(latency, seconds_to_ps(closed_form_seconds(c, topo_), "collective time"));
     return closed_cache_[key] = {latency, total};
   }
   const Schedule& schedule_for(const CollectiveSpec& c) {

@@ -17,6 +17,7 @@
 
 #include "sim/training/plan.hpp"
 #include "sim/training/simulation.hpp"
+#include "tests/sim/test_util.hpp"
 
 namespace commsim {
 namespace {
@@ -26,13 +27,11 @@ namespace fs = std::filesystem;
 constexpr double kMiB = 1048576.0;
 constexpr double kComputeS = 0.012;  // 4 x (1 ms forward + 2 ms backward)
 
+// One folder per test process for the files the tests write, removed when the process exits (ctest runs every
+// test in a process of its own, so a folder that outlived its process would pile up in the temp directory).
 std::string temp_dir() {
-  static const std::string dir = [] {
-    fs::path p = fs::temp_directory_path() / ("commsim-training-" + std::to_string(::getpid()));
-    fs::create_directories(p);
-    return p.string();
-  }();
-  return dir;
+  static const test::TempDir dir;
+  return dir.path().string();
 }
 
 std::string write(const std::string& name, const Json& doc) {

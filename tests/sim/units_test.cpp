@@ -1,0 +1,122 @@
+// Checked time arithmetic (sim/core/units.hpp), the JSON input scan (sim/core/json_fields.cpp) and the size limits
+// of the topology loader: what cannot be represented or would exhaust the machine is an InputError naming it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "sim/core/json_fields.hpp"
+#include "sim/core/limits.hpp"
+#include "sim/core/units.hpp"
+#include "sim/topology/topology.hpp"
+#include "tests/sim/test_util.hpp"
+
+namespace commsim {
+namespace {
+
+// The message of the InputError `f` throws ("" if none).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Units, SecondsToPicosecondsUpToOneHundredDays) {
+  // 100 days = 8 640 000 s = 8.64e18 ps, the documented limit, below int64's 9.22e18.
+  EXPECT_EQ(seconds_to_ps(kMaxSimulatedSeconds), kMaxTimePs);
+  EXPECT_EQ(kMaxTimePs, 8'640'000'000'000'000'000);
+  // 1 us is 1e6 ps; rounding up keeps a non-zero duration non-zero.
+  EXPECT_EQ(seconds_to_ps(1e-6), 1'000'000);
+  EXPECT_EQ(seconds_to_ps(1e-15), 1);
+}
+
+TEST(Units, SecondsThatCannotBeRepresentedAreNamed) {
+  for (double s : {kMaxSimulatedSeconds * 1.001, -1.0, std::nan(""), std::numeric_limits<double>::infinity(), 1e300}) {
+    SCOPED_TRACE(s);
+    EXPECT_NE(error_of([&] { seconds_to_ps(s, "compute time of fwd conv1"); }).find("compute time of fwd conv1"), std::string::npos);
+  }
+}
+
+TEST(Units, TransferTimeIsCheckedBeforeConversion) {
+  // 1 GB at 125 B/s (a bandwidth meant as 125 MB/s) takes 8e6 s = 92.6 days: representable.
+  EXPECT_EQ(transfer_ps(1e9, 125), 8'000'000 * kPsPerSecond);
+  // At 100 B/s it takes 1e7 s = 115.7 days: an error that suggests the unit, not a wrapped negative time.
+  EXPECT_NE(error_of([] { transfer_ps(1e9, 100); }).find("bytes per second"), std::string::npos);
+  // A vanishing rate (1e-300 B/s) or none at all is the same error.
+  EXPECT_NE(error_of([] { transfer_ps(1, 1e-300); }), "");
+  EXPECT_NE(error_of([] { transfer_ps(1, 0); }), "");
+  EXPECT_EQ(transfer_ps(0, 0), 0);  // nothing to move takes no time whatever the rate
+}
+
+TEST(Units, SumsStopAtTheLimitWithoutOverflowing) {
+  EXPECT_EQ(add_ps(kMaxTimePs - 1, 1), kMaxTimePs);
+  // kMaxTimePs + kMaxTimePs would overflow int64 (1.73e19 > 9.22e18): the check compares against the headroom.
+  EXPECT_NE(error_of([] { add_ps(kMaxTimePs, kMaxTimePs); }), "");
+  EXPECT_NE(error_of([] { add_ps(kMaxTimePs, 1); }), "");
+  EXPECT_NE(error_of([] { add_ps(0, -1); }), "");
+}
+
+TEST(JsonInput, NestingIsBoundedAt64Levels) {
+  auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  EXPECT_NO_THROW(parse_json_text(nested(kMaxJsonDepth), "x.json"));
+  EXPECT_NE(error_of([&] { parse_json_text(nested(kMaxJsonDepth + 1), "x.json"); }).find("nested deeper than 64"), std::string::npos);
+  // 100 000 levels: refused by the scan before any document (whose destructor would recurse) is built.
+  EXPECT_NE(error_of([&] { parse_json_text(nested(100000), "x.json"); }), "");
+}
+
+TEST(JsonInput, DuplicateKeysAreRefusedWithTheirPath) {
+  EXPECT_EQ(error_of([] { parse_json_text(R"({"a": {"b": 1, "b": 2}})", "x.json"); }),
+            "x.json: a.b: duplicate key (each key may appear once per object)");
+  // The path counts array elements: the second element of "list" holds the duplicate.
+  EXPECT_EQ(error_of([] { parse_json_text(R"({"list": [{"k": 1}, {"k": 1, "k": 2}]})", "x.json"); }),
+            "x.json: list[1].k: duplicate key (each key may appear once per object)");
+  // The same key in two different objects is no duplicate.
+  EXPECT_NO_THROW(parse_json_text(R"({"a": {"k": 1}, "b": {"k": 1}})", "x.json"));
+}
+
+TEST(JsonInput, NumbersBeyondDoubleAreNamed) {
+  EXPECT_EQ(error_of([] { parse_json_text(R"({"a": [1, 1e400]})", "x.json"); }),
+            "x.json: a[1]: number 1e400 is beyond the range of a double");
+}
+
+TEST(JsonInput, OptionValuesMayBePlainStrings) {
+  EXPECT_FALSE(parse_json_value("resnet", "--set name").has_value());
+  EXPECT_EQ(parse_json_value("[1, 2]", "--set x")->size(), 2u);
+  EXPECT_NE(error_of([] { parse_json_value(R"({"a": 1, "a": 2})", "--set x"); }).find("--set x: a: duplicate key"), std::string::npos);
+}
+
+// A node of `ranks` GPUs on one NVSwitch.
+std::string node_of(int ranks, const test::TempDir& dir) {
+  Json devices = Json::array(), links = Json::array();
+  for (int g = 0; g < ranks; ++g) {
+    devices.push_back({{"name", "g" + std::to_string(g)}, {"kind", "gpu"}});
+    links.push_back({{"a", "g" + std::to_string(g)}, {"b", "sw"}, {"class", "nvswitch"}});
+  }
+  devices.push_back({{"name", "sw"}, {"kind", "nvswitch"}});
+  const Json t = {{"name", "wide"},
+                  {"link_classes", {{"nvswitch", {{"latency_s", 1e-6}, {"bandwidth_Bps", 1e11}, {"source", "test"}}}}},
+                  {"node", {{"devices", devices}, {"links", links}}},
+                  {"nodes", 1},
+                  {"fabric", {{"kind", "none"}}}};
+  const std::string path = (dir.path() / "wide.json").string();
+  std::ofstream(path) << t.dump();
+  return path;
+}
+
+TEST(TopologyLimits, RanksPerNodeAreCheckedBeforeAnyTableIsBuilt) {
+  const test::TempDir dir;
+  // 1024 ranks is the limit itself: accepted.
+  EXPECT_EQ(load_topology(node_of(1024, dir))->ranks(), 1024);
+  // 1025: refused by the loader, naming the devices (per-node tables would hold 1025^2 paths).
+  EXPECT_NE(error_of([&] { load_topology(node_of(1025, dir)); }).find("node.devices: 1025 ranks (gpu, cpu_rank) exceed the limit of 1024"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace commsim
