@@ -23,7 +23,8 @@ void run_recommend(const RecommendOptions& o) {
   const Json base = load_base(o.scenario, o.sets, o.steps);
   // The scenario as given must simulate (strict loader; exit 2 otherwise); it also tells the cluster's shape.
   const SimulationRun given = simulate_document(base, o.scenario, Fidelity::Analytical);
-  const std::vector<Knob> knobs = search_space(given.scenario, given.result.ranks, given.topology->nodes(), o.allow_lossy);
+  const std::vector<Knob> knobs = search_space(given.scenario, given.result.ranks, given.topology->nodes(), o.allow_lossy,
+                                                given.topology->library());
   const Recommendation rec = recommend(base, o.scenario, knobs, fidelity, static_cast<std::size_t>(o.budget), o.jobs);
 
   std::printf("%s on %s\n", given.scenario.name.c_str(), given.topology->summary().c_str());

@@ -94,6 +94,11 @@ std::string nccl_env_snippet(const Strategy& s) {
   switch (s.use_hierarchical_allreduce ? Algorithm::Hierarchical : s.algorithm) {
     case Algorithm::Ring: out += "export NCCL_ALGO=Ring\n"; break;
     case Algorithm::Tree: out += "export NCCL_ALGO=Tree\n"; break;
+    case Algorithm::Nvls: out += "export NCCL_ALGO=NVLS  # NVLink SHARP; needs NCCL_NVLS_ENABLE unset or 1\n"; break;
+    case Algorithm::NvlsTree: out += "export NCCL_ALGO=NVLSTree  # NVLink SHARP in the node, trees across nodes\n"; break;
+    case Algorithm::CollNetDirect: out += "export NCCL_ALGO=CollNetDirect NCCL_COLLNET_ENABLE=1  # needs the SHARP plugin\n"; break;
+    case Algorithm::CollNetChain: out += "export NCCL_ALGO=CollNetChain NCCL_COLLNET_ENABLE=1  # needs the SHARP plugin\n"; break;
+    case Algorithm::Pat: out += "export NCCL_ALGO=PAT\n"; break;
     case Algorithm::Auto: out += "# NCCL_ALGO unset: NCCL's tuner picks the algorithm per size\n"; break;
     default:
       out += "# " + std::string(to_string(s.use_hierarchical_allreduce ? Algorithm::Hierarchical : s.algorithm)) +

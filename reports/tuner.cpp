@@ -48,11 +48,23 @@ Knob streams_knob(const Scenario& s) {
   return k;
 }
 
-Knob collective_knob(const Scenario& s, int ranks, int nodes) {
+// The algorithms the topology's library has: NCCL's own (NVLS only with NVLink SHARP, CollNet only with SHARP in
+// the network) or the generic schedules; Paddle's hierarchical allreduce is the framework's, on top of either.
+std::vector<Algorithm> library_algorithms(const CommLibrary& library, int nodes) {
+  if (library.kind != LibraryKind::Nccl)
+    return {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Ring2D, Algorithm::Auto};
+  std::vector<Algorithm> out = {Algorithm::Ring, Algorithm::Tree};
+  if (library.nvls) out.push_back(nodes > 1 ? Algorithm::NvlsTree : Algorithm::Nvls);
+  if (library.collnet && nodes > 1) out.insert(out.end(), {Algorithm::CollNetDirect, Algorithm::CollNetChain});
+  out.push_back(Algorithm::Auto);
+  return out;
+}
+
+Knob collective_knob(const Scenario& s, int ranks, int nodes, const CommLibrary& library) {
   Knob k{"collective", false, {}, 0};
   const Strategy& st = s.strategy;
   bool matched = false;
-  for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Ring2D, Algorithm::Auto}) {
+  for (Algorithm a : library_algorithms(library, nodes)) {
     if (!st.use_hierarchical_allreduce && st.algorithm == a) k.given = k.choices.size(), matched = true;
     k.choices.push_back({std::string(to_string(a)) + " allreduce",
                          {"strategy.use_hierarchical_allreduce=false", "strategy.algorithm=" + std::string(to_string(a))}});
@@ -125,8 +137,8 @@ std::size_t changed(const std::vector<Knob>& knobs, const std::vector<std::size_
 
 }  // namespace
 
-std::vector<Knob> search_space(const Scenario& given, int ranks, int nodes, bool allow_lossy) {
-  std::vector<Knob> knobs = {fusion_knob(given), streams_knob(given), collective_knob(given, ranks, nodes)};
+std::vector<Knob> search_space(const Scenario& given, int ranks, int nodes, bool allow_lossy, const CommLibrary& library) {
+  std::vector<Knob> knobs = {fusion_knob(given), streams_knob(given), collective_knob(given, ranks, nodes, library)};
   if (allow_lossy) {
     knobs.push_back(dtype_knob(given));
     knobs.push_back(compression_knob(given));

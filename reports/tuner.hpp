@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "reports/grid.hpp"
+#include "sim/topology/library.hpp"
 
 namespace commsim::reports {
 
@@ -29,7 +30,8 @@ struct Knob {
 };
 
 // `ranks` and `nodes` of the given cluster pick the hierarchical-allreduce group counts worth trying.
-std::vector<Knob> search_space(const Scenario& given, int ranks, int nodes, bool allow_lossy);
+// `library`: the topology's communication library; the collective knob offers only the algorithms it has.
+std::vector<Knob> search_space(const Scenario& given, int ranks, int nodes, bool allow_lossy, const CommLibrary& library = {});
 std::size_t grid_size(const std::vector<Knob>& knobs);
 
 struct Candidate {

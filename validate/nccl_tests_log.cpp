@@ -26,12 +26,21 @@ std::string lower(std::string s) {
 
 // "NCCL INFO NCCL_ALGO set by environment to Ring": the value after "to", lower-cased.
 bool environment_value(const std::string& line, const std::string& variable, std::string& value) {
-  const std::size_t at = line.find(variable + " set by environment to ");
+  const std::string marker = variable + " set by environment to ";
+  const std::size_t at = line.find(marker);
   if (at == std::string::npos) return false;
-  std::istringstream rest(line.substr(at + variable.size() + 24));
+  std::istringstream rest(line.substr(at + marker.size()));
   rest >> value;
   value = lower(value);
   return !value.empty();
+}
+
+// NCCL_ALGO's spelling (Ring, Tree, NVLS, NVLSTree, CollNetDirect, CollNetChain, PAT), any case.
+bool parse_nccl_algorithm(const std::string& name, Algorithm& out) {
+  const std::string n = lower(name);
+  if (n == "collnetdirect") return (out = Algorithm::CollNetDirect), true;
+  if (n == "collnetchain") return (out = Algorithm::CollNetChain), true;
+  return parse_algorithm(n, out);
 }
 
 double parse_time(const std::string& token, const std::string& file, int line) {
@@ -68,7 +77,7 @@ NcclTestsLog read_curve(const std::string& path) {
   log.hosts = static_cast<int>(f.integer("nodes", 1, 1 << 20));
   log.ranks = log.hosts * static_cast<int>(f.integer("gpus_per_node", 1, 1024));
   if (const Json* env = f.raw_optional("env")) {
-    if (env->contains("NCCL_ALGO") && !parse_algorithm(lower(env->at("NCCL_ALGO").get<std::string>()), log.forced_algorithm))
+    if (env->contains("NCCL_ALGO") && !parse_nccl_algorithm(env->at("NCCL_ALGO").get<std::string>(), log.forced_algorithm))
       f.fail("env.NCCL_ALGO", "is not an algorithm commsim models");
     if (env->contains("NCCL_PROTO") && !parse_protocol(lower(env->at("NCCL_PROTO").get<std::string>()), log.forced_protocol))
       f.fail("env.NCCL_PROTO", "is not ll, ll128 or simple");
@@ -103,7 +112,7 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     std::string value;
-    if (environment_value(line, "NCCL_ALGO", value) && !parse_algorithm(value == "nvlstree" ? "nvlstree" : value, log.forced_algorithm))
+    if (environment_value(line, "NCCL_ALGO", value) && !parse_nccl_algorithm(value, log.forced_algorithm))
       throw InputError(path, "line " + std::to_string(number), "NCCL_ALGO \"" + value + "\" is not one commsim models");
     if (environment_value(line, "NCCL_PROTO", value) && !parse_protocol(value, log.forced_protocol))
       throw InputError(path, "line " + std::to_string(number), "NCCL_PROTO \"" + value + "\" is not ll, ll128 or simple");

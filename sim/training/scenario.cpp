@@ -117,7 +117,7 @@ Strategy parse_strategy(JsonFields f) {
   s.nccl_comm_num = static_cast<int>(f.integer_or("nccl_comm_num", 1, 1, 64));
   if (f.has("algorithm")) {
     const std::string a = f.string("algorithm");
-    if (!parse_algorithm(a, s.algorithm)) f.fail("algorithm", "unknown algorithm \"" + a + "\" (ring, tree, hd, hierarchical, 2d-ring, auto)");
+    if (!parse_algorithm(a, s.algorithm)) f.fail("algorithm", "unknown algorithm \"" + a + "\" (ring, tree, hd, hierarchical, 2d-ring, nvls, nvlstree, collnet_direct, collnet_chain, pat, auto)");
   }
   s.use_hierarchical_allreduce = f.boolean_or("use_hierarchical_allreduce", false);
   s.hierarchical_allreduce_inter_nranks = static_cast<int>(f.integer_or("hierarchical_allreduce_inter_nranks", 0, 1, 1 << 24));
