@@ -35,12 +35,16 @@ std::vector<int> participants(const CollectiveSpec& s, const Topology& t) {
 }
 
 // Ring order for one channel: when the participants are whole nodes, channel c rotates the order inside every
-// node by c, so that different channels leave and enter nodes through different GPUs (and their NICs).
-std::vector<int> channel_order(const std::vector<int>& ranks, int ranks_per_node, int channel) {
+// node by c x stride, so that different channels leave and enter nodes through different GPUs and NICs. With fewer
+// channels than GPUs per node (a NIC per pair of GPUs, say) the stride spreads them over the node, as NCCL's search
+// spreads its rings over the NICs: with 4 channels on 8 GPUs whose pairs share a NIC, channel c leaves through GPU
+// 2c - 1 and enters through GPU 2c, one NIC each.
+std::vector<int> channel_order(const std::vector<int>& ranks, int ranks_per_node, int channel, int channels) {
   const int p = static_cast<int>(ranks.size());
   if (ranks_per_node <= 1 || p % ranks_per_node != 0 || channel == 0) return ranks;
+  const int shift = channel * std::max(1, ranks_per_node / std::max(1, channels));
   std::vector<int> order(p);
-  for (int i = 0; i < p; ++i) order[i] = ranks[(i / ranks_per_node) * ranks_per_node + (i % ranks_per_node + channel) % ranks_per_node];
+  for (int i = 0; i < p; ++i) order[i] = ranks[(i / ranks_per_node) * ranks_per_node + (i % ranks_per_node + shift) % ranks_per_node];
   return order;
 }
 
@@ -365,7 +369,7 @@ void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& sc
     std::vector<OpId> channel_frontier = entry;
     Gen g{s, topology, schedule, channel_frontier, s.offset + piece_offset(s.bytes, s.channels, c)};
     const Bytes bytes = piece(s.bytes, s.channels, c);
-    std::vector<int> order = channel_order(ranks, s.ranks_per_node, c);
+    std::vector<int> order = channel_order(ranks, s.ranks_per_node, c, s.channels);
     switch (s.algorithm) {
       case Algorithm::Ring:
         if (s.op == Collective::Broadcast || s.op == Collective::Reduce) {

@@ -173,3 +173,32 @@ TEST(NcclModel, LibraryBlockErrorsNameTheField) {
 
 }  // namespace
 }  // namespace commsim::test
+
+namespace commsim::test {
+namespace {
+
+// Where two GPUs share a NIC (aws-p4d: 8 GPUs, 4 EFA NICs; gcp-a3-high: 8 GPUs, 4 TCPX NICs), the ring's channels
+// must leave through different NICs: with 4 channels, channel c leaves node n through GPU 2c - 1 (NIC c - 1 mod 4)
+// and enters through GPU 2c (NIC c), so every NIC carries one channel each way. The flow fidelity then drains the
+// ring at the same rate as the closed form, which gives each channel one NIC; before the channels were spread, two
+// of them met on one NIC and flow took twice as long. And NCCL's model counts the node's network as its 4 NICs.
+TEST(NicSharing, ChannelsSpreadOverTheNicsInBothFidelities) {
+  for (const char* name : {"aws-p4d", "gcp-a3-high"}) {
+    auto t = load_topology(shipped(name), 2);
+    CollectiveSpec s = make_spec(*t, Collective::AllReduce, Algorithm::Ring, Bytes{1} << 30);
+    s.channels = t->default_channels();
+    ASSERT_EQ(s.channels, 4) << name;
+    const double closed = closed_form_seconds(s, *t), flow = simulate(s, *t, Fidelity::Flow);
+    EXPECT_NEAR(flow, closed, 1e-3 * closed) << name;
+    const nccl::Machine m = nccl::machine_of(*t);
+    Route r;
+    t->route(0, t->ranks_per_node(), r);
+    double nic_GBps = 0;
+    for (LinkId id : r.links)
+      if (is_nic_link(t->link(id).link_class)) nic_GBps = t->link(id).effective_Bps() / 1e9;
+    EXPECT_NEAR(m.inter_GBps, 4 * nic_GBps, 1e-9) << name;
+  }
+}
+
+}  // namespace
+}  // namespace commsim::test
