@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "hw/nccl/nccl_backend.hpp"
+#include "validate/nccl_tests_log.hpp"
 
 namespace commsim::nccl {
 namespace {
@@ -134,6 +136,20 @@ TEST(NcclBenchReport, PrintsNcclTestsColumns) {
   EXPECT_NE(text.find("# Avg bus bandwidth    : 9.175"), std::string::npos) << text;
   EXPECT_NE(text.find("# Out of bounds values : 0 OK"), std::string::npos) << text;
   EXPECT_NE(text.find("NVIDIA H100 80GB HBM3"), std::string::npos);
+}
+
+// `commsim bench --backend nccl` feeds the same fit as nccl-tests: its table reads back as an nccl-tests log, the
+// out-of-place time of each row (150 us above, not the in-place 300 us) and the devices listed.
+TEST(NcclBenchReport, ReadsBackAsAnNcclTestsLog) {
+  const std::string path = ::testing::TempDir() + "commsim-bench-table.log";
+  { std::ofstream(path) << table_of(one_row()); }
+  const validate::NcclTestsLog log = validate::read_nccl_tests_log(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(log.rows.size(), 1u);
+  EXPECT_EQ(log.rows[0].bytes, 1u << 20);
+  EXPECT_DOUBLE_EQ(log.rows[0].time_us, 150.0);
+  EXPECT_EQ(log.ranks, 1);
+  EXPECT_EQ(log.hosts, 1);
 }
 
 TEST(NcclBenchReport, UncheckedRunsSayNA) {
