@@ -87,7 +87,9 @@ int run_collective(const CollectiveOptions& o) {
     std::string proto = "-";
     int channels = spec.channels;
     double band_rel = 0;
-    if (fidelity == Fidelity::Analytical && uses_library_model(spec, *topology)) {
+    if (fidelity == Fidelity::Analytical && spec.algorithm == Algorithm::Hierarchical && uses_library_model(spec, *topology)) {
+      seconds = library_prediction(spec, *topology).seconds;  // three NCCL collectives, each with its own choice
+    } else if (fidelity == Fidelity::Analytical && uses_library_model(spec, *topology)) {
       const nccl::Estimate e = nccl::predict(spec, *topology, "--algo");
       resolved.algorithm = e.algorithm;
       proto = to_string(e.protocol);

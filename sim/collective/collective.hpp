@@ -83,6 +83,11 @@ double closed_form_seconds(const CollectiveSpec& spec, const Topology& topology)
 // whose library is NCCL, for collectives over all its ranks), otherwise the schedule's closed form.
 double predict_seconds(const CollectiveSpec& spec, const Topology& topology);
 bool uses_library_model(const CollectiveSpec& spec, const Topology& topology);
+// The library model's fixed part and total (Paddle's hierarchical allreduce: the sum of its three NCCL collectives).
+struct LibraryPrediction {
+  double latency_s = 0, seconds = 0;
+};
+LibraryPrediction library_prediction(const CollectiveSpec& spec, const Topology& topology);
 
 // Auto resolved: the library's own choice on an NCCL topology (restricted to algorithms with a schedule when
 // `need_schedule`, as the flow fidelity runs schedules), otherwise the cheapest closed form.

@@ -246,14 +246,49 @@ bool library_only(Algorithm a) {
 }
 
 bool uses_library_model(const CollectiveSpec& spec, const Topology& topology) {
+  if (topology.library().kind != LibraryKind::Nccl) return false;
+  if (spec.algorithm == Algorithm::Hierarchical) return spec.ranks.empty();  // three NCCL collectives (below)
   const bool nccl_algorithm = spec.algorithm == Algorithm::Auto || spec.algorithm == Algorithm::Ring ||
                               spec.algorithm == Algorithm::Tree || library_only(spec.algorithm);
-  return topology.library().kind == LibraryKind::Nccl && nccl_algorithm &&
-         (spec.ranks.empty() || static_cast<int>(spec.ranks.size()) == topology.ranks());
+  return nccl_algorithm && (spec.ranks.empty() || nccl::machine_of(topology, spec.ranks).ranks > 0);
+}
+
+LibraryPrediction library_prediction(const CollectiveSpec& spec, const Topology& topology) {
+  COMMSIM_CHECK(uses_library_model(spec, topology), "library_prediction needs a collective the library prices");
+  if (spec.algorithm != Algorithm::Hierarchical) {
+    const nccl::Estimate e = nccl::predict(spec, topology);
+    return {e.latency_s, e.seconds};
+  }
+  // Paddle's hierarchical allreduce on NCCL: an allreduce inside each group, one between the groups' leaders, a
+  // broadcast inside each group, each a collective NCCL prices on its own communicator. Groups have one shape (the
+  // nodes repeat one template), so the first group stands for all.
+  const std::vector<int> ranks = all_ranks(spec, topology);
+  const int p = static_cast<int>(ranks.size());
+  check_supported(spec, p, "collective");
+  const int groups = spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, p / spec.ranks_per_node);
+  const int size = p / groups;
+  CollectiveSpec phase = spec;
+  phase.hierarchy_groups = 0;
+  LibraryPrediction total{0, 0};
+  auto add = [&](Collective op, std::vector<int> members) {
+    if (members.size() < 2) return;
+    phase.op = op;
+    phase.algorithm = op == Collective::Broadcast ? Algorithm::Ring : Algorithm::Auto;
+    phase.ranks = std::move(members);
+    const nccl::Estimate e = nccl::predict(phase, topology);
+    total.latency_s += e.latency_s;
+    total.seconds += e.seconds;
+  };
+  std::vector<int> leaders;
+  for (int g = 0; g < groups; ++g) leaders.push_back(ranks[g * size]);
+  add(Collective::AllReduce, std::vector<int>(ranks.begin(), ranks.begin() + size));
+  add(Collective::AllReduce, leaders);
+  add(Collective::Broadcast, std::vector<int>(ranks.begin(), ranks.begin() + size));
+  return total;
 }
 
 double predict_seconds(const CollectiveSpec& spec, const Topology& topology) {
-  if (uses_library_model(spec, topology)) return nccl::predict(spec, topology).seconds;
+  if (uses_library_model(spec, topology)) return library_prediction(spec, topology).seconds;
   return closed_form_seconds(spec, topology);
 }
 

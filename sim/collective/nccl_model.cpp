@@ -431,18 +431,35 @@ std::vector<std::string> table_versions() {
 }
 bool known_version(std::string_view version) { return find_table(version) != nullptr; }
 
-Machine machine_of(const Topology& topo) {
+Machine machine_of(const Topology& topo, const std::vector<int>& ranks) {
   Machine m;
-  m.ranks = topo.ranks();
-  m.nodes = topo.nodes();
-  const int rpn = topo.ranks_per_node();
   m.channels = topo.library().channels > 0 ? topo.library().channels : 2 * topo.default_channels();
+  // The ranks of the communicator's first two nodes, in its order: they stand for every node (one template).
+  std::vector<int> first, second;
   double intra = std::numeric_limits<double>::infinity();
-  for (const Topology::RingHop& hop : topo.ring_hops())
-    if (hop.same_node) intra = std::min(intra, hop.cost.bottleneck_Bps / 1e9);
-  if (rpn > 1) {
+  if (ranks.empty()) {
+    m.ranks = topo.ranks();
+    m.nodes = topo.nodes();
+    const int rpn = topo.ranks_per_node();
+    for (int i = 0; i < rpn; ++i) first.push_back(i), second.push_back(m.nodes > 1 ? rpn + i : i);
+    for (const Topology::RingHop& hop : topo.ring_hops())
+      if (hop.same_node) intra = std::min(intra, hop.cost.bottleneck_Bps / 1e9);
+  } else {
+    std::map<int, std::vector<int>> by_node;
+    for (int r : ranks) by_node[topo.node_of(r)].push_back(r);
+    const std::size_t ppn = by_node.begin()->second.size();
+    for (const auto& [node, members] : by_node)
+      if (members.size() != ppn) return Machine{};  // not the same number of ranks on every node: not NCCL's case
+    m.ranks = static_cast<int>(ranks.size());
+    m.nodes = static_cast<int>(by_node.size());
+    first = by_node.begin()->second;
+    second = std::next(by_node.begin()) != by_node.end() ? std::next(by_node.begin())->second : first;
+    for (std::size_t i = 0; first.size() > 1 && i < first.size(); ++i)
+      intra = std::min(intra, topo.path_cost(first[i], first[(i + 1) % first.size()]).bottleneck_Bps / 1e9);
+  }
+  if (first.size() > 1) {
     Route r;
-    topo.route(0, 1, r);
+    topo.route(first[0], first[1], r);
     for (LinkId id : r.links) {
       const LinkClass c = topo.link(id).link_class;
       if (c == LinkClass::NvLink || c == LinkClass::NvSwitch) m.nvlink_intra = true;
@@ -452,9 +469,9 @@ Machine machine_of(const Topology& topo) {
     // Each local rank reaches its peer in the next node through a NIC; GPUs that share a NIC share its bandwidth.
     std::map<LinkId, double> nic_links;
     double latency_s = 0;
-    for (int i = 0; i < rpn; ++i) {
+    for (std::size_t i = 0; i < first.size(); ++i) {
       Route r;
-      topo.route(i, rpn + i, r);
+      topo.route(first[i], second[i], r);
       for (LinkId id : r.links) {
         const LinkParams& link = topo.link(id);
         if (!is_network(link.link_class)) continue;
@@ -467,7 +484,7 @@ Machine machine_of(const Topology& topo) {
     for (auto [id, GBps] : nic_links) m.inter_GBps += GBps;
     m.transport_latency_us = std::max(0.0, latency_s * 1e6 - kInfinibandStepLatencyUs);
   }
-  m.intra_GBps = rpn > 1 ? intra : m.inter_GBps;
+  m.intra_GBps = first.size() > 1 ? intra : m.inter_GBps;
   m.nvlink_GBps = m.nvlink_intra ? m.intra_GBps : 0;
   return m;
 }
@@ -476,7 +493,7 @@ std::vector<Estimate> candidates(const CollectiveSpec& spec, const Topology& top
   std::vector<Estimate> out;
   if (topo.library().kind != LibraryKind::Nccl) return out;
   const Table& t = table_of(topo);
-  Machine m = machine_of(topo);
+  Machine m = machine_of(topo, spec.ranks);
   if (spec.nccl_channels > 0) m.channels = spec.nccl_channels;
   for (int a = 0; a < kNcclAlgos; ++a)
     for (int p = 0; p < kProtos; ++p) {
@@ -510,7 +527,7 @@ Estimate choose(const CollectiveSpec& spec, const Topology& topo, const std::str
 
 Estimate predict_with(const CollectiveSpec& spec, const Topology& topo, Algorithm algorithm, Protocol protocol, ModelScale scale) {
   const Table& t = table_of(topo);
-  Machine m = machine_of(topo);
+  Machine m = machine_of(topo, spec.ranks);
   if (spec.nccl_channels > 0) m.channels = spec.nccl_channels;
   const int a = nccl_index(algorithm), p = proto_index(protocol);
   COMMSIM_CHECK(a >= 0 && protocol != Protocol::Auto, "predict_with needs an NCCL algorithm and a protocol");

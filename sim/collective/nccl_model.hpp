@@ -40,7 +40,9 @@ struct Machine {
   double transport_latency_us = 0;  // the network transport's latency beyond InfiniBand's (EFA, TCPX, sockets)
   int channels = 0;           // NCCL's ring/tree channel count
 };
-Machine machine_of(const Topology& topology);
+// `ranks`: the communicator (empty = every rank of the topology). A communicator with a different number of ranks
+// on its nodes is not a machine NCCL's model describes: ranks = 0.
+Machine machine_of(const Topology& topology, const std::vector<int>& ranks = {});
 
 // Every (algorithm, protocol) NCCL would consider for this collective, with NCCL's own estimate of its time
 // (the library's default constants, all channels), in registry order. Empty when the topology's library is not NCCL.

@@ -1,7 +1,5 @@
 #include "sim/training/step_simulator.hpp"
 
-#include "sim/collective/nccl_model.hpp"
-
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -180,7 +178,7 @@ class StepRunner final : public EventHandler {
     auto it = closed_cache_.find(key);
     if (it != closed_cache_.end()) return it->second;
     if (uses_library_model(c, topo_)) {  // the library's own model: NCCL's algorithm, protocol and channels
-      const nccl::Estimate e = nccl::predict(c, topo_);
+      const LibraryPrediction e = library_prediction(c, topo_);
       const TimePs latency = seconds_to_ps(e.latency_s);
       return closed_cache_[key] = {latency, std::max(latency, seconds_to_ps(e.seconds))};
     }
