@@ -202,3 +202,33 @@ TEST(NicSharing, ChannelsSpreadOverTheNicsInBothFidelities) {
 
 }  // namespace
 }  // namespace commsim::test
+
+namespace commsim::test {
+namespace {
+
+// The machine of a sub-communicator (Paddle's hierarchy runs NCCL on the groups and on the leaders), on two DGX
+// A100 nodes: the first node's 8 GPUs are one node of 8 ranks on NVSwitch (232.2 GB/s, as the whole node); the
+// leaders {0, 8} are 2 nodes of one rank each, whose network is GPU 0's own NIC, 25 GB/s x 0.96 = 24 GB/s; ranks
+// {0, 1, 8} have 2 ranks on one node and 1 on the other, which NCCL's model does not describe (ranks = 0).
+TEST(NcclModel, SubCommunicatorsHaveTheirOwnMachine) {
+  auto t = load_topology(shipped("dgx-a100"), 2);
+  const nccl::Machine group = nccl::machine_of(*t, {0, 1, 2, 3, 4, 5, 6, 7});
+  EXPECT_EQ(group.ranks, 8);
+  EXPECT_EQ(group.nodes, 1);
+  EXPECT_NEAR(group.intra_GBps, 232.2, 1e-9);
+  const nccl::Machine leaders = nccl::machine_of(*t, {0, 8});
+  EXPECT_EQ(leaders.ranks, 2);
+  EXPECT_EQ(leaders.nodes, 2);
+  EXPECT_NEAR(leaders.inter_GBps, 24.0, 1e-9);
+  EXPECT_EQ(nccl::machine_of(*t, {0, 1, 8}).ranks, 0);
+  // The hierarchical allreduce is then priced as its three collectives: never faster than its group's allreduce.
+  CollectiveSpec h = make_spec(*t, Collective::AllReduce, Algorithm::Hierarchical, Bytes{64} << 20);
+  CollectiveSpec group_allreduce = h;
+  group_allreduce.algorithm = Algorithm::Auto;
+  group_allreduce.ranks = {0, 1, 2, 3, 4, 5, 6, 7};
+  ASSERT_TRUE(uses_library_model(h, *t));
+  EXPECT_GT(library_prediction(h, *t).seconds, nccl::predict(group_allreduce, *t).seconds);
+}
+
+}  // namespace
+}  // namespace commsim::test
