@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "sim/core/error.hpp"
 
@@ -546,6 +547,44 @@ Estimate predict(const CollectiveSpec& spec, const Topology& topo, const std::st
   Estimate e = predict_with(spec, topo, chosen.algorithm, chosen.protocol, scale);
   e.band_rel = band_rel;
   return e;
+}
+
+std::vector<TunerRule> tuner_rules(Collective op, const Topology& topo, double min_gain) {
+  std::vector<TunerRule> rules;
+  if (topo.library().kind != LibraryKind::Nccl) return rules;
+  const Table& t = table_of(topo);
+  for (Bytes size = 1024, low = 0; size <= (Bytes{4} << 30); low = size + 1, size *= 2) {
+    CollectiveSpec spec;
+    spec.op = op;
+    spec.algorithm = Algorithm::Auto;
+    spec.bytes = size;
+    const Estimate nccl_choice = predict(spec, topo);
+    std::optional<Estimate> best;
+    for (const Estimate& c : candidates(spec, topo)) {
+      const auto [scale, band] = fitted_scale(topo, t, op, c.algorithm, c.protocol);
+      if (band == 0 && scale.latency_scale == 1 && scale.bandwidth_scale == 1) continue;  // no measurement behind it
+      const Estimate e = predict_with(spec, topo, c.algorithm, c.protocol, scale);
+      if (!best || e.seconds < best->seconds) best = e;
+    }
+    if (!best || nccl_choice.seconds <= best->seconds * (1 + min_gain)) continue;
+    const double gain = nccl_choice.seconds / best->seconds - 1;
+    const Bytes max_bytes = size == (Bytes{4} << 30) ? 4294967295u : size;
+    if (!rules.empty() && rules.back().max_bytes + 1 == low && rules.back().algorithm == best->algorithm &&
+        rules.back().protocol == best->protocol) {
+      rules.back().max_bytes = max_bytes;
+      rules.back().gain = std::max(rules.back().gain, gain);
+    } else {
+      rules.push_back({op, low, max_bytes, best->algorithm, best->protocol, gain});
+    }
+  }
+  return rules;
+}
+
+std::string tuner_line(const TunerRule& r, const Topology& topo) {
+  // nccl_tuner.conf: collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks
+  return std::string(to_string(r.op)) + "," + std::to_string(r.min_bytes) + "," + std::to_string(r.max_bytes) + "," +
+         std::string(kAlgoKeys[nccl_index(r.algorithm)]) + "," + std::string(to_string(r.protocol)) + ",-1," +
+         std::to_string(topo.nodes()) + "," + std::to_string(topo.ranks());
 }
 
 }  // namespace commsim::nccl

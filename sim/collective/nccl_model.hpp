@@ -62,6 +62,21 @@ Estimate predict(const CollectiveSpec& spec, const Topology& topology, const std
 Estimate predict_with(const CollectiveSpec& spec, const Topology& topology, Algorithm algorithm, Protocol protocol,
                       ModelScale scale);
 
+// Where the fitted model says another (algorithm, protocol) than NCCL's own choice is faster: a rule of NCCL's
+// example tuner plugin (plugins/tuner/example: collective, size range, algorithm, protocol). Sizes are sampled at
+// powers of two from 1 KiB to 4 GiB; a sample (s/2, s] gets a rule where the best candidate among those with
+// fitted scales (measured, not NCCL's constants alone) beats NCCL's choice by more than `min_gain`.
+struct TunerRule {
+  Collective op = Collective::AllReduce;
+  Bytes min_bytes = 0, max_bytes = 0;
+  Algorithm algorithm = Algorithm::Ring;
+  Protocol protocol = Protocol::Simple;
+  double gain = 0;  // predicted time of NCCL's choice / predicted time of the rule's, minus 1 (largest in the range)
+};
+std::vector<TunerRule> tuner_rules(Collective op, const Topology& topology, double min_gain = 0.05);
+// One line of the example tuner plugin's nccl_tuner.conf.
+std::string tuner_line(const TunerRule& rule, const Topology& topology);
+
 // "allreduce/ring/ll128": the key of a (collective, algorithm, protocol) in fitted tables. Scales are per collective:
 // NCCL's latency and bandwidth formulas differ by collective, and so do their errors.
 std::string scale_key(Collective op, Algorithm algorithm, Protocol protocol);

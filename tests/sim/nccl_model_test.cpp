@@ -232,3 +232,32 @@ TEST(NcclModel, SubCommunicatorsHaveTheirOwnMachine) {
 
 }  // namespace
 }  // namespace commsim::test
+
+namespace commsim::test {
+namespace {
+
+// Tuner rules appear only where a measured (fitted) candidate beats NCCL's own choice. One DGX A100 node whose
+// calibration says Simple runs at 10x NCCL's bandwidth: NCCL's table still picks LL / LL128 below ~23 MiB (the
+// hand-worked estimates above), where Simple is now predicted far faster, so rules say ring/simple there; from
+// 32 MiB on NCCL picks Simple itself and no rule is needed.
+TEST(NcclModel, TunerRulesOverrideNcclWhereTheFitDisagrees) {
+  auto t = load_topology(shipped("dgx-a100"), 1);
+  EXPECT_TRUE(nccl::tuner_rules(Collective::AllReduce, *t, 10.0).empty());  // nothing is 11x faster
+  CommLibrary library = t->library();
+  library.fitted["allreduce/ring/simple"] = {1.0, 10.0};
+  library.fitted_band_rel = 0.05;
+  t->set_library(library);
+  const std::vector<nccl::TunerRule> rules = nccl::tuner_rules(Collective::AllReduce, *t);
+  ASSERT_FALSE(rules.empty());
+  for (const nccl::TunerRule& r : rules) {
+    EXPECT_EQ(r.algorithm, Algorithm::Ring);
+    EXPECT_EQ(r.protocol, Protocol::Simple);
+    EXPECT_LE(r.max_bytes, Bytes{32} << 20);
+    EXPECT_GT(r.gain, 0.05);
+  }
+  EXPECT_EQ(nccl::tuner_line(rules.front(), *t).find("allreduce,"), 0u);
+  EXPECT_NE(nccl::tuner_line(rules.front(), *t).find(",ring,simple,-1,1,8"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace commsim::test
