@@ -78,6 +78,11 @@ void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& sc
 // matches the engine exactly on uniform topologies). Resolves Auto first. NCCL's algorithms without a schedule
 // (nvls, nvlstree, collnet_*, pat) are priced by the NCCL model.
 double closed_form_seconds(const CollectiveSpec& spec, const Topology& topology);
+// The step-by-step part alone: each step priced by its slowest hop as if its transfers had their links to
+// themselves (what the Analytical engine, which shares nothing, runs). closed_form_seconds is the larger of this and
+// the busiest link's load over its rate (tree, halving-doubling, hierarchical, 2D ring up to 1024 ranks), so that
+// where transfers share a link (a node's NIC) the closed form is not faster than any execution of the schedule.
+double step_closed_form_seconds(const CollectiveSpec& spec, const Topology& topology);
 
 // The `analytical` fidelity: the topology's library model (NCCL's protocols, channels and algorithms on a topology
 // whose library is NCCL, for collectives over all its ranks), otherwise the schedule's closed form.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "sim/collective/collective.hpp"
 #include "sim/collective/nccl_model.hpp"
@@ -178,7 +179,7 @@ std::vector<int> all_ranks(const CollectiveSpec& s, const Topology& t) {
   return t.ring_order();
 }
 
-TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
+TimePs step_closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
   const bool rs_or_ag = spec.op == Collective::AllReduce || spec.op == Collective::ReduceScatter || spec.op == Collective::AllGather;
   if (spec.algorithm == Algorithm::Ring && rs_or_ag && spec.ranks.empty()) {  // the common case at scale: no rank list
     check_supported(spec, topo.ranks(), "collective");
@@ -236,6 +237,38 @@ TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
   }
   COMMSIM_CHECK(false, "closed form of auto and of NCCL-only algorithms is not a schedule's");
   return 0;
+}
+
+// Largest communicator whose schedule is routed for the busiest-link bound (generating and routing it costs about
+// p log p transfers for the tree and halving-doubling); beyond it the step closed form stands alone.
+constexpr int kLoadBoundMaxRanks = 1024;
+
+// The busiest link's load: every transfer of the schedule crosses the links of its route, and a link drains at most
+// its effective rate, so no execution of the schedule (flow, or the hardware) is faster than load / rate. The
+// step-by-step closed forms of the tree, halving-doubling, hierarchical and 2D ring price each step as if its
+// transfers had their links alone; where several of them share a link (a NIC of a node, say) this bound is larger.
+TimePs busiest_link_ps(const CollectiveSpec& spec, const Topology& topo) {
+  Schedule schedule;
+  std::vector<OpId> frontier(topo.ranks(), kNoOp);
+  generate(spec, topo, schedule, frontier);
+  std::unordered_map<LinkId, double> load;
+  Route route;
+  for (const Op& op : schedule.ops) {
+    if (op.kind != OpKind::Transfer) continue;
+    route.links.clear();
+    topo.route(op.src, op.dst, route);
+    for (LinkId id : route.links) load[id] += static_cast<double>(op.bytes);
+  }
+  TimePs busiest = 0;
+  for (auto [id, bytes] : load) busiest = std::max(busiest, transfer_ps(bytes, topo.link(id).effective_Bps()));
+  return busiest;
+}
+
+TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
+  const TimePs steps = step_closed_form_ps(spec, topo);
+  const int p = spec.ranks.empty() ? topo.ranks() : static_cast<int>(spec.ranks.size());
+  if (spec.algorithm == Algorithm::Ring || p > kLoadBoundMaxRanks) return steps;  // a ring's steps already share
+  return std::max(steps, busiest_link_ps(spec, topo));
 }
 
 }  // namespace
@@ -345,6 +378,13 @@ double total_transfer_bytes(const CollectiveSpec& spec, int p) {
   }
   COMMSIM_CHECK(false, "total_transfer_bytes needs a resolved algorithm");
   return 0;
+}
+
+double step_closed_form_seconds(const CollectiveSpec& spec, const Topology& topology) {
+  CollectiveSpec s = spec;
+  s.algorithm = choose_algorithm(spec, topology);
+  COMMSIM_CHECK(!library_only(s.algorithm), "NCCL-only algorithms have no step closed form");
+  return ps_to_seconds(step_closed_form_ps(s, topology));
 }
 
 double closed_form_seconds(const CollectiveSpec& spec, const Topology& topology) {

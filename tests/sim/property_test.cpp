@@ -6,7 +6,8 @@
 //  3. the Analytical engine (no sharing) is never slower than Flow (sharing only slows a transfer down, and an
 //     operation starts when its dependencies end, so every end time can only move later), within 1e-9;
 //  4. the closed form is never below the Analytical engine (it prices each hop of a step as the slowest hop of
-//     that step, and shares a rank's links among channels, which the Analytical engine never does), within 1e-9.
+//     that step, and shares a rank's links among channels, which the Analytical engine never does), within 1e-9;
+//  5. the closed form is never below the bandwidth bound of 2. either.
 #include "tests/sim/test_util.hpp"
 
 namespace commsim::test {
@@ -68,6 +69,11 @@ TEST_P(EveryAlgorithmOnEveryTopology, Properties) {
 
     // 4. Closed form >= analytical engine.
     EXPECT_GE(closed_form_seconds(s, *t), analytical * (1 - 1e-9));
+
+    // 5. The closed form, too, is never below the bandwidth bound: the busbw it reports cannot exceed what the
+    //    ranks' links inject (the step-by-step forms of tree and halving-doubling were, where transfers share a
+    //    node's NIC, before the busiest-link bound).
+    EXPECT_GE(closed_form_seconds(s, *t), bound * (1 - 1e-9));
   }
 }
 
