@@ -161,10 +161,13 @@ TEST(MpiRun, LoopbackFourRanksCheckIsExact) {
 
   ASSERT_EQ(run(commsim({"simulate", kTiny, "--trace", predicted_trace})).exit_code, 0);
   std::map<std::pair<std::string, int>, double> predicted_us;  // (task, thread) -> duration; the same every step
-  for (const nlohmann::json& e : read_json(predicted_trace)["traceEvents"])
+  // Each document is held in a local: a range-for over read_json(...)["traceEvents"] would iterate an element of a
+  // temporary destroyed before the loop starts (a use-after-free AddressSanitizer reports).
+  const nlohmann::json predicted_doc = read_json(predicted_trace), measured_doc = read_json(trace);
+  for (const nlohmann::json& e : predicted_doc["traceEvents"])
     if (e["ph"] == "X") predicted_us[{e["name"], e["tid"]}] = e["dur"].get<double>();
   std::size_t measured_events = 0;
-  for (const nlohmann::json& e : read_json(trace)["traceEvents"]) {
+  for (const nlohmann::json& e : measured_doc["traceEvents"]) {
     if (e["ph"] != "X") continue;
     ++measured_events;
     const auto it = predicted_us.find({e["name"], e["tid"]});
