@@ -171,12 +171,6 @@ TEST(NcclModel, LibraryBlockErrorsNameTheField) {
   EXPECT_THROW(nccl::candidates(allreduce(1024), *t), InputError);
 }
 
-}  // namespace
-}  // namespace commsim::test
-
-namespace commsim::test {
-namespace {
-
 // Where two GPUs share a NIC (aws-p4d: 8 GPUs, 4 EFA NICs; gcp-a3-high: 8 GPUs, 4 TCPX NICs), the ring's channels
 // must leave through different NICs: with 4 channels, channel c leaves node n through GPU 2c - 1 (NIC c - 1 mod 4)
 // and enters through GPU 2c (NIC c), so every NIC carries one channel each way. The flow fidelity then drains the
@@ -199,12 +193,6 @@ TEST(NicSharing, ChannelsSpreadOverTheNicsInBothFidelities) {
     EXPECT_NEAR(m.inter_GBps, 4 * nic_GBps, 1e-9) << name;
   }
 }
-
-}  // namespace
-}  // namespace commsim::test
-
-namespace commsim::test {
-namespace {
 
 // The machine of a sub-communicator (Paddle's hierarchy runs NCCL on the groups and on the leaders), on two DGX
 // A100 nodes: the first node's 8 GPUs are one node of 8 ranks on NVSwitch (232.2 GB/s, as the whole node); the
@@ -229,12 +217,6 @@ TEST(NcclModel, SubCommunicatorsHaveTheirOwnMachine) {
   ASSERT_TRUE(uses_library_model(h, *t));
   EXPECT_GT(library_prediction(h, *t).seconds, nccl::predict(group_allreduce, *t).seconds);
 }
-
-}  // namespace
-}  // namespace commsim::test
-
-namespace commsim::test {
-namespace {
 
 // Tuner rules appear only where a measured (fitted) candidate beats NCCL's own choice. One DGX A100 node whose
 // calibration says Simple runs at 10x NCCL's bandwidth: NCCL's table still picks LL / LL128 below ~23 MiB (the
