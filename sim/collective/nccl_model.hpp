@@ -6,9 +6,11 @@
 //   time(a, p) = latency(a, p) + n / algbw(a, p)
 //   latency    = base[a][p] + (intra steps) * hwLat[intra link][a][p] + (inter steps) * (hwLat[net][a][p] + transport)
 //   algbw      = busBw(a, p) * ratio(a),  busBw = graph bandwidth capped per protocol and channel
-// NCCL picks the (a, p) of least estimated time; that is `choose`. What the collective then takes (`predict`)
-// uses the channels NCCL really launches for that size (fewer for small messages) and the fitted per-(a, p)
-// scales of the GPU generation (libraries/nccl.json "fitted", or the topology's own from calibration).
+// NCCL picks the (a, p) of least estimated time; that is `choose`. What the collective then takes (`predict`) is
+// that formula with the fitted per-(collective, a, p) scales of the GPU generation (libraries/nccl.json "fitted",
+// or the topology's own from calibration); it reports the channels NCCL launches for the size (fewer for small
+// messages), which leave the bandwidth term as it is (small sizes are latency-bound: published curves keep the
+// all-channel slope there).
 #pragma once
 
 #include <string>
@@ -54,8 +56,7 @@ std::vector<Estimate> candidates(const CollectiveSpec& spec, const Topology& top
 Estimate choose(const CollectiveSpec& spec, const Topology& topology, const std::string& field = "collective",
                 bool schedulable_only = false);
 
-// The predicted time of the collective NCCL would run (choose), with the channels launched for that size and the
-// fitted scales.
+// The predicted time of the collective NCCL would run (choose), with the fitted scales and the channels launched.
 Estimate predict(const CollectiveSpec& spec, const Topology& topology, const std::string& field = "collective");
 
 // The same prediction for a given (algorithm, protocol), with explicit scales: what calibration fits.
