@@ -31,7 +31,8 @@ struct CalibrateCommand {
 // topology with them in its library block.
 int calibrate_from_nccl_tests(const CalibrateCommand& c) {
   Collective op;
-  if (!parse_collective(c.op, op)) throw InputError("--op", "", "unknown collective \"" + c.op + "\" (allreduce, reducescatter, allgather)");
+  if (!parse_collective(c.op, op))
+    throw InputError("--op", "", "unknown collective \"" + c.op + "\" (allreduce, reducescatter, allgather)");
   std::vector<std::pair<validate::NcclTestsLog, Collective>> logs;
   for (const std::string& file : c.nccl_tests) {
     validate::NcclTestsLog log = validate::read_nccl_tests_log(file);
@@ -45,27 +46,33 @@ int calibrate_from_nccl_tests(const CalibrateCommand& c) {
     throw InputError(c.topology, "library", "calibration from nccl-tests needs a topology whose library is nccl");
   for (const auto& [log, unused] : logs)
     if (log.ranks > 0 && log.ranks != topology->ranks())
-      throw InputError(log.file, "", "has " + std::to_string(log.ranks) + " ranks, " + c.topology + " with " +
-                                         std::to_string(topology->nodes()) + " node(s) has " + std::to_string(topology->ranks()) +
-                                         " (give --nodes)");
+      throw InputError(log.file, "",
+                       "has " + std::to_string(log.ranks) + " ranks, " + c.topology + " with " +
+                           std::to_string(topology->nodes()) + " node(s) has " + std::to_string(topology->ranks()) +
+                           " (give --nodes)");
   const validate::NcclCalibration cal = validate::fit_nccl(*topology, logs);
   std::printf("%s", validate::describe(cal).c_str());
   for (const auto& f : cal.fits)
     if (!f.trusted) std::printf("not fitted (keeps the table's scales): %s\n", f.why_not.c_str());
   if (!cal.any_trusted()) {
-    std::fprintf(stderr, "commsim calibrate: refused: no (algorithm, protocol) of the logs could be fitted; nothing written\n");
+    std::fprintf(stderr,
+                 "commsim calibrate: refused: no (algorithm, protocol) of the logs could be fitted; nothing written\n");
     return 1;
   }
   Json doc = read_json_file(c.topology);
   Json& library = doc["library"];
   library["fitted"] = Json::object();
   for (const auto& f : cal.fits)
-    if (f.trusted) library["fitted"][f.key] = {{"latency_scale", f.scale.latency_scale}, {"bandwidth_scale", f.scale.bandwidth_scale}};
+    if (f.trusted)
+      library["fitted"][f.key] = {{"latency_scale", f.scale.latency_scale},
+                                  {"bandwidth_scale", f.scale.bandwidth_scale}};
   std::string logs_list;
   for (const std::string& file : c.nccl_tests) logs_list += (logs_list.empty() ? "" : ", ") + file;
-  library["fitted_source"] = "commsim calibrate --from-nccl-tests " + logs_list + " (" + std::to_string(cal.samples) + " sizes)";
+  library["fitted_source"] =
+      "commsim calibrate --from-nccl-tests " + logs_list + " (" + std::to_string(cal.samples) + " sizes)";
   library["fitted_band_rel"] = cal.band_rel;
-  const std::string out = c.out.empty() ? std::filesystem::path(c.topology).stem().string() + "-calibrated.json" : c.out;
+  const std::string out =
+      c.out.empty() ? std::filesystem::path(c.topology).stem().string() + "-calibrated.json" : c.out;
   std::ofstream file(out);
   file << doc.dump(2) << "\n";
   if (!file) throw InputError("-o", "", "cannot write " + out);
@@ -76,7 +83,8 @@ int calibrate_from_nccl_tests(const CalibrateCommand& c) {
 int calibrate(const CalibrateCommand& c) {
   if (!c.nccl_tests.empty()) return calibrate_from_nccl_tests(c);
   if (c.backend != "mpi")
-    throw InputError("--backend", "", "calibrate fits the MPI backend's microbenchmarks; NCCL calibration is not implemented yet");
+    throw InputError("--backend", "",
+                     "calibrate fits the MPI backend's microbenchmarks; NCCL calibration is not implemented yet");
   validate::CalibrateOptions o;
   o.commsim = validate::self_executable();
   o.topology = c.topology;
@@ -99,7 +107,8 @@ int calibrate(const CalibrateCommand& c) {
   if (!cal.trusted()) {
     for (const auto& cl : cal.classes)
       if (!cl.trusted) std::fprintf(stderr, "commsim calibrate: refused: %s\n", cl.why_not.c_str());
-    std::fprintf(stderr, "commsim calibrate: nothing written; measure again on a quieter machine or fewer ranks per core\n");
+    std::fprintf(stderr,
+                 "commsim calibrate: nothing written; measure again on a quieter machine or fewer ranks per core\n");
     return 1;
   }
   std::printf("wrote %s (calibrated topology; load it with any command that takes a topology)\n", o.out.c_str());
@@ -110,23 +119,31 @@ int calibrate(const CalibrateCommand& c) {
 
 void register_calibrate(CLI::App& app, int& exit_code) {
   auto c = std::make_shared<CalibrateCommand>();
-  CLI::App* cmd = app.add_subcommand("calibrate", "Fit link latency/bandwidth (and reduction rate) from microbenchmarks into a calibrated topology");
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate", "Fit link latency/bandwidth (and reduction rate) from microbenchmarks into a calibrated topology");
   cmd->add_option("topology", c->topology, "topology JSON to calibrate (node template with link_classes)")->required();
   cmd->add_option("--backend", c->backend, "mpi (CPU ranks, Open MPI)")->check(CLI::IsMember({"mpi", "nccl"}));
   cmd->add_flag("--cluster", c->cluster, "measure inside an emulated cluster of the topology (needs CAP_NET_ADMIN)");
   cmd->add_option("-o,--output", c->out, "calibrated topology to write (default: TOPOLOGY-STEM-calibrated.json)");
-  cmd->add_option("--bench", c->bench, "fit these `commsim bench --json` files (merged: median per size) instead of measuring");
-  cmd->add_option("--bench-out", c->bench_out, "where to keep the merged microbenchmark JSON (default: OUTPUT with .bench.json)");
+  cmd->add_option("--bench", c->bench,
+                  "fit these `commsim bench --json` files (merged: median per size) instead of measuring");
+  cmd->add_option("--bench-out", c->bench_out,
+                  "where to keep the merged microbenchmark JSON (default: OUTPUT with .bench.json)");
   cmd->add_option("--max-bytes", c->max_bytes, "largest microbenchmark size (default 16M)")->check(byte_size());
-  cmd->add_option("--repeats", c->repeats, "microbenchmark runs; the median of each size is fitted (default 3)")->check(number_in(1));
-  cmd->add_option("--model", c->model, "collective (default: latency and bottleneck beta as the allreduce sweep sees them, all ranks "
-                                       "busy) | links (ping-pong alone)")
+  cmd->add_option("--repeats", c->repeats, "microbenchmark runs; the median of each size is fitted (default 3)")
+      ->check(number_in(1));
+  cmd->add_option("--model", c->model,
+                  "collective (default: latency and bottleneck beta as the allreduce sweep sees them, all ranks "
+                  "busy) | links (ping-pong alone)")
       ->check(CLI::IsMember({"collective", "links"}));
-  cmd->add_option("--from-nccl-tests", c->nccl_tests, "fit the NCCL model to these nccl-tests logs (all_reduce_perf etc. text output)")
+  cmd->add_option("--from-nccl-tests", c->nccl_tests,
+                  "fit the NCCL model to these nccl-tests logs (all_reduce_perf etc. text output)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--op", c->op, "collective of the nccl-tests logs: allreduce (default) | allgather | reducescatter");
-  cmd->add_option("--nodes", c->nodes, "nodes of the logs' runs (default: the distinct hosts the logs list)")->check(CLI::PositiveNumber);
-  cmd->add_option("--timeout-s", c->timeout_s, "stop the microbenchmarks after this many seconds")->check(number_in(1e-3));
+  cmd->add_option("--nodes", c->nodes, "nodes of the logs' runs (default: the distinct hosts the logs list)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout-s", c->timeout_s, "stop the microbenchmarks after this many seconds")
+      ->check(number_in(1e-3));
   cmd->callback([c, &exit_code] { exit_code = calibrate(*c); });
 }
 

@@ -34,8 +34,9 @@ int cluster_up(const ClusterCommand& o) {
     const hw::EmulatedCluster cluster = hw::EmulatedCluster::up(emulation.cluster, /*persistent=*/true);
     const std::string mpirun = cluster.write_mpi_launch_files(launch_dir(cluster.prefix()), emulation.ranks_per_node);
     const int ranks = emulation.cluster.nodes * emulation.ranks_per_node;
-    std::printf("emulated cluster %s: %d nodes x %d ranks, NIC %.4g MB/s (tc tbf), addresses 198.18.0.1-%d\n", cluster.prefix().c_str(),
-                emulation.cluster.nodes, emulation.ranks_per_node, emulation.cluster.nic_bandwidth_Bps / 1e6, emulation.cluster.nodes);
+    std::printf("emulated cluster %s: %d nodes x %d ranks, NIC %.4g MB/s (tc tbf), addresses 198.18.0.1-%d\n",
+                cluster.prefix().c_str(), emulation.cluster.nodes, emulation.ranks_per_node,
+                emulation.cluster.nic_bandwidth_Bps / 1e6, emulation.cluster.nodes);
     std::printf("run ranks inside it:\n  %s -np %d commsim run --backend mpi SCENARIO\n", mpirun.c_str(), ranks);
     std::printf("remove it:\n  commsim cluster down %s\n", cluster.prefix().c_str());
     return 0;
@@ -46,7 +47,8 @@ int cluster_up(const ClusterCommand& o) {
 }
 
 int cluster_down(const ClusterCommand& o) {
-  if (o.all == !o.prefix.empty()) throw InputError("cluster down", "", "give either a cluster prefix (csXXXXXX) or --all");
+  if (o.all == !o.prefix.empty())
+    throw InputError("cluster down", "", "give either a cluster prefix (csXXXXXX) or --all");
   try {
     if (o.all) {
       std::error_code ignored;
@@ -71,10 +73,14 @@ int cluster_down(const ClusterCommand& o) {
 
 void register_cluster(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ClusterCommand>();
-  CLI::App* cmd = app.add_subcommand("cluster", "Bring an emulated cluster up or down (network namespaces, veth, bridge, tc)");
+  CLI::App* cmd =
+      app.add_subcommand("cluster", "Bring an emulated cluster up or down (network namespaces, veth, bridge, tc)");
   cmd->require_subcommand(1);
-  CLI::App* up = cmd->add_subcommand("up", "Create an emulated cluster for a topology and keep it until `cluster down`");
-  up->add_option("topology", o->topology, "topology JSON: cpu_rank devices, single_switch fabric of class tcp, <= 64 nodes")->required();
+  CLI::App* up =
+      cmd->add_subcommand("up", "Create an emulated cluster for a topology and keep it until `cluster down`");
+  up->add_option("topology", o->topology,
+                 "topology JSON: cpu_rank devices, single_switch fabric of class tcp, <= 64 nodes")
+      ->required();
   up->add_option("--nodes", o->nodes, "override the topology's node count")->check(number_in(1, kMaxNodes));
   up->callback([o, &exit_code] { exit_code = cluster_up(*o); });
   CLI::App* down = cmd->add_subcommand("down", "Remove an emulated cluster (or all of them)");

@@ -21,8 +21,13 @@ std::vector<Bytes> parse_sizes(const std::string& text) {
     if (ec != std::errc() || end == s.data())
       throw InputError("--sizes", "", "\"" + s + "\" is not a size (e.g. 8, 64K, 1M, 1G)");
     const std::string suffix(end, s.data() + s.size());
-    Bytes scale = suffix.empty() ? 1 : suffix == "K" ? 1ull << 10 : suffix == "M" ? 1ull << 20 : suffix == "G" ? 1ull << 30 : 0;
-    if (scale == 0 || value == 0) throw InputError("--sizes", "", "\"" + s + "\" is not a positive size (suffixes K, M, G)");
+    Bytes scale = suffix.empty()  ? 1
+                  : suffix == "K" ? 1ull << 10
+                  : suffix == "M" ? 1ull << 20
+                  : suffix == "G" ? 1ull << 30
+                                  : 0;
+    if (scale == 0 || value == 0)
+      throw InputError("--sizes", "", "\"" + s + "\" is not a positive size (suffixes K, M, G)");
     if (value > kMaxBytes / scale) throw InputError("--sizes", "", "\"" + s + "\" is over the 1 TiB limit (1024G)");
     return value * scale;
   };
@@ -53,15 +58,23 @@ struct CollectiveOptions {
 
 int run_collective(const CollectiveOptions& o) {
   CollectiveSpec spec;
-  if (!parse_collective(o.op, spec.op)) throw InputError("--op", "", "unknown collective \"" + o.op + "\" (allreduce, reducescatter, allgather, broadcast, reduce)");
+  if (!parse_collective(o.op, spec.op))
+    throw InputError("--op", "",
+                     "unknown collective \"" + o.op + "\" (allreduce, reducescatter, allgather, broadcast, reduce)");
   if (!parse_algorithm(o.algo, spec.algorithm))
-    throw InputError("--algo", "", "unknown algorithm \"" + o.algo + "\" (ring, tree, hd, hierarchical, 2d-ring, nvls, nvlstree, collnet_direct, collnet_chain, pat, auto)");
-  if (!parse_protocol(o.proto, spec.protocol)) throw InputError("--proto", "", "unknown protocol \"" + o.proto + "\" (ll, ll128, simple, auto)");
+    throw InputError(
+        "--algo", "",
+        "unknown algorithm \"" + o.algo +
+            "\" (ring, tree, hd, hierarchical, 2d-ring, nvls, nvlstree, collnet_direct, collnet_chain, pat, auto)");
+  if (!parse_protocol(o.proto, spec.protocol))
+    throw InputError("--proto", "", "unknown protocol \"" + o.proto + "\" (ll, ll128, simple, auto)");
   Fidelity fidelity;
-  if (!parse_fidelity(o.fidelity, fidelity)) throw InputError("--fidelity", "", "unknown fidelity \"" + o.fidelity + "\" (analytical, flow)");
+  if (!parse_fidelity(o.fidelity, fidelity))
+    throw InputError("--fidelity", "", "unknown fidelity \"" + o.fidelity + "\" (analytical, flow)");
   auto topology = load_topology(o.topology, o.nodes);
   const bool nccl = topology->library().kind == LibraryKind::Nccl;
-  if (spec.protocol != Protocol::Auto && !nccl) throw InputError("--proto", "", "protocols are NCCL's: " + o.topology + " names no NCCL library");
+  if (spec.protocol != Protocol::Auto && !nccl)
+    throw InputError("--proto", "", "protocols are NCCL's: " + o.topology + " names no NCCL library");
   spec.channels = o.channels > 0 ? o.channels : topology->default_channels();
   spec.nccl_channels = nccl ? o.channels : 0;
   spec.chunks = o.chunks;
@@ -73,11 +86,13 @@ int run_collective(const CollectiveOptions& o) {
   check_supported(spec, p, "--algo");
   const std::vector<Bytes> sizes = parse_sizes(o.sizes);
 
-  std::printf("# commsim %s  %s\n# %s, fidelity %s, %d ranks\n", COMMSIM_VERSION, std::string(to_string(spec.op)).c_str(),
-              topology->summary().c_str(), o.fidelity.c_str(), p);
-  if (nccl) std::printf("# library nccl %s: algorithm, protocol and channels as NCCL's tuner picks them\n", topology->library().version.c_str());
-  std::printf("#%12s %12s %6s %14s %8s %4s %13s %12s %12s %7s\n", "size(B)", "count", "type", "algo", "proto", "nch", "time(us)",
-              "algbw(GB/s)", "busbw(GB/s)", "band");
+  std::printf("# commsim %s  %s\n# %s, fidelity %s, %d ranks\n", COMMSIM_VERSION,
+              std::string(to_string(spec.op)).c_str(), topology->summary().c_str(), o.fidelity.c_str(), p);
+  if (nccl)
+    std::printf("# library nccl %s: algorithm, protocol and channels as NCCL's tuner picks them\n",
+                topology->library().version.c_str());
+  std::printf("#%12s %12s %6s %14s %8s %4s %13s %12s %12s %7s\n", "size(B)", "count", "type", "algo", "proto", "nch",
+              "time(us)", "algbw(GB/s)", "busbw(GB/s)", "band");
   nlohmann::json rows = nlohmann::json::array();
   for (Bytes size : sizes) {
     spec.bytes = size;
@@ -87,7 +102,8 @@ int run_collective(const CollectiveOptions& o) {
     std::string proto = "-";
     int channels = spec.channels;
     double band_rel = 0;
-    if (fidelity == Fidelity::Analytical && spec.algorithm == Algorithm::Hierarchical && uses_library_model(spec, *topology)) {
+    if (fidelity == Fidelity::Analytical && spec.algorithm == Algorithm::Hierarchical &&
+        uses_library_model(spec, *topology)) {
       seconds = library_prediction(spec, *topology).seconds;  // three NCCL collectives, each with its own choice
     } else if (fidelity == Fidelity::Analytical && uses_library_model(spec, *topology)) {
       const nccl::Estimate e = nccl::predict(spec, *topology, "--algo");
@@ -110,15 +126,29 @@ int run_collective(const CollectiveOptions& o) {
     char band[16] = "-";
     if (band_rel > 0) std::snprintf(band, sizeof band, "+-%.0f%%", band_rel * 100);
     std::printf(" %12llu %12llu %6s %14s %8s %4d %13.2f %12.2f %12.2f %7s\n", static_cast<unsigned long long>(size),
-                static_cast<unsigned long long>(size / 4), "float", algo.c_str(), proto.c_str(), channels, seconds * 1e6, algbw, busbw, band);
-    rows.push_back({{"size_bytes", size}, {"count", size / 4}, {"type", "float"}, {"algorithm", algo}, {"protocol", proto}, {"channels", channels}, {"band_rel", band_rel},
-                    {"time_us", seconds * 1e6}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw}});
+                static_cast<unsigned long long>(size / 4), "float", algo.c_str(), proto.c_str(), channels,
+                seconds * 1e6, algbw, busbw, band);
+    rows.push_back({{"size_bytes", size},
+                    {"count", size / 4},
+                    {"type", "float"},
+                    {"algorithm", algo},
+                    {"protocol", proto},
+                    {"channels", channels},
+                    {"band_rel", band_rel},
+                    {"time_us", seconds * 1e6},
+                    {"algbw_GBps", algbw},
+                    {"busbw_GBps", busbw}});
   }
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     if (!out) throw InputError("--json", "", "cannot write " + o.json);
-    nlohmann::json doc = {{"commsim_version", COMMSIM_VERSION}, {"topology", o.topology}, {"ranks", p},
-                          {"op", o.op}, {"fidelity", o.fidelity}, {"channels", spec.channels}, {"rows", rows}};
+    nlohmann::json doc = {{"commsim_version", COMMSIM_VERSION},
+                          {"topology", o.topology},
+                          {"ranks", p},
+                          {"op", o.op},
+                          {"fidelity", o.fidelity},
+                          {"channels", spec.channels},
+                          {"rows", rows}};
     out << doc.dump(2) << "\n";
   }
   return 0;
@@ -132,14 +162,24 @@ void register_collective(CLI::App& app, int& exit_code) {
   cmd->add_option("--topology", o->topology, "topology JSON file")->required();
   cmd->add_option("--nodes", o->nodes, "number of nodes (overrides the file)")->check(number_in(1, kMaxNodes));
   cmd->add_option("--op", o->op, "allreduce | reducescatter | allgather | broadcast | reduce");
-  cmd->add_option("--algo", o->algo, "ring | tree | hd | hierarchical | 2d-ring | nvls | nvlstree | collnet_direct | collnet_chain | pat | auto (NCCL_ALGO)");
-  cmd->add_option("--proto", o->proto, "ll | ll128 | simple | auto: NCCL's protocol (NCCL_PROTO), NCCL topologies only");
+  cmd->add_option("--algo", o->algo,
+                  "ring | tree | hd | hierarchical | 2d-ring | nvls | nvlstree | collnet_direct | collnet_chain | pat "
+                  "| auto (NCCL_ALGO)");
+  cmd->add_option("--proto", o->proto,
+                  "ll | ll128 | simple | auto: NCCL's protocol (NCCL_PROTO), NCCL topologies only");
   cmd->add_option("--sizes", o->sizes, "MIN:MAX doubling range or a comma list, bytes with K/M/G suffixes");
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
-  cmd->add_option("--channels", o->channels, "independent rings/trees (NCCL channels: NCCL_MIN/MAX_NCHANNELS); 0 = the library's own count, one per NIC of a node otherwise")->check(number_in(0, kMaxChannels));
-  cmd->add_option("--chunks", o->chunks, "pipeline pieces per step (0 = algorithm default)")->check(number_in(0, kMaxChunks));
-  cmd->add_option("--groups", o->hierarchy_groups, "hierarchical: number of leaders (hierarchical_allreduce_inter_nranks)")->check(number_in(0));
-  cmd->add_option("--reduce-Bps", o->reduce_Bps, "local reduction rate gamma in bytes/s (0 = free)")->check(number_in(0));
+  cmd->add_option("--channels", o->channels,
+                  "independent rings/trees (NCCL channels: NCCL_MIN/MAX_NCHANNELS); 0 = the library's own count, one "
+                  "per NIC of a node otherwise")
+      ->check(number_in(0, kMaxChannels));
+  cmd->add_option("--chunks", o->chunks, "pipeline pieces per step (0 = algorithm default)")
+      ->check(number_in(0, kMaxChunks));
+  cmd->add_option("--groups", o->hierarchy_groups,
+                  "hierarchical: number of leaders (hierarchical_allreduce_inter_nranks)")
+      ->check(number_in(0));
+  cmd->add_option("--reduce-Bps", o->reduce_Bps, "local reduction rate gamma in bytes/s (0 = free)")
+      ->check(number_in(0));
   cmd->add_option("--json", o->json, "write the rows as JSON")->check(writable_file());
   cmd->callback([o, &exit_code] {
     try {

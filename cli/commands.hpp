@@ -27,8 +27,8 @@ void register_validate(CLI::App& app, int& exit_code);   // cli/validate_cmd.cpp
 void print_result(const SimulationRun& run);
 // Writes `doc` to `path` (indented); a path that cannot be written is bad input of the option `flag`.
 void write_json(const std::string& path, const nlohmann::json& doc, const std::string& flag);
-// For options that name a file to write: not a directory, and its directory must exist and be writable. Checked when the command line is
-// parsed, so a bad path is reported (exit 2, one line naming the option) before anything runs.
+// For options that name a file to write: not a directory, and its directory must exist and be writable. Checked when
+// the command line is parsed, so a bad path is reported (exit 2, one line naming the option) before anything runs.
 const CLI::Validator& writable_file();
 // "8", "64K", "256M", "1G" (binary multiples, as nccl-tests reads -e; a fraction such as "0.5M" too) -> bytes, in
 // [8, kMaxBytes]; otherwise an InputError naming --max-bytes. byte_size() checks an option with it at parse time.

@@ -26,7 +26,8 @@ std::string line(const char* format, Args... args) {
 
 int run_compare(const CompareOptions& o) {
   Fidelity fidelity;
-  if (!parse_fidelity(o.fidelity, fidelity)) throw InputError("--fidelity", "", "unknown fidelity \"" + o.fidelity + "\" (analytical, flow)");
+  if (!parse_fidelity(o.fidelity, fidelity))
+    throw InputError("--fidelity", "", "unknown fidelity \"" + o.fidelity + "\" (analytical, flow)");
   const Json spec = read_json_file(o.file);
   JsonFields top(spec, o.file, "");
   const std::string title = top.string("name");
@@ -75,8 +76,9 @@ int run_compare(const CompareOptions& o) {
     const SimulationRun run = simulate_document(document, scenario_path, fidelity);
     const Result& r = run.result;
     if (i == 0) baseline_s = r.step_time_s;
-    table += line("%-16s %12.2f %8.2fx %11.2f %11.2f %10.1f  %s\n", name.c_str(), r.step_time_s * 1e3, baseline_s / r.step_time_s,
-                  r.comm_s * 1e3, r.exposed_comm_s * 1e3, r.bytes_sent_per_rank / 1e6, description.c_str());
+    table += line("%-16s %12.2f %8.2fx %11.2f %11.2f %10.1f  %s\n", name.c_str(), r.step_time_s * 1e3,
+                  baseline_s / r.step_time_s, r.comm_s * 1e3, r.exposed_comm_s * 1e3, r.bytes_sent_per_rank / 1e6,
+                  description.c_str());
     rows.push_back({{"variant", name}, {"speedup", baseline_s / r.step_time_s}, {"result", r.to_json()}});
   }
   std::fputs(table.c_str(), stdout);
@@ -93,7 +95,8 @@ int run_compare(const CompareOptions& o) {
 void register_compare(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<CompareOptions>();
   CLI::App* cmd = app.add_subcommand("compare", "Simulate one scenario under several named settings, side by side");
-  cmd->add_option("file", o->file, "comparison JSON: {name, scenario, variants: [{name, base?, set: {key: value}}]}")->required();
+  cmd->add_option("file", o->file, "comparison JSON: {name, scenario, variants: [{name, base?, set: {key: value}}]}")
+      ->required();
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
   cmd->add_option("--json", o->json, "write every variant's result")->check(writable_file());
   cmd->callback([o, &exit_code] { exit_code = run_compare(*o); });

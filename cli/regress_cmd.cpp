@@ -42,7 +42,8 @@ int measure_on_hardware(const reports::Baseline& b, const RegressOptions& o, std
   for (const reports::BaselineEntry& e : b.entries) {
     if (e.backend != o.backend || measured.count(e.name)) continue;
     const std::string json = (dir / "result.json").string(), log = (dir / "run.log").string();
-    std::vector<std::string> argv = {validate::self_executable(), "run", "--backend", o.backend, e.scenario_path, "--json", json};
+    std::vector<std::string> argv = {
+        validate::self_executable(), "run", "--backend", o.backend, e.scenario_path, "--json", json};
     for (const std::string& set : e.sets) argv.insert(argv.end(), {"--set", set});
     if (o.cluster) argv.push_back("--cluster");
     if (o.timeout_s > 0) argv.insert(argv.end(), {"--timeout-s", std::to_string(o.timeout_s)});
@@ -52,8 +53,8 @@ int measure_on_hardware(const reports::Baseline& b, const RegressOptions& o, std
     if (run.exit_code != 0) {
       std::string last = validate::tail_lines(log, 1);
       while (!last.empty() && last.back() == '\n') last.pop_back();
-      std::fprintf(stderr, "commsim regress: %s: commsim run --backend %s exited %d: %s\n", e.name.c_str(), o.backend.c_str(),
-                   run.exit_code, last.c_str());
+      std::fprintf(stderr, "commsim regress: %s: commsim run --backend %s exited %d: %s\n", e.name.c_str(),
+                   o.backend.c_str(), run.exit_code, last.c_str());
       return run.exit_code == 2 ? 2 : 3;
     }
     measured[e.name] = Result::from_json(read_json_file(json), json);
@@ -88,16 +89,18 @@ int run_regress(const RegressOptions& o) {
     const Check& c = checks[i];
     ++count[static_cast<int>(c.verdict)];
     const bool skipped = c.verdict == Verdict::Skipped;
-    table.add({e.name, e.backend == "sim" ? e.fidelity : e.backend, e.step_time_s > 0 ? fixed(e.step_time_s * 1e3, 3) : "new",
-               skipped ? "-" : fixed(c.now_s * 1e3, 3), skipped ? "-" : (c.change >= 0 ? "+" : "") + percent(c.change, 2),
-               std::string(to_string(c.verdict))});
-    cases.push_back({e.name, seconds[i], c.verdict == Verdict::Regression ? c.message : "", skipped ? c.message : "", c.message});
+    table.add({e.name, e.backend == "sim" ? e.fidelity : e.backend,
+               e.step_time_s > 0 ? fixed(e.step_time_s * 1e3, 3) : "new", skipped ? "-" : fixed(c.now_s * 1e3, 3),
+               skipped ? "-" : (c.change >= 0 ? "+" : "") + percent(c.change, 2), std::string(to_string(c.verdict))});
+    cases.push_back(
+        {e.name, seconds[i], c.verdict == Verdict::Regression ? c.message : "", skipped ? c.message : "", c.message});
   }
   std::fputs(table.str().c_str(), stdout);
   for (std::size_t i = 0; i < checks.size(); ++i)
-    if (checks[i].verdict != Verdict::Pass) std::printf("%s: %s\n", b.entries[i].name.c_str(), checks[i].message.c_str());
-  std::printf("%zu scenarios: %zu pass, %zu faster, %zu regressions, %zu skipped (tolerance %s %%)\n", checks.size(), count[0],
-              count[1], count[2], count[3], number(tolerance).c_str());
+    if (checks[i].verdict != Verdict::Pass)
+      std::printf("%s: %s\n", b.entries[i].name.c_str(), checks[i].message.c_str());
+  std::printf("%zu scenarios: %zu pass, %zu faster, %zu regressions, %zu skipped (tolerance %s %%)\n", checks.size(),
+              count[0], count[1], count[2], count[3], number(tolerance).c_str());
   if (!o.junit.empty()) write_file(o.junit, junit_xml("commsim.regress", cases), "--junit");
 
   if (o.update) {
@@ -117,20 +120,26 @@ int run_regress(const RegressOptions& o) {
 
 void register_regress(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<RegressOptions>();
-  CLI::App* cmd = app.add_subcommand("regress", "Compare step times with a stored baseline (CI gate): exit 1 on a regression");
+  CLI::App* cmd =
+      app.add_subcommand("regress", "Compare step times with a stored baseline (CI gate): exit 1 on a regression");
   cmd->add_option("--baseline", o->baseline, "baseline JSON file (see baselines/ci.json)")->required();
-  CLI::Option* tol = cmd->add_option("--tolerance", o->tolerance, "allowed slowdown in percent (default: the baseline's tolerance_pct)")
+  CLI::Option* tol = cmd->add_option("--tolerance", o->tolerance,
+                                     "allowed slowdown in percent (default: the baseline's tolerance_pct)")
                          ->check(number_in(0));
   cmd->add_flag("--update", o->update, "store the step times of this commsim in the baseline instead of comparing");
   cmd->add_option("--junit", o->junit, "write JUnit XML for CI systems")->check(writable_file());
   cmd->add_option("--measured", o->measured,
                   "NAME=RESULT.json: a hardware result measured now (commsim run --json) for the baseline entry NAME")
       ->allow_extra_args(false);
-  CLI::Option* backend = cmd->add_option("--backend", o->backend, "run the baseline's entries of this backend on the hardware now (commsim run)")
+  CLI::Option* backend = cmd->add_option("--backend", o->backend,
+                                         "run the baseline's entries of this backend on the hardware now (commsim run)")
                              ->check(CLI::IsMember({"mpi", "nccl"}));
-  cmd->add_flag("--cluster", o->cluster, "with --backend mpi: run inside the emulated cluster of each scenario's topology (root)")
+  cmd->add_flag("--cluster", o->cluster,
+                "with --backend mpi: run inside the emulated cluster of each scenario's topology (root)")
       ->needs(backend);
-  cmd->add_option("--timeout-s", o->timeout_s, "with --backend: stop a run after this many seconds")->check(number_in(1e-3))->needs(backend);
+  cmd->add_option("--timeout-s", o->timeout_s, "with --backend: stop a run after this many seconds")
+      ->check(number_in(1e-3))
+      ->needs(backend);
   cmd->add_option("--jobs", o->jobs, "parallel simulations (default: all cores)")->check(number_in(1, kMaxJobs));
   cmd->callback([o, tol, &exit_code] {
     o->tolerance_given = tol->count() > 0;

@@ -174,7 +174,8 @@ void register_run(CLI::App& app, int& exit_code) {
   cmd->add_flag("--cluster", o->cluster,
                 "mpi: run inside an emulated cluster of the topology (namespaces, tc); needs CAP_NET_ADMIN");
   cmd->add_option("--warmup", o->warmup, "steps run first and not counted")->check(number_in(0));
-  cmd->add_option("--steps", o->steps, "number of measured steps (overrides the scenario)")->check(number_in(1, kMaxSteps));
+  cmd->add_option("--steps", o->steps, "number of measured steps (overrides the scenario)")
+      ->check(number_in(1, kMaxSteps));
   cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--timeout-s", o->timeout_s, "mpi: stop the job after this many seconds (0 = no limit)")

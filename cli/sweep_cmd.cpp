@@ -57,7 +57,8 @@ void register_sweep(CLI::App& app, int& exit_code) {
                   "strategy.fusion.size_mb=1,25,256 (repeatable: the grid is the cartesian product)")
       ->required()
       ->allow_extra_args(false);
-  cmd->add_option("--set", o->sets, "fixed override for every variant: dotted.key=value (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--set", o->sets, "fixed override for every variant: dotted.key=value (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(number_in(1, kMaxSteps));
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
   cmd->add_option("-o,--output", o->out, "output directory (default: sweep)");

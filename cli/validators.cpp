@@ -36,7 +36,8 @@ CLI::Validator number_in(double min, double max) {
         if (!std::isfinite(x) || x < min || x > max) return range + ", got " + text;
         return "";
       },
-      max == std::numeric_limits<double>::infinity() ? "NUMBER >= " + plain(min) : "NUMBER in [" + plain(min) + ", " + plain(max) + "]");
+      max == std::numeric_limits<double>::infinity() ? "NUMBER >= " + plain(min)
+                                                     : "NUMBER in [" + plain(min) + ", " + plain(max) + "]");
 }
 
 std::uint64_t parse_byte_size(const std::string& text) {
@@ -59,7 +60,8 @@ std::uint64_t parse_byte_size(const std::string& text) {
     throw InputError("--max-bytes", "", "\"" + text + "\": unknown unit \"" + unit + "\" (K, M, G)");
   const double bytes = value * scale;
   if (!(bytes >= 8)) throw InputError("--max-bytes", "", "must be at least 8 bytes, got " + text);
-  if (!(bytes <= static_cast<double>(kMaxBytes))) throw InputError("--max-bytes", "", text + " is over the 1 TiB limit (1024G)");
+  if (!(bytes <= static_cast<double>(kMaxBytes)))
+    throw InputError("--max-bytes", "", text + " is over the 1 TiB limit (1024G)");
   return static_cast<std::uint64_t>(bytes);
 }
 

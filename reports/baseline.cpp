@@ -18,8 +18,8 @@ Baseline load_baseline(const std::string& path, bool updating) {
   b.file = path;
   b.commsim_version = top.string("commsim_version");
   if (b.commsim_version != COMMSIM_VERSION && !updating)
-    top.fail("commsim_version", "baseline is from commsim " + b.commsim_version + ", this is commsim " + COMMSIM_VERSION +
-                                    ": re-run with --update to rebase it");
+    top.fail("commsim_version", "baseline is from commsim " + b.commsim_version + ", this is commsim " +
+                                    COMMSIM_VERSION + ": re-run with --update to rebase it");
   b.description = top.string_or("description", "");
   b.tolerance_pct = top.number_or("tolerance_pct", 1);
   if (b.tolerance_pct < 0) top.fail("tolerance_pct", "must be >= 0");
@@ -43,7 +43,8 @@ Baseline load_baseline(const std::string& path, bool updating) {
     }
     e.fidelity = f.string_or("fidelity", "analytical");
     Fidelity fidelity;
-    if (!parse_fidelity(e.fidelity, fidelity)) f.fail("fidelity", "unknown fidelity \"" + e.fidelity + "\" (analytical, flow)");
+    if (!parse_fidelity(e.fidelity, fidelity))
+      f.fail("fidelity", "unknown fidelity \"" + e.fidelity + "\" (analytical, flow)");
     e.backend = f.string_or("backend", "sim");
     if (e.backend != "sim" && e.backend != "mpi" && e.backend != "nccl")
       f.fail("backend", "unknown backend \"" + e.backend + "\" (sim, mpi, nccl)");
@@ -113,8 +114,9 @@ Check compare(const BaselineEntry& e, double now_s, double now_spread_s, double 
   return c;
 }
 
-std::vector<Check> check_baseline(const Baseline& b, double tolerance_pct, const std::map<std::string, Result>& measured,
-                                  int jobs, std::vector<double>& seconds) {
+std::vector<Check> check_baseline(const Baseline& b, double tolerance_pct,
+                                  const std::map<std::string, Result>& measured, int jobs,
+                                  std::vector<double>& seconds) {
   std::vector<Check> checks(b.entries.size());
   seconds.assign(b.entries.size(), 0);
   parallel_for(b.entries.size(), jobs, [&](std::size_t i) {
@@ -127,10 +129,12 @@ std::vector<Check> check_baseline(const Baseline& b, double tolerance_pct, const
       checks[i] = compare(e, r.step_time_s, 0, tolerance_pct);
     } else if (auto it = measured.find(e.name); it != measured.end()) {
       if (it->second.backend != e.backend)
-        throw InputError("--measured", e.name, "result is from backend " + it->second.backend + ", the entry from " + e.backend);
+        throw InputError("--measured", e.name,
+                         "result is from backend " + it->second.backend + ", the entry from " + e.backend);
       checks[i] = compare(e, it->second.step_time_s, it->second.step_time_spread_s, tolerance_pct);
     } else {
-      checks[i].message = "hardware entry (" + e.backend + "): no measurement given (--measured " + e.name + "=RESULT.json)";
+      checks[i].message =
+          "hardware entry (" + e.backend + "): no measurement given (--measured " + e.name + "=RESULT.json)";
     }
     seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });

@@ -33,16 +33,19 @@ std::string paddle_snippet(const Strategy& s, int nodes) {
   if (s.comm_dtype == CommDtype::Bf16 || s.comm_dtype == CommDtype::Fp8)
     out += "# " + std::string(to_string(s.comm_dtype)) + " gradient communication has no DistributedStrategy switch\n";
   if (s.dgc) {
-    out += "strategy.dgc = True\nstrategy.dgc_configs = {\"rampup_begin_step\": " + std::to_string(s.dgc->rampup_begin_step) +
-           ", \"rampup_step\": " + std::to_string(s.dgc->rampup_step) + ", \"sparsity\": " + py_list(s.dgc->sparsity) + "}\n";
+    out += "strategy.dgc = True\nstrategy.dgc_configs = {\"rampup_begin_step\": " +
+           std::to_string(s.dgc->rampup_begin_step) + ", \"rampup_step\": " + std::to_string(s.dgc->rampup_step) +
+           ", \"sparsity\": " + py_list(s.dgc->sparsity) + "}\n";
   }
   if (s.localsgd && !s.localsgd->adaptive) {
-    out += "strategy.localsgd = True\nstrategy.localsgd_configs = {\"k_steps\": " + std::to_string(s.localsgd->k_steps) +
-           ", \"begin_step\": " + std::to_string(s.localsgd->begin_step) + "}\n";
+    out +=
+        "strategy.localsgd = True\nstrategy.localsgd_configs = {\"k_steps\": " + std::to_string(s.localsgd->k_steps) +
+        ", \"begin_step\": " + std::to_string(s.localsgd->begin_step) + "}\n";
   }
   if (s.localsgd && s.localsgd->adaptive) {
     out += "strategy.adaptive_localsgd = True\nstrategy.adaptive_localsgd_configs = {\"init_k_steps\": " +
-           std::to_string(s.localsgd->init_k_steps) + ", \"begin_step\": " + std::to_string(s.localsgd->begin_step) + "}\n";
+           std::to_string(s.localsgd->init_k_steps) + ", \"begin_step\": " + std::to_string(s.localsgd->begin_step) +
+           "}\n";
   }
   return out + "fleet.init(is_collective=True, strategy=strategy)\n";
 }
@@ -61,7 +64,8 @@ std::string mindspore_snippet(const Strategy& s) {
     fusion = "{\"allreduce\": {\"mode\": \"size\", \"config\": " + number(s.fusion.size_mb) + "}}";
   }
   return "import mindspore as ms\n"
-         "ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, comm_fusion=" + fusion + ")\n";
+         "ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, comm_fusion=" +
+         fusion + ")\n";
 }
 
 std::string pytorch_snippet(const Strategy& s) {
@@ -78,34 +82,56 @@ std::string pytorch_snippet(const Strategy& s) {
   if (s.comm_dtype == CommDtype::Fp8) out += "# fp8 gradient communication: no built-in DDP comm hook\n";
   if (s.dgc) out += "# DGC: no built-in DDP comm hook (powerSGD_hook is a different, low-rank compressor)\n";
   if (s.localsgd && !s.localsgd->adaptive) {
-    out += "from torch.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook import PostLocalSGDState, post_localSGD_hook\n"
-           "from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager\n"
-           "model.register_comm_hook(PostLocalSGDState(process_group=None, subgroup=None, start_localSGD_iter=" +
-           std::to_string(s.localsgd->begin_step) + "), post_localSGD_hook)\n"
-           "averager = PeriodicModelAverager(period=" + std::to_string(s.localsgd->k_steps) + ", warmup_steps=" +
-           std::to_string(s.localsgd->begin_step) + ")  # call averager.average_parameters(model.parameters()) after optimizer.step()\n";
+    out +=
+        "from torch.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook import PostLocalSGDState, "
+        "post_localSGD_hook\n"
+        "from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager\n"
+        "model.register_comm_hook(PostLocalSGDState(process_group=None, subgroup=None, start_localSGD_iter=" +
+        std::to_string(s.localsgd->begin_step) +
+        "), post_localSGD_hook)\n"
+        "averager = PeriodicModelAverager(period=" +
+        std::to_string(s.localsgd->k_steps) + ", warmup_steps=" + std::to_string(s.localsgd->begin_step) +
+        ")  # call averager.average_parameters(model.parameters()) after optimizer.step()\n";
   }
-  if (s.nccl_comm_num > 1) out += "# nccl_comm_num = " + std::to_string(s.nccl_comm_num) + ": DDP uses one communication stream\n";
+  if (s.nccl_comm_num > 1)
+    out += "# nccl_comm_num = " + std::to_string(s.nccl_comm_num) + ": DDP uses one communication stream\n";
   return out;
 }
 
 std::string nccl_env_snippet(const Strategy& s) {
   std::string out;
   switch (s.use_hierarchical_allreduce ? Algorithm::Hierarchical : s.algorithm) {
-    case Algorithm::Ring: out += "export NCCL_ALGO=Ring\n"; break;
-    case Algorithm::Tree: out += "export NCCL_ALGO=Tree\n"; break;
-    case Algorithm::Nvls: out += "export NCCL_ALGO=NVLS  # NVLink SHARP; needs NCCL_NVLS_ENABLE unset or 1\n"; break;
-    case Algorithm::NvlsTree: out += "export NCCL_ALGO=NVLSTree  # NVLink SHARP in the node, trees across nodes\n"; break;
-    case Algorithm::CollNetDirect: out += "export NCCL_ALGO=CollNetDirect NCCL_COLLNET_ENABLE=1  # needs the SHARP plugin\n"; break;
-    case Algorithm::CollNetChain: out += "export NCCL_ALGO=CollNetChain NCCL_COLLNET_ENABLE=1  # needs the SHARP plugin\n"; break;
-    case Algorithm::Pat: out += "export NCCL_ALGO=PAT\n"; break;
-    case Algorithm::Auto: out += "# NCCL_ALGO unset: NCCL's tuner picks the algorithm per size\n"; break;
+    case Algorithm::Ring:
+      out += "export NCCL_ALGO=Ring\n";
+      break;
+    case Algorithm::Tree:
+      out += "export NCCL_ALGO=Tree\n";
+      break;
+    case Algorithm::Nvls:
+      out += "export NCCL_ALGO=NVLS  # NVLink SHARP; needs NCCL_NVLS_ENABLE unset or 1\n";
+      break;
+    case Algorithm::NvlsTree:
+      out += "export NCCL_ALGO=NVLSTree  # NVLink SHARP in the node, trees across nodes\n";
+      break;
+    case Algorithm::CollNetDirect:
+      out += "export NCCL_ALGO=CollNetDirect NCCL_COLLNET_ENABLE=1  # needs the SHARP plugin\n";
+      break;
+    case Algorithm::CollNetChain:
+      out += "export NCCL_ALGO=CollNetChain NCCL_COLLNET_ENABLE=1  # needs the SHARP plugin\n";
+      break;
+    case Algorithm::Pat:
+      out += "export NCCL_ALGO=PAT\n";
+      break;
+    case Algorithm::Auto:
+      out += "# NCCL_ALGO unset: NCCL's tuner picks the algorithm per size\n";
+      break;
     default:
       out += "# " + std::string(to_string(s.use_hierarchical_allreduce ? Algorithm::Hierarchical : s.algorithm)) +
              " is done by the framework (above), not by an NCCL_ALGO; leave NCCL_ALGO unset\n";
   }
   if (s.channels > 0)
-    out += "export NCCL_MIN_NCHANNELS=" + std::to_string(s.channels) + " NCCL_MAX_NCHANNELS=" + std::to_string(s.channels) + "\n";
+    out += "export NCCL_MIN_NCHANNELS=" + std::to_string(s.channels) +
+           " NCCL_MAX_NCHANNELS=" + std::to_string(s.channels) + "\n";
   return out;
 }
 

@@ -25,7 +25,8 @@ std::string short_key(const std::string& key) { return key.substr(key.rfind('.')
 std::string label(const Sweep& s, std::size_t row, const std::vector<std::size_t>& which) {
   const std::vector<std::size_t> at = coordinates(s.axes, row);
   std::string out;
-  for (std::size_t a : which) out += (out.empty() ? "" : ", ") + short_key(s.axes[a].key) + "=" + s.axes[a].labels[at[a]];
+  for (std::size_t a : which)
+    out += (out.empty() ? "" : ", ") + short_key(s.axes[a].key) + "=" + s.axes[a].labels[at[a]];
   return out.empty() ? "all" : out;
 }
 
@@ -64,9 +65,9 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> displ
       row.push_back("impossible: " + e.error);
     } else {
       const Result& r = e.result;
-      for (const std::string& cell : {ms(r.step_time_s), fixed(r.throughput_samples_s, 1), percent(r.scaling_efficiency),
-                                      ms(r.compute_s), ms(r.comm_s), ms(r.exposed_comm_s), percent(r.overlap_ratio),
-                                      fixed(r.bytes_sent_per_rank / 1e6, 2)})
+      for (const std::string& cell :
+           {ms(r.step_time_s), fixed(r.throughput_samples_s, 1), percent(r.scaling_efficiency), ms(r.compute_s),
+            ms(r.comm_s), ms(r.exposed_comm_s), percent(r.overlap_ratio), fixed(r.bytes_sent_per_rank / 1e6, 2)})
         row.push_back(cell);
     }
     rows.push_back(row);
@@ -86,8 +87,8 @@ std::string sweep_table(const Sweep& s) {
 std::string sweep_csv(const Sweep& s) {
   std::vector<std::string> header;
   for (const Axis& a : s.axes) header.push_back(a.key);
-  for (const char* h : {"step_time_s", "throughput_samples_s", "scaling_efficiency", "compute_s", "comm_s", "exposed_comm_s",
-                        "overlap_ratio", "bytes_sent_per_rank", "buckets", "streams", "error"})
+  for (const char* h : {"step_time_s", "throughput_samples_s", "scaling_efficiency", "compute_s", "comm_s",
+                        "exposed_comm_s", "overlap_ratio", "bytes_sent_per_rank", "buckets", "streams", "error"})
     header.emplace_back(h);
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
@@ -96,8 +97,8 @@ std::string sweep_csv(const Sweep& s) {
     for (std::size_t a = 0; a < s.axes.size(); ++a) row.push_back(s.axes[a].labels[at[a]]);
     const Evaluation& e = s.rows[i];
     const Result& r = e.result;
-    for (double v : {r.step_time_s, r.throughput_samples_s, r.scaling_efficiency, r.compute_s, r.comm_s, r.exposed_comm_s,
-                     r.overlap_ratio, r.bytes_sent_per_rank})
+    for (double v : {r.step_time_s, r.throughput_samples_s, r.scaling_efficiency, r.compute_s, r.comm_s,
+                     r.exposed_comm_s, r.overlap_ratio, r.bytes_sent_per_rank})
       row.push_back(e.ok() ? number(v) : "");
     row.push_back(e.ok() ? std::to_string(e.buckets) : "");
     row.push_back(e.ok() ? std::to_string(e.streams) : "");
@@ -125,8 +126,11 @@ nlohmann::json sweep_json(const Sweep& s) {
     }
     rows.push_back(row);
   }
-  return {{"scenario", s.scenario_file}, {"fidelity", s.fidelity}, {"commsim_version", COMMSIM_VERSION},
-          {"vary", axes}, {"rows", rows}};
+  return {{"scenario", s.scenario_file},
+          {"fidelity", s.fidelity},
+          {"commsim_version", COMMSIM_VERSION},
+          {"vary", axes},
+          {"rows", rows}};
 }
 
 std::string sweep_html(const Sweep& s) {
@@ -161,7 +165,8 @@ std::string sweep_html(const Sweep& s) {
     const double lo = *std::min_element(xs.begin(), xs.end()), hi = *std::max_element(xs.begin(), xs.end());
     const bool log_x = lo > 0 && hi / lo >= 8;
     page.heading("Step time against " + x_label);
-    page.figure(svg(LineChart{"step-time-vs-" + key, "Step time against " + x_label, x_label, "step time (ms)", log_x, step}));
+    page.figure(
+        svg(LineChart{"step-time-vs-" + key, "Step time against " + x_label, x_label, "step time (ms)", log_x, step}));
     if (nodes) {
       page.heading("Scaling efficiency against nodes");
       page.figure(svg(LineChart{"scaling-efficiency-vs-nodes", "Scaling efficiency against nodes", x_label,
@@ -169,7 +174,8 @@ std::string sweep_html(const Sweep& s) {
     }
   }
 
-  StackedBars bars{"breakdown", "Step time: compute and exposed communication", "ms", {"compute", "exposed communication"}, {}, {}};
+  StackedBars bars{
+      "breakdown", "Step time: compute and exposed communication", "ms", {"compute", "exposed communication"}, {}, {}};
   std::vector<std::size_t> every(s.axes.size());
   for (std::size_t a = 0; a < every.size(); ++a) every[a] = a;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {

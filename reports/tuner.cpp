@@ -39,7 +39,8 @@ Knob streams_knob(const Scenario& s) {
   Knob k{"streams", false, {}, 0};
   for (int n = 1; n <= 4; ++n) {
     if (s.strategy.nccl_comm_num == n) k.given = k.choices.size();
-    k.choices.push_back({std::to_string(n) + (n == 1 ? " stream" : " streams"), {"strategy.nccl_comm_num=" + std::to_string(n)}});
+    k.choices.push_back(
+        {std::to_string(n) + (n == 1 ? " stream" : " streams"), {"strategy.nccl_comm_num=" + std::to_string(n)}});
   }
   if (s.strategy.nccl_comm_num > 4) {
     k.given = k.choices.size();
@@ -66,8 +67,9 @@ Knob collective_knob(const Scenario& s, int ranks, int nodes, const CommLibrary&
   bool matched = false;
   for (Algorithm a : library_algorithms(library, nodes)) {
     if (!st.use_hierarchical_allreduce && st.algorithm == a) k.given = k.choices.size(), matched = true;
-    k.choices.push_back({std::string(to_string(a)) + " allreduce",
-                         {"strategy.use_hierarchical_allreduce=false", "strategy.algorithm=" + std::string(to_string(a))}});
+    k.choices.push_back(
+        {std::string(to_string(a)) + " allreduce",
+         {"strategy.use_hierarchical_allreduce=false", "strategy.algorithm=" + std::string(to_string(a))}});
   }
   // Paddle hierarchical_allreduce_inter_nranks = number of leaders (groups): one per node, or two or four per node
   for (int groups : {nodes, 2 * nodes, 4 * nodes}) {
@@ -89,14 +91,16 @@ Knob dtype_knob(const Scenario& s) {
   Knob k{"comm dtype", true, {}, 0};
   for (CommDtype d : {CommDtype::Fp32, CommDtype::Fp16, CommDtype::Bf16, CommDtype::Fp8}) {
     if (s.strategy.comm_dtype == d) k.given = k.choices.size();
-    k.choices.push_back({std::string(to_string(d)) + " communication", {"strategy.comm_dtype=" + std::string(to_string(d))}});
+    k.choices.push_back(
+        {std::string(to_string(d)) + " communication", {"strategy.comm_dtype=" + std::string(to_string(d))}});
   }
   return k;
 }
 
 Knob compression_knob(const Scenario& s) {
   Knob k{"compression", true, {}, 0};
-  const std::vector<std::string> off = {"strategy.dgc=null", "strategy.localsgd=null", "strategy.adaptive_localsgd=null"};
+  const std::vector<std::string> off = {"strategy.dgc=null", "strategy.localsgd=null",
+                                        "strategy.adaptive_localsgd=null"};
   auto with = [&](std::string set) {
     std::vector<std::string> sets = off;
     sets.push_back(std::move(set));
@@ -137,7 +141,8 @@ std::size_t changed(const std::vector<Knob>& knobs, const std::vector<std::size_
 
 }  // namespace
 
-std::vector<Knob> search_space(const Scenario& given, int ranks, int nodes, bool allow_lossy, const CommLibrary& library) {
+std::vector<Knob> search_space(const Scenario& given, int ranks, int nodes, bool allow_lossy,
+                               const CommLibrary& library) {
   std::vector<Knob> knobs = {fusion_knob(given), streams_knob(given), collective_knob(given, ranks, nodes, library)};
   if (allow_lossy) {
     knobs.push_back(dtype_knob(given));
@@ -185,7 +190,8 @@ Recommendation recommend(const Json& base, const std::string& file, const std::v
     for (std::size_t i = 0; i < rec.grid; ++i) {
       std::vector<std::size_t> c(knobs.size());
       std::size_t rest = i;
-      for (std::size_t k = knobs.size(); k-- > 0;) c[k] = rest % knobs[k].choices.size(), rest /= knobs[k].choices.size();
+      for (std::size_t k = knobs.size(); k-- > 0;)
+        c[k] = rest % knobs[k].choices.size(), rest /= knobs[k].choices.size();
       all.push_back(c);
     }
     evaluate_batch(all, "configurations");
@@ -254,8 +260,9 @@ std::vector<const Candidate*> top_distinct(const Recommendation& rec, const std:
     if (c.eval.result.step_time_s > rec.given.result.step_time_s) continue;  // a flow re-evaluation can reorder
     bool duplicate = false;
     for (const Candidate* kept : out)
-      duplicate |= std::abs(c.eval.result.step_time_s - kept->eval.result.step_time_s) <= rel * kept->eval.result.step_time_s &&
-                   changed(knobs, c.choice) >= changed(knobs, kept->choice);
+      duplicate |=
+          std::abs(c.eval.result.step_time_s - kept->eval.result.step_time_s) <= rel * kept->eval.result.step_time_s &&
+          changed(knobs, c.choice) >= changed(knobs, kept->choice);
     if (!duplicate) out.push_back(&c);
   }
   return out;
@@ -264,24 +271,28 @@ std::vector<const Candidate*> top_distinct(const Recommendation& rec, const std:
 std::string reason(const Evaluation& given, const Candidate& c, const std::vector<Knob>& knobs) {
   const Result &g = given.result, &r = c.eval.result;
   const double fg = g.exposed_comm_s / g.step_time_s, fr = r.exposed_comm_s / r.step_time_s;
-  const std::string bytes = fixed(r.bytes_sent_per_rank / 1e6, 1) + " MB instead of " + fixed(g.bytes_sent_per_rank / 1e6, 1) +
-                            " MB per rank";
+  const std::string bytes = fixed(r.bytes_sent_per_rank / 1e6, 1) + " MB instead of " +
+                            fixed(g.bytes_sent_per_rank / 1e6, 1) + " MB per rank";
   std::vector<std::string> because;
   for (std::size_t k = 0; k < knobs.size(); ++k) {
     if (c.choice[k] == knobs[k].given) continue;
     const std::string& label = knobs[k].choices[c.choice[k]].label;
     const std::string& name = knobs[k].name;
     if (name == "fusion size") {
-      because.push_back(label + " (" + std::to_string(c.eval.buckets) + " instead of " + std::to_string(given.buckets) + ")" +
-                        (c.eval.buckets > given.buckets ? " start during backward" : " pay the per-collective latency fewer times"));
+      because.push_back(
+          label + " (" + std::to_string(c.eval.buckets) + " instead of " + std::to_string(given.buckets) + ")" +
+          (c.eval.buckets > given.buckets ? " start during backward" : " pay the per-collective latency fewer times"));
     } else if (name == "streams") {
-      because.push_back(label + (c.eval.streams > given.streams ? " run collectives concurrently" : " stop splitting the bandwidth"));
+      because.push_back(
+          label + (c.eval.streams > given.streams ? " run collectives concurrently" : " stop splitting the bandwidth"));
     } else if (name == "collective") {
       const std::string algo = label.substr(0, label.find(' '));
-      because.push_back(algo == "hierarchical" ? label.substr(label.find(", ") + 2) + " carry the inter-node traffic (hierarchical allreduce)"
-                        : algo == "auto"       ? "the cheapest algorithm per bucket (auto) replaces " + knobs[k].choices[knobs[k].given].label
-                        : algo == "2d-ring"    ? "2d-ring allreduce keeps most of the traffic inside the nodes"
-                                               : label + " replaces " + knobs[k].choices[knobs[k].given].label);
+      because.push_back(algo == "hierarchical" ? label.substr(label.find(", ") + 2) +
+                                                     " carry the inter-node traffic (hierarchical allreduce)"
+                        : algo == "auto" ? "the cheapest algorithm per bucket (auto) replaces " +
+                                               knobs[k].choices[knobs[k].given].label
+                        : algo == "2d-ring" ? "2d-ring allreduce keeps most of the traffic inside the nodes"
+                                            : label + " replaces " + knobs[k].choices[knobs[k].given].label);
     } else if (label.rfind("Local SGD", 0) == 0) {
       because.push_back(label + " averages the model once every " + label.substr(label.find('=') + 1) +
                         " steps instead of allreducing gradients every step");
@@ -290,12 +301,13 @@ std::string reason(const Evaluation& given, const Candidate& c, const std::vecto
     }
   }
   if (because.empty())
-    return "The given settings: exposed communication is " + percent(fg) + " of the " + fixed(g.step_time_s * 1e3, 3) + " ms step.";
+    return "The given settings: exposed communication is " + percent(fg) + " of the " + fixed(g.step_time_s * 1e3, 3) +
+           " ms step.";
   const std::string comm = "communication " + fixed(g.comm_s * 1e3, 2) + " ms -> " + fixed(r.comm_s * 1e3, 2) + " ms";
   std::string lead;
   if (std::abs(fr - fg) >= 0.0005) {
-    lead = "Exposed communication " + std::string(fr < fg ? "falls" : "rises") + " from " + percent(fg) + " to " + percent(fr) +
-           " of the step (" + comm + ")";
+    lead = "Exposed communication " + std::string(fr < fg ? "falls" : "rises") + " from " + percent(fg) + " to " +
+           percent(fr) + " of the step (" + comm + ")";
   } else if (std::abs(r.comm_s - g.comm_s) > 0.01 * g.comm_s) {
     lead = "Communication stays hidden behind compute (" + comm + ")";
   } else {

@@ -31,7 +31,8 @@ struct Knob {
 
 // `ranks` and `nodes` of the given cluster pick the hierarchical-allreduce group counts worth trying.
 // `library`: the topology's communication library; the collective knob offers only the algorithms it has.
-std::vector<Knob> search_space(const Scenario& given, int ranks, int nodes, bool allow_lossy, const CommLibrary& library = {});
+std::vector<Knob> search_space(const Scenario& given, int ranks, int nodes, bool allow_lossy,
+                               const CommLibrary& library = {});
 std::size_t grid_size(const std::vector<Knob>& knobs);
 
 struct Candidate {
@@ -41,11 +42,11 @@ struct Candidate {
 };
 
 struct Recommendation {
-  Evaluation given;                // the scenario as given, at the requested fidelity
-  std::vector<Candidate> ranked;   // fastest first, at the requested fidelity; impossible ones left out
-  std::size_t grid = 0;            // configurations in the full grid
-  std::size_t evaluated = 0;       // evaluated with the analytical fidelity
-  std::size_t refined = 0;         // re-evaluated with the requested fidelity (0 when it is analytical)
+  Evaluation given;               // the scenario as given, at the requested fidelity
+  std::vector<Candidate> ranked;  // fastest first, at the requested fidelity; impossible ones left out
+  std::size_t grid = 0;           // configurations in the full grid
+  std::size_t evaluated = 0;      // evaluated with the analytical fidelity
+  std::size_t refined = 0;        // re-evaluated with the requested fidelity (0 when it is analytical)
   std::string method;
 };
 

@@ -59,10 +59,14 @@ namespace {
 
 // nccl-tests' file names of the collectives.
 bool parse_nccl_tests_collective(const std::string& name, Collective& op) {
-  if (name == "all_reduce") op = Collective::AllReduce;
-  else if (name == "all_gather") op = Collective::AllGather;
-  else if (name == "reduce_scatter") op = Collective::ReduceScatter;
-  else return false;
+  if (name == "all_reduce")
+    op = Collective::AllReduce;
+  else if (name == "all_gather")
+    op = Collective::AllGather;
+  else if (name == "reduce_scatter")
+    op = Collective::ReduceScatter;
+  else
+    return false;
   return true;
 }
 
@@ -72,21 +76,25 @@ NcclTestsLog read_curve(const std::string& path) {
   NcclTestsLog log;
   log.file = path;
   const std::string collective = f.string("collective");
-  if (!parse_nccl_tests_collective(collective, log.op)) f.fail("collective", "must be all_reduce, all_gather or reduce_scatter");
+  if (!parse_nccl_tests_collective(collective, log.op))
+    f.fail("collective", "must be all_reduce, all_gather or reduce_scatter");
   log.op_known = true;
   log.hosts = static_cast<int>(f.integer("nodes", 1, 1 << 20));
   log.ranks = log.hosts * static_cast<int>(f.integer("gpus_per_node", 1, 1024));
   if (const Json* env = f.raw_optional("env")) {
-    if (env->contains("NCCL_ALGO") && !parse_nccl_algorithm(env->at("NCCL_ALGO").get<std::string>(), log.forced_algorithm))
+    if (env->contains("NCCL_ALGO") &&
+        !parse_nccl_algorithm(env->at("NCCL_ALGO").get<std::string>(), log.forced_algorithm))
       f.fail("env.NCCL_ALGO", "is not an algorithm commsim models");
-    if (env->contains("NCCL_PROTO") && !parse_protocol(lower(env->at("NCCL_PROTO").get<std::string>()), log.forced_protocol))
+    if (env->contains("NCCL_PROTO") &&
+        !parse_protocol(lower(env->at("NCCL_PROTO").get<std::string>()), log.forced_protocol))
       f.fail("env.NCCL_PROTO", "is not ll, ll128 or simple");
   }
   const Json& rows = f.array("rows");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Json& r = rows[i];
     const std::string at = "rows[" + std::to_string(i) + "]";
-    if (!r.contains("bytes") || !r["bytes"].is_number_unsigned()) throw InputError(path, at + ".bytes", "must be a size in bytes");
+    if (!r.contains("bytes") || !r["bytes"].is_number_unsigned())
+      throw InputError(path, at + ".bytes", "must be a size in bytes");
     const Bytes bytes = r["bytes"].get<Bytes>();
     double time_us = r.contains("time_us") && r["time_us"].is_number() ? r["time_us"].get<double>() : 0;
     // A curve published as busbw only: the time is the size over algbw = busbw / nccl-tests' factor.
@@ -115,7 +123,8 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
     if (environment_value(line, "NCCL_ALGO", value) && !parse_nccl_algorithm(value, log.forced_algorithm))
       throw InputError(path, "line " + std::to_string(number), "NCCL_ALGO \"" + value + "\" is not one commsim models");
     if (environment_value(line, "NCCL_PROTO", value) && !parse_protocol(value, log.forced_protocol))
-      throw InputError(path, "line " + std::to_string(number), "NCCL_PROTO \"" + value + "\" is not ll, ll128 or simple");
+      throw InputError(path, "line " + std::to_string(number),
+                       "NCCL_PROTO \"" + value + "\" is not ll, ll128 or simple");
     std::istringstream words(line);
     std::vector<std::string> t;
     for (std::string w; words >> w;) t.push_back(w);
@@ -160,7 +169,8 @@ void solve(const std::vector<Point>& pts, bool fit_x, bool fit_y, double& x, dou
   for (const Point& p : pts) {
     const double w = 1 / (p.measured_s * p.measured_s);
     const double t = p.measured_s - (fit_x ? 0 : x * p.latency_s) - (fit_y ? 0 : y * p.bandwidth_s);
-    sll += w * p.latency_s * p.latency_s, slb += w * p.latency_s * p.bandwidth_s, sbb += w * p.bandwidth_s * p.bandwidth_s;
+    sll += w * p.latency_s * p.latency_s, slb += w * p.latency_s * p.bandwidth_s,
+        sbb += w * p.bandwidth_s * p.bandwidth_s;
     slt += w * p.latency_s * t, sbt += w * p.bandwidth_s * t;
   }
   if (fit_x && fit_y) {
@@ -182,7 +192,8 @@ ScaleFit fit_group(const std::string& key, const std::vector<Point>& pts) {
   f.samples = pts.size();
   auto share = [&](bool latency) {
     double most = 0;
-    for (const Point& p : pts) most = std::max(most, (latency ? p.latency_s : p.bandwidth_s) / (p.latency_s + p.bandwidth_s));
+    for (const Point& p : pts)
+      most = std::max(most, (latency ? p.latency_s : p.bandwidth_s) / (p.latency_s + p.bandwidth_s));
     return most;
   };
   f.latency_fitted = share(true) >= kMinTermShare;
@@ -217,10 +228,14 @@ ScaleFit fit_group(const std::string& key, const std::vector<Point>& pts) {
   std::sort(times.begin(), times.end());
   const std::size_t tail = times.size() / 10;
   const double spread = times[times.size() - 1 - tail] / times[tail];
-  if (pts.size() < 3) f.why_not = key + ": " + std::to_string(pts.size()) + " sizes (a fit needs 3)";
-  else if (x <= 0 || y <= 0) f.why_not = key + ": the times do not follow latency + size / bandwidth";
-  else if (f.r2 < kMinR2 && spread > 2 && f.rms_rel > kTrustedRmsRel) f.why_not = key + ": R^2 " + std::to_string(f.r2) + " < 0.9";
-  else if (f.rms_rel > kMaxRmsRel) f.why_not = key + ": RMS relative residual " + std::to_string(f.rms_rel) + " > 0.25";
+  if (pts.size() < 3)
+    f.why_not = key + ": " + std::to_string(pts.size()) + " sizes (a fit needs 3)";
+  else if (x <= 0 || y <= 0)
+    f.why_not = key + ": the times do not follow latency + size / bandwidth";
+  else if (f.r2 < kMinR2 && spread > 2 && f.rms_rel > kTrustedRmsRel)
+    f.why_not = key + ": R^2 " + std::to_string(f.r2) + " < 0.9";
+  else if (f.rms_rel > kMaxRmsRel)
+    f.why_not = key + ": RMS relative residual " + std::to_string(f.rms_rel) + " > 0.25";
   f.trusted = f.why_not.empty();
   return f;
 }
@@ -254,18 +269,21 @@ NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<N
 }
 
 std::string describe(const NcclCalibration& cal) {
-  std::string out = "# NCCL model fitted to nccl-tests (time = latency_scale * latency + size / (bandwidth_scale * algbw))\n";
+  std::string out =
+      "# NCCL model fitted to nccl-tests (time = latency_scale * latency + size / (bandwidth_scale * algbw))\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-27s %7s %13s %15s %7s %9s %9s  %s\n", "collective/algorithm/protocol", "sizes", "latency_scale",
-                "bandwidth_scale", "R^2", "rms_rel", "max_rel", "trusted");
+  std::snprintf(line, sizeof line, "%-27s %7s %13s %15s %7s %9s %9s  %s\n", "collective/algorithm/protocol", "sizes",
+                "latency_scale", "bandwidth_scale", "R^2", "rms_rel", "max_rel", "trusted");
   out += line;
   for (const ScaleFit& f : cal.fits) {
-    std::snprintf(line, sizeof line, "%-27s %7zu %12.3f%s %14.3f%s %7.3f %8.1f%% %8.1f%%  %s\n", f.key.c_str(), f.samples,
-                  f.scale.latency_scale, f.latency_fitted ? " " : "*", f.scale.bandwidth_scale, f.bandwidth_fitted ? " " : "*",
-                  f.r2, 100 * f.rms_rel, 100 * f.max_abs_rel, f.trusted ? "yes" : f.why_not.c_str());
+    std::snprintf(line, sizeof line, "%-27s %7zu %12.3f%s %14.3f%s %7.3f %8.1f%% %8.1f%%  %s\n", f.key.c_str(),
+                  f.samples, f.scale.latency_scale, f.latency_fitted ? " " : "*", f.scale.bandwidth_scale,
+                  f.bandwidth_fitted ? " " : "*", f.r2, 100 * f.rms_rel, 100 * f.max_abs_rel,
+                  f.trusted ? "yes" : f.why_not.c_str());
     out += line;
   }
-  std::snprintf(line, sizeof line, "# * = kept at NCCL's value (the term is < 10 %% of every time). Error band: +-%.1f %%\n",
+  std::snprintf(line, sizeof line,
+                "# * = kept at NCCL's value (the term is < 10 %% of every time). Error band: +-%.1f %%\n",
                 100 * cal.band_rel);
   return out + line;
 }

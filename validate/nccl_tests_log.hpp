@@ -28,9 +28,9 @@ struct NcclTestsRow {
 
 struct NcclTestsLog {
   std::string file;
-  std::vector<NcclTestsRow> rows;  // rows with a non-zero size
-  int ranks = 0;                   // "#  Rank N ... device" lines (0 when the log does not list them)
-  int hosts = 0;                   // distinct host names of those lines
+  std::vector<NcclTestsRow> rows;                // rows with a non-zero size
+  int ranks = 0;                                 // "#  Rank N ... device" lines (0 when the log does not list them)
+  int hosts = 0;                                 // distinct host names of those lines
   Algorithm forced_algorithm = Algorithm::Auto;  // NCCL_ALGO from "set by environment" lines
   Protocol forced_protocol = Protocol::Auto;
   bool op_known = false;  // a curve file names its collective; a text log does not (the caller's --op)

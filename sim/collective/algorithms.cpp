@@ -24,7 +24,8 @@ Bytes piece_offset(Bytes total, std::uint64_t parts, std::uint64_t index) {
 int default_chunks(const CollectiveSpec& s, bool pipeline, Bytes bytes) {
   if (s.chunks > 0) return s.chunks;
   if (!pipeline) return 1;
-  // Pipelined algorithms move ~512 KiB slices, the order of NCCL's Simple-protocol chunk (NCCL_BUFFSIZE 4 MiB / 8 steps).
+  // Pipelined algorithms move ~512 KiB slices, the order of NCCL's Simple-protocol chunk (NCCL_BUFFSIZE 4 MiB / 8
+  // steps).
   const Bytes in_bytes = bytes * static_cast<Bytes>(std::max(1, s.unit_bytes));
   return static_cast<int>(std::clamp<Bytes>((in_bytes + (512u << 10) - 1) / (512u << 10), 1, 64));
 }
@@ -44,7 +45,8 @@ std::vector<int> channel_order(const std::vector<int>& ranks, int ranks_per_node
   if (ranks_per_node <= 1 || p % ranks_per_node != 0 || channel == 0) return ranks;
   const int shift = channel * std::max(1, ranks_per_node / std::max(1, channels));
   std::vector<int> order(p);
-  for (int i = 0; i < p; ++i) order[i] = ranks[(i / ranks_per_node) * ranks_per_node + (i % ranks_per_node + shift) % ranks_per_node];
+  for (int i = 0; i < p; ++i)
+    order[i] = ranks[(i / ranks_per_node) * ranks_per_node + (i % ranks_per_node + shift) % ranks_per_node];
   return order;
 }
 
@@ -69,18 +71,21 @@ void ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatte
   if (g.spec.aggregate) {
     // The other steps' latencies: those of the slowest edge, as the closed form counts them.
     double latency_s = 0;
-    for (int i = 0; i < p; ++i) latency_s = std::max(latency_s, g.topo.path_cost(order[i], order[(i + 1) % p]).latency_s);
+    for (int i = 0; i < p; ++i)
+      latency_s = std::max(latency_s, g.topo.path_cost(order[i], order[(i + 1) % p]).latency_s);
     const TimePs wait = (steps - 1) * seconds_to_ps(latency_s);
     std::vector<OpId> into(p);
     for (int i = 0; i < p; ++i) {
       const int to = (i + 1) % p;
       Bytes total = 0;
-      for (int step = 0; step < steps; ++step) total += piece(bytes, p, static_cast<std::uint64_t>(((i - step) % p + p) % p));
+      for (int step = 0; step < steps; ++step)
+        total += piece(bytes, p, static_cast<std::uint64_t>(((i - step) % p + p) % p));
       OpId d = g.s.delay(order[i], wait, {g.frontier[order[i]], g.frontier[order[to]]});
       into[to] = g.s.transfer(order[i], order[to], total, {d});
     }
     for (int i = 0; i < p; ++i)
-      g.frontier[order[i]] = reduce_scatter && g.reduces() ? g.s.reduce(order[i], (p - 1) * piece(bytes, p, 0), {into[i]}) : into[i];
+      g.frontier[order[i]] =
+          reduce_scatter && g.reduces() ? g.s.reduce(order[i], (p - 1) * piece(bytes, p, 0), {into[i]}) : into[i];
     return;
   }
   // holds[i][k]: op after which position i holds piece k of the block it received last; last_out[i]: the last
@@ -112,7 +117,8 @@ void ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatte
     }
     holds.swap(next);
   }
-  for (int i = 0; i < p; ++i) g.frontier[order[i]] = holds[i][chunks - 1] != kNoOp ? holds[i][chunks - 1] : g.frontier[order[i]];
+  for (int i = 0; i < p; ++i)
+    g.frontier[order[i]] = holds[i][chunks - 1] != kNoOp ? holds[i][chunks - 1] : g.frontier[order[i]];
 }
 
 // Pipelined chain broadcast (reduce=false, from order[0] down the chain) or chain reduce (reduce=true, towards
@@ -258,8 +264,9 @@ std::string_view to_string(Collective c) {
   return names[static_cast<int>(c)];
 }
 std::string_view to_string(Algorithm a) {
-  static constexpr std::string_view names[] = {"ring", "tree", "hd", "hierarchical", "2d-ring", "nvls",
-                                               "nvlstree", "collnet_direct", "collnet_chain", "pat", "auto"};
+  static constexpr std::string_view names[] = {"ring",          "tree", "hd",       "hierarchical",
+                                               "2d-ring",       "nvls", "nvlstree", "collnet_direct",
+                                               "collnet_chain", "pat",  "auto"};
   return names[static_cast<int>(a)];
 }
 std::string_view to_string(Protocol p) {
@@ -284,11 +291,14 @@ bool parse_algorithm(std::string_view s, Algorithm& out) {
 
 double busbw_factor(Collective op, int n) {
   switch (op) {
-    case Collective::AllReduce: return 2.0 * (n - 1) / n;
+    case Collective::AllReduce:
+      return 2.0 * (n - 1) / n;
     case Collective::ReduceScatter:
-    case Collective::AllGather: return static_cast<double>(n - 1) / n;
+    case Collective::AllGather:
+      return static_cast<double>(n - 1) / n;
     case Collective::Broadcast:
-    case Collective::Reduce: return 1.0;
+    case Collective::Reduce:
+      return 1.0;
   }
   return 1.0;
 }
@@ -300,16 +310,20 @@ void check_supported(const CollectiveSpec& spec, int ranks, const std::string& f
   const bool allreduce_only = spec.algorithm == Algorithm::Tree || spec.algorithm == Algorithm::HalvingDoubling ||
                               spec.algorithm == Algorithm::Hierarchical || spec.algorithm == Algorithm::Ring2D;
   if (allreduce_only && spec.op != Collective::AllReduce)
-    throw InputError(field, "algo", algo + " is implemented for allreduce only (use ring for " + std::string(to_string(spec.op)) + ")");
+    throw InputError(
+        field, "algo",
+        algo + " is implemented for allreduce only (use ring for " + std::string(to_string(spec.op)) + ")");
   if (spec.algorithm == Algorithm::Hierarchical) {
     const int groups = spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, ranks / spec.ranks_per_node);
     if (ranks % groups != 0)
-      throw InputError(field, "hierarchical_allreduce_inter_nranks",
-                       std::to_string(groups) + " leaders do not divide " + std::to_string(ranks) + " ranks into equal groups");
+      throw InputError(
+          field, "hierarchical_allreduce_inter_nranks",
+          std::to_string(groups) + " leaders do not divide " + std::to_string(ranks) + " ranks into equal groups");
   }
   if (spec.algorithm == Algorithm::Ring2D && (spec.ranks_per_node < 1 || ranks % spec.ranks_per_node != 0))
-    throw InputError(field, "algo", "2d-ring needs whole nodes (" + std::to_string(ranks) + " ranks, " +
-                                        std::to_string(spec.ranks_per_node) + " per node)");
+    throw InputError(field, "algo",
+                     "2d-ring needs whole nodes (" + std::to_string(ranks) + " ranks, " +
+                         std::to_string(spec.ranks_per_node) + " per node)");
 }
 
 void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& schedule, std::vector<OpId>& frontier) {
@@ -317,8 +331,10 @@ void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& sc
   CollectiveSpec s = spec;
   if (s.algorithm == Algorithm::Auto) s.algorithm = choose_algorithm(spec, topology, true);
   if (library_only(s.algorithm))
-    throw InputError("collective", "algo", std::string(to_string(s.algorithm)) +
-                                               " is priced by the NCCL model only: use the analytical fidelity (it has no schedule for flow)");
+    throw InputError(
+        "collective", "algo",
+        std::string(to_string(s.algorithm)) +
+            " is priced by the NCCL model only: use the analytical fidelity (it has no schedule for flow)");
   const std::vector<int> ranks = participants(s, topology);
   const int p = static_cast<int>(ranks.size());
   check_supported(s, p, "collective");
@@ -358,7 +374,8 @@ void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& sc
         inner.bytes = across ? piece(s.bytes, rpn, block) : s.bytes;
         inner.offset = across ? s.offset + piece_offset(s.bytes, rpn, block) : s.offset;
         inner.ranks.clear();
-        for (int j = 0; j < (across ? nodes : rpn); ++j) inner.ranks.push_back(across ? ranks[j * rpn + group] : ranks[group * rpn + j]);
+        for (int j = 0; j < (across ? nodes : rpn); ++j)
+          inner.ranks.push_back(across ? ranks[j * rpn + group] : ranks[group * rpn + j]);
         generate(inner, topology, schedule, frontier);
       }
     }
@@ -376,15 +393,22 @@ void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& sc
           std::rotate(order.begin(), std::find(order.begin(), order.end(), ranks[s.root % p]), order.end());
           chain(g, order, bytes, s.op == Collective::Reduce, default_chunks(s, true, bytes));
         } else {
-          ring(g, order, bytes, s.op != Collective::AllGather, s.op != Collective::ReduceScatter, default_chunks(s, false, bytes));
+          ring(g, order, bytes, s.op != Collective::AllGather, s.op != Collective::ReduceScatter,
+               default_chunks(s, false, bytes));
         }
         break;
-      case Algorithm::Tree: double_tree(g, order, bytes, default_chunks(s, true, piece(bytes, 2, 0))); break;
-      case Algorithm::HalvingDoubling: halving_doubling(g, order, bytes); break;
-      default: COMMSIM_CHECK(false, "unreachable algorithm");
+      case Algorithm::Tree:
+        double_tree(g, order, bytes, default_chunks(s, true, piece(bytes, 2, 0)));
+        break;
+      case Algorithm::HalvingDoubling:
+        halving_doubling(g, order, bytes);
+        break;
+      default:
+        COMMSIM_CHECK(false, "unreachable algorithm");
     }
     // A rank holds its result when every channel has delivered: a zero-byte reduce joins the channels.
-    for (int r : ranks) frontier[r] = c == 0 ? channel_frontier[r] : schedule.reduce(r, 0, {frontier[r], channel_frontier[r]});
+    for (int r : ranks)
+      frontier[r] = c == 0 ? channel_frontier[r] : schedule.reduce(r, 0, {frontier[r], channel_frontier[r]});
   }
 }
 

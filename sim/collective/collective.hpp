@@ -11,7 +11,13 @@
 
 namespace commsim {
 
-enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, };
+enum class Collective : std::uint8_t {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  Broadcast,
+  Reduce,
+};
 
 enum class Algorithm : std::uint8_t {
   Ring,             // ring (pipelined chain for broadcast/reduce); Patarasuk & Yuan 2009
@@ -20,12 +26,12 @@ enum class Algorithm : std::uint8_t {
   Hierarchical,     // Paddle use_hierarchical_allreduce: group allreduce, leaders allreduce, group broadcast
   Ring2D,           // intra-node ring reduce-scatter, inter-node ring allreduce, intra-node ring allgather
   // NCCL's own algorithms (priced by sim/collective/nccl_model on topologies whose library is NCCL):
-  Nvls,             // NVLink SHARP: the NVSwitch reduces and multicasts (NVSwitch gen3+, sm90+)
-  NvlsTree,         // NVLS inside the node, a tree across nodes
-  CollNetDirect,    // SHARP in the network switches, every GPU to its NIC
-  CollNetChain,     // SHARP in the network switches, a chain inside the node
-  Pat,              // Parallel Aggregated Trees: allgather / reduce-scatter at one GPU per node
-  Auto,             // the library's own choice: NCCL's tuner on NCCL topologies, else the cheapest closed form
+  Nvls,           // NVLink SHARP: the NVSwitch reduces and multicasts (NVSwitch gen3+, sm90+)
+  NvlsTree,       // NVLS inside the node, a tree across nodes
+  CollNetDirect,  // SHARP in the network switches, every GPU to its NIC
+  CollNetChain,   // SHARP in the network switches, a chain inside the node
+  Pat,            // Parallel Aggregated Trees: allgather / reduce-scatter at one GPU per node
+  Auto,           // the library's own choice: NCCL's tuner on NCCL topologies, else the cheapest closed form
 };
 
 // NCCL's protocols (src/include/device.h): LL sends 8 bytes of data in each 16-byte line with a flag, LL128 120
@@ -46,22 +52,22 @@ struct CollectiveSpec {
   // Size of the full vector in bytes: the per-rank buffer for allreduce/broadcast/reduce, the output of allgather
   // and the input of reduce-scatter (as nccl-tests reports sizes).
   Bytes bytes = 0;
-  std::vector<int> ranks;  // participants in ring order; empty = all ranks of the topology
-  int channels = 1;        // independent rings/trees, each carrying 1/channels of the data (NCCL channels)
-  int chunks = 0;          // pipeline pieces per step; 0 = 1 for rings, ceil(bytes / 512 KiB) (<= 64) for pipelines
-  int root = 0;            // broadcast / reduce root (position in ranks)
+  std::vector<int> ranks;    // participants in ring order; empty = all ranks of the topology
+  int channels = 1;          // independent rings/trees, each carrying 1/channels of the data (NCCL channels)
+  int chunks = 0;            // pipeline pieces per step; 0 = 1 for rings, ceil(bytes / 512 KiB) (<= 64) for pipelines
+  int root = 0;              // broadcast / reduce root (position in ranks)
   int hierarchy_groups = 0;  // Hierarchical: number of groups = leaders (Paddle hierarchical_allreduce_inter_nranks);
                              // 0 = one group per node
-  double reduce_Bps = 0;   // gamma: local reduction rate in bytes/s; 0 = reductions take no time
-  int ranks_per_node = 1;  // for node-aware ring orders, Ring2D and the default hierarchy
-  Bytes offset = 0;        // where this collective's vector starts in each rank's buffer (Op::offset)
-  int unit_bytes = 1;      // bytes per unit of `bytes`/`offset`: a backend that generates in elements (so no piece
-                           // splits one) gives the element size, and pipelines are cut as they would be in bytes
+  double reduce_Bps = 0;     // gamma: local reduction rate in bytes/s; 0 = reductions take no time
+  int ranks_per_node = 1;    // for node-aware ring orders, Ring2D and the default hierarchy
+  Bytes offset = 0;          // where this collective's vector starts in each rank's buffer (Op::offset)
+  int unit_bytes = 1;        // bytes per unit of `bytes`/`offset`: a backend that generates in elements (so no piece
+                             // splits one) gives the element size, and pipelines are cut as they would be in bytes
   // Rings only: one flow per ring edge carrying all of its steps' bytes, after a delay of the other steps'
   // latencies, instead of one transfer per step. Same time on an uncontended network (the slowest edge sets both),
   // contention still shared by the flows; p x channels transfers instead of 2(p-1) x p x channels.
   bool aggregate = false;
-  int nccl_channels = 0;   // NCCL topologies: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS; 0 = NCCL's own count
+  int nccl_channels = 0;  // NCCL topologies: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS; 0 = NCCL's own count
 };
 
 // nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw * factor.

@@ -28,7 +28,8 @@ struct Model {
     return hop_time(topo.path_cost(a, b), topo.node_of(a) == topo.node_of(b), bytes);
   }
   TimePs hop_time(const PathCost& c, bool same_node, Bytes bytes) const {
-    const double share = same_node ? channels : std::max(1.0, std::ceil(static_cast<double>(channels) / spec.ranks_per_node));
+    const double share =
+        same_node ? channels : std::max(1.0, std::ceil(static_cast<double>(channels) / spec.ranks_per_node));
     // The engine enters a flow after its latency, then drains it at its rate: the same two roundings here.
     return seconds_to_ps(c.latency_s) + transfer_ps(static_cast<double>(bytes), c.bottleneck_Bps / share);
   }
@@ -180,10 +181,12 @@ std::vector<int> all_ranks(const CollectiveSpec& s, const Topology& t) {
 }
 
 TimePs step_closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
-  const bool rs_or_ag = spec.op == Collective::AllReduce || spec.op == Collective::ReduceScatter || spec.op == Collective::AllGather;
+  const bool rs_or_ag =
+      spec.op == Collective::AllReduce || spec.op == Collective::ReduceScatter || spec.op == Collective::AllGather;
   if (spec.algorithm == Algorithm::Ring && rs_or_ag && spec.ranks.empty()) {  // the common case at scale: no rank list
     check_supported(spec, topo.ranks(), "collective");
-    return Model{spec, topo, spec.channels}.whole_ring(spec.bytes, spec.op != Collective::AllGather, spec.op != Collective::ReduceScatter);
+    return Model{spec, topo, spec.channels}.whole_ring(spec.bytes, spec.op != Collective::AllGather,
+                                                       spec.op != Collective::ReduceScatter);
   }
   const std::vector<int> ranks = all_ranks(spec, topo);
   const int p = static_cast<int>(ranks.size());
@@ -198,8 +201,10 @@ TimePs step_closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
         return m.chain(order, spec.bytes, spec.op == Collective::Reduce);
       }
       return m.ring(ranks, spec.bytes, spec.op != Collective::AllGather, spec.op != Collective::ReduceScatter);
-    case Algorithm::Tree: return m.tree(ranks, spec.bytes);
-    case Algorithm::HalvingDoubling: return m.halving_doubling(ranks, spec.bytes);
+    case Algorithm::Tree:
+      return m.tree(ranks, spec.bytes);
+    case Algorithm::HalvingDoubling:
+      return m.halving_doubling(ranks, spec.bytes);
     case Algorithm::Hierarchical: {
       const int groups = spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, p / spec.ranks_per_node);
       const int size = p / groups;
@@ -233,7 +238,8 @@ TimePs step_closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
       }
       return rs + across + ag;
     }
-    default: break;
+    default:
+      break;
   }
   COMMSIM_CHECK(false, "closed form of auto and of NCCL-only algorithms is not a schedule's");
   return 0;
@@ -274,8 +280,8 @@ TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
 }  // namespace
 
 bool library_only(Algorithm a) {
-  return a == Algorithm::Nvls || a == Algorithm::NvlsTree || a == Algorithm::CollNetDirect || a == Algorithm::CollNetChain ||
-         a == Algorithm::Pat;
+  return a == Algorithm::Nvls || a == Algorithm::NvlsTree || a == Algorithm::CollNetDirect ||
+         a == Algorithm::CollNetChain || a == Algorithm::Pat;
 }
 
 bool uses_library_model(const CollectiveSpec& spec, const Topology& topology) {
@@ -331,7 +337,8 @@ Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology,
   const int p = spec.ranks.empty() ? topology.ranks() : static_cast<int>(spec.ranks.size());
   Algorithm best = Algorithm::Ring;
   TimePs best_ps = std::numeric_limits<TimePs>::max();
-  for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D}) {
+  for (Algorithm a :
+       {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D}) {
     CollectiveSpec candidate = spec;
     candidate.algorithm = a;
     try {
@@ -353,7 +360,8 @@ double total_transfer_bytes(const CollectiveSpec& spec, int p) {
     case Algorithm::Ring:
       // Allreduce: every rank sends 2(p-1) blocks of m/p; the others (p-1) blocks, or the chain's p-1 hops of m.
       return spec.op == Collective::AllReduce ? 2.0 * (p - 1) * m : (p - 1) * m;
-    case Algorithm::Tree: return 2.0 * (p - 1) * m;  // two trees, each m/2 up and down p-1 edges
+    case Algorithm::Tree:
+      return 2.0 * (p - 1) * m;  // two trees, each m/2 up and down p-1 edges
     case Algorithm::HalvingDoubling: {
       int q = 1;
       while (q * 2 <= p) q *= 2;
@@ -372,9 +380,12 @@ double total_transfer_bytes(const CollectiveSpec& spec, int p) {
     case Algorithm::CollNetDirect:
       return 1.0 * p * m;  // each rank sends its vector once, to the switch that reduces it
     case Algorithm::NvlsTree:
-    case Algorithm::CollNetChain: return 2.0 * (p - 1) * m;  // as a chain/tree: up and down every edge once
-    case Algorithm::Pat: return (p - 1) * m;  // as the ring: every rank sends p-1 blocks of m/p ... of the others
-    case Algorithm::Auto: break;
+    case Algorithm::CollNetChain:
+      return 2.0 * (p - 1) * m;  // as a chain/tree: up and down every edge once
+    case Algorithm::Pat:
+      return (p - 1) * m;  // as the ring: every rank sends p-1 blocks of m/p ... of the others
+    case Algorithm::Auto:
+      break;
   }
   COMMSIM_CHECK(false, "total_transfer_bytes needs a resolved algorithm");
   return 0;

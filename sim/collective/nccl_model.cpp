@@ -21,11 +21,11 @@ namespace {
 
 // NCCL's algorithm and protocol indices (src/include/devcomm.h): the rows of the constants table.
 enum NcclAlgo { kTree, kRing, kCollNetDirect, kCollNetChain, kNvls, kNvlsTree, kPat, kNcclAlgos };
-constexpr std::array<std::string_view, kNcclAlgos> kAlgoKeys = {"tree", "ring", "collnet_direct", "collnet_chain",
-                                                               "nvls", "nvls_tree", "pat"};
-constexpr std::array<Algorithm, kNcclAlgos> kAlgorithms = {Algorithm::Tree, Algorithm::Ring, Algorithm::CollNetDirect,
-                                                          Algorithm::CollNetChain, Algorithm::Nvls, Algorithm::NvlsTree,
-                                                          Algorithm::Pat};
+constexpr std::array<std::string_view, kNcclAlgos> kAlgoKeys = {
+    "tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
+constexpr std::array<Algorithm, kNcclAlgos> kAlgorithms = {
+    Algorithm::Tree,     Algorithm::Ring, Algorithm::CollNetDirect, Algorithm::CollNetChain, Algorithm::Nvls,
+    Algorithm::NvlsTree, Algorithm::Pat};
 constexpr int kProtos = 3;  // LL, LL128, Simple
 enum Hw { kNvlinkHw, kPciHw, kNetHw };
 constexpr int kArchs = 4;
@@ -40,10 +40,11 @@ enum class NvlsBandwidth { Intra, MinIntraInter, Efficiency };
 
 struct Table {
   std::string version;
+  long number = 0;  // version_number(version)
   PerAlgo base_latency_us{};
-  std::array<PerAlgo, 3> hw_latency_us{};  // NVLink, PCI, network
+  std::array<PerAlgo, 3> hw_latency_us{};                // NVLink, PCI, network
   std::array<PerNodes, kArchs> ll_max_bw_single_node{};  // by GPU generation
-  std::array<PerNodes, 2> ll_max_bw_multi_node{};         // by CPU vendor: Intel, AMD
+  std::array<PerNodes, 2> ll_max_bw_multi_node{};        // by CPU vendor: Intel, AMD
   std::array<PerNodes, kArchs> ring_ll128_per_channel_GBps{}, tree_ll128_per_channel_GBps{}, tree_per_channel_GBps{};
   std::array<PerNodes, kArchs> nvls_tree_per_channel_GBps{};  // all 0 = no cap (before 2.29)
   bool nvls_tree_capped = false;
@@ -87,12 +88,28 @@ std::array<PerNodes, kArchs> read_per_arch(const nlohmann::json& j) {
   for (int a = 0; a < kArchs; ++a) out[a] = read_array<3>(j.at(std::string(to_string(static_cast<GpuArch>(a)))));
   return out;
 }
-PerProto read_per_proto(const nlohmann::json& j) { return {j.at("ll").get<double>(), j.at("ll128").get<double>(), j.at("simple").get<double>()}; }
+PerProto read_per_proto(const nlohmann::json& j) {
+  return {j.at("ll").get<double>(), j.at("ll128").get<double>(), j.at("simple").get<double>()};
+}
 
 std::map<std::string, ModelScale> read_scales(const nlohmann::json& j) {
   std::map<std::string, ModelScale> out;
-  for (auto& [key, v] : j.items()) out[key] = {v.at("latency_scale").get<double>(), v.at("bandwidth_scale").get<double>()};
+  for (auto& [key, v] : j.items())
+    out[key] = {v.at("latency_scale").get<double>(), v.at("bandwidth_scale").get<double>()};
   return out;
+}
+
+// "major.minor[.patch]" as a comparable number; -1 when the text is not a version.
+long version_number(std::string_view v) {
+  long major = 0, minor = 0;
+  std::size_t i = 0;
+  auto digits = [&](long& out) {
+    const std::size_t start = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9' && i - start < 4) out = out * 10 + (v[i++] - '0');
+    return i > start;
+  };
+  if (!digits(major) || i >= v.size() || v[i++] != '.' || !digits(minor)) return -1;
+  return major * 1000 + minor;
 }
 
 // The table is part of the program (compiled in), so a malformed table is an internal fault, not bad input.
@@ -103,9 +120,10 @@ std::vector<Table> load_tables() {
     const nlohmann::json& c = v.at("constants");
     Table t;
     t.version = v.at("version").get<std::string>();
+    t.number = version_number(t.version);
     t.base_latency_us = read_per_algo(c.at("base_latency_us"));
-    t.hw_latency_us = {read_per_algo(c.at("hw_latency_us").at("nvlink")), read_per_algo(c.at("hw_latency_us").at("pci")),
-                       read_per_algo(c.at("hw_latency_us").at("net"))};
+    t.hw_latency_us = {read_per_algo(c.at("hw_latency_us").at("nvlink")),
+                       read_per_algo(c.at("hw_latency_us").at("pci")), read_per_algo(c.at("hw_latency_us").at("net"))};
     t.ll_max_bw_single_node = read_per_arch(c.at("ll_max_bw_GBps").at("single_node"));
     t.ll_max_bw_multi_node = {read_array<3>(c.at("ll_max_bw_GBps").at("multi_node_intel")),
                               read_array<3>(c.at("ll_max_bw_GBps").at("multi_node_amd"))};
@@ -121,10 +139,12 @@ std::vector<Table> load_tables() {
     t.net_overhead_amd_us = c.at("net_overhead_us").at("amd").get<double>();
     t.ring_plateau_pre_ampere = c.at("ring_simple_plateau").at("pre_ampere").get<double>();
     t.ring_plateau = c.at("ring_simple_plateau").at("ampere_and_later").get<double>();
-    t.ring_ll_factor_allreduce_or_multi_node = c.at("ring_ll_factor").at("allreduce_reduce_or_multi_node").get<double>();
+    t.ring_ll_factor_allreduce_or_multi_node =
+        c.at("ring_ll_factor").at("allreduce_reduce_or_multi_node").get<double>();
     t.ring_ll_factor_other = c.at("ring_ll_factor").at("other").get<double>();
     t.ring_ll128_factor_one_gpu_per_node = c.at("ring_ll128_factor_one_gpu_per_node").get<double>();
-    t.ring_inter_steps_exclude_one_node = c.at("ring_allreduce_inter_steps_per_node").get<std::string>() == "2 (nodes - 1)";
+    t.ring_inter_steps_exclude_one_node =
+        c.at("ring_allreduce_inter_steps_per_node").get<std::string>() == "2 (nodes - 1)";
     t.one_gpu_per_node_inter_latency_from_tree = c.at("one_gpu_per_node_inter_latency_from_tree").get<bool>();
     t.collnet_arity_us = c.at("collnet_arity_us").get<double>();
     if (!c.at("per_channel_max_nvls_tree_GBps").is_null()) {
@@ -133,10 +153,13 @@ std::vector<Table> load_tables() {
     }
     const nlohmann::json& nvls = c.at("nvls");
     const std::string bw = nvls.at("bandwidth").get<std::string>();
-    t.nvls_bandwidth = bw == "intra" ? NvlsBandwidth::Intra : bw == "min_intra_inter" ? NvlsBandwidth::MinIntraInter : NvlsBandwidth::Efficiency;
+    t.nvls_bandwidth = bw == "intra"             ? NvlsBandwidth::Intra
+                       : bw == "min_intra_inter" ? NvlsBandwidth::MinIntraInter
+                                                 : NvlsBandwidth::Efficiency;
     t.nvls_ring_ratio = nvls.at("ratio").get<std::string>() == "ring";
     t.nvls_latency_from_hw = nvls.at("latency").get<std::string>() == "hw";
-    for (int a = 0; a < kArchs; ++a) t.nvls_efficiency[a] = nvls.at("efficiency").at(std::string(to_string(static_cast<GpuArch>(a)))).get<double>();
+    for (int a = 0; a < kArchs; ++a)
+      t.nvls_efficiency[a] = nvls.at("efficiency").at(std::string(to_string(static_cast<GpuArch>(a)))).get<double>();
     t.nvls_channels = nvls.at("channels").get<int>();
     if (const nlohmann::json& pat = c.at("pat"); !pat.is_null()) {
       t.pat = true;
@@ -162,44 +185,28 @@ const std::vector<Table>& tables() {
   return all;
 }
 
-// "major.minor[.patch]" as a comparable number; -1 when the text is not a version.
-long version_number(std::string_view v) {
-  long major = 0, minor = 0;
-  std::size_t i = 0;
-  auto digits = [&](long& out) {
-    const std::size_t start = i;
-    while (i < v.size() && v[i] >= '0' && v[i] <= '9' && i - start < 4) out = out * 10 + (v[i++] - '0');
-    return i > start;
-  };
-  if (!digits(major) || i >= v.size() || v[i++] != '.' || !digits(minor)) return -1;
-  return major * 1000 + minor;
-}
-
 // A version uses the newest table not newer than it ("2.20.5" -> "2.18"); none before the oldest table.
 const Table* find_table(std::string_view version) {
   const long wanted = version_number(version);
   const Table* best = nullptr;
   for (const Table& t : tables())
-    if (wanted >= 0 && version_number(t.version) <= wanted) best = &t;
+    if (wanted >= 0 && t.number <= wanted) best = &t;
   return best;
 }
 
 const Table& table_of(const Topology& topo) {
   const Table* t = find_table(topo.library().version);
   if (t == nullptr)
-    throw InputError(topo.source_file(), "library.version",
-                     "\"" + topo.library().version + "\" is not an NCCL version with constants (2.18 or later, as major.minor)");
+    throw InputError(
+        topo.source_file(), "library.version",
+        "\"" + topo.library().version + "\" is not an NCCL version with constants (2.18 or later, as major.minor)");
   return *t;
 }
 
 bool is_network(LinkClass c) {
-  return c == LinkClass::Rdma || c == LinkClass::Tcp || c == LinkClass::Efa || c == LinkClass::Tcpx || c == LinkClass::Fabric;
+  return c == LinkClass::Rdma || c == LinkClass::Tcp || c == LinkClass::Efa || c == LinkClass::Tcpx ||
+         c == LinkClass::Fabric;
 }
-
-// The LL latency NCCL's table assumes for one network step over InfiniBand (hwLat NET Ring LL, 2.7 us in every
-// version read); a transport whose step latency is above it (sockets, EFA, TCPX) adds the difference, as NCCL adds
-// a net plugin's reported latency (graph->latencyInter).
-constexpr double kInfinibandStepLatencyUs = 2.7;
 
 int log2i(Bytes n) {
   int l = -1;
@@ -212,29 +219,31 @@ int proto_index(Protocol p) { return static_cast<int>(p); }
 struct Evaluation {
   bool applicable = false;
   double latency_us = 0;
-  double busbw_GBps = 0;  // at all channels
   double algbw_GBps = 0;
 };
 
 int steps_of(Collective op, int ranks) {
   switch (op) {
-    case Collective::AllReduce: return 2 * (ranks - 1);
+    case Collective::AllReduce:
+      return 2 * (ranks - 1);
     case Collective::ReduceScatter:
-    case Collective::AllGather: return ranks - 1;
-    default: return ranks;
+    case Collective::AllGather:
+      return ranks - 1;
+    default:
+      return ranks;
   }
 }
 
-bool newer_than_2_21(const Table& t) { return version_number(t.version) >= version_number("2.21"); }
-bool newer_than_2_23(const Table& t) { return version_number(t.version) >= version_number("2.23"); }
+bool newer_than_2_21(const Table& t) { return t.number >= 2021; }
+bool newer_than_2_23(const Table& t) { return t.number >= 2023; }
 
 // Which (collective, algorithm, protocol) NCCL models and enables by default (tuning.cc; nccl_model.hpp).
 bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   const int ppn = m.ranks / m.nodes;
   // LL128 only where NCCL tested it: NVLink inside the node, the NIC reached without the CPU, and (before 2.29)
   // exactly sm70 / sm80 / sm90.
-  if (p == proto_index(Protocol::LL128) &&
-      !(m.nvlink_intra && (m.nodes == 1 || m.gpudirect_network) && (t.ll128_from_sm70 || lib.gpu_arch != GpuArch::Blackwell)))
+  if (p == proto_index(Protocol::LL128) && !(m.nvlink_intra && (m.nodes == 1 || m.gpudirect_network) &&
+                                             (t.ll128_from_sm70 || lib.gpu_arch != GpuArch::Blackwell)))
     return false;
   const bool simple_only = a == kNvls || a == kNvlsTree || a == kCollNetDirect || a == kCollNetChain || a == kPat;
   if (simple_only && p != proto_index(Protocol::Simple)) return false;
@@ -247,12 +256,18 @@ bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& l
   }
   switch (a) {  // allreduce
     case kRing:
-    case kTree: return true;
-    case kNvls: return lib.nvls && ppn > 1 && (m.nodes == 1 || lib.collnet);  // across nodes NVLS needs SHARP
-    case kNvlsTree: return lib.nvls && ppn > 1 && m.nodes > 1;
-    case kCollNetDirect: return lib.collnet && m.nodes > 1 && m.nvlink_intra && ppn <= 8;
-    case kCollNetChain: return lib.collnet && m.nodes > 1 && ppn <= 8;
-    default: return false;
+    case kTree:
+      return true;
+    case kNvls:
+      return lib.nvls && ppn > 1 && (m.nodes == 1 || lib.collnet);  // across nodes NVLS needs SHARP
+    case kNvlsTree:
+      return lib.nvls && ppn > 1 && m.nodes > 1;
+    case kCollNetDirect:
+      return lib.collnet && m.nodes > 1 && m.nvlink_intra && ppn <= 8;
+    case kCollNetChain:
+      return lib.collnet && m.nodes > 1 && ppn <= 8;
+    default:
+      return false;
   }
 }
 
@@ -266,7 +281,9 @@ double nvls_bus_bw(int a, Collective op, const Machine& m, const CommLibrary& li
   const double inter = m.nodes == 1 ? 1.5 * intra : m.inter_GBps / heads;
   double bw = 0;
   switch (t.nvls_bandwidth) {
-    case NvlsBandwidth::Intra: bw = m.nodes <= 2 ? intra : inter; break;
+    case NvlsBandwidth::Intra:
+      bw = m.nodes <= 2 ? intra : inter;
+      break;
     case NvlsBandwidth::MinIntraInter:
       bw = a == kNvls ? std::min(intra, inter) : std::min(intra, m.nodes <= 2 ? inter : inter / 2);
       break;
@@ -296,16 +313,21 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
   const double search_channels = std::max(1, m.channels / 2);
 
   // Bus bandwidth: the graph's (the slower of the node's ring and its network share), refined per protocol.
-  double bus = a == kNvls || a == kNvlsTree ? nvls_bus_bw(a, op, m, lib, t) : nodes == 1 ? m.intra_GBps : std::min(m.intra_GBps, m.inter_GBps);
+  double bus = a == kNvls || a == kNvlsTree ? nvls_bus_bw(a, op, m, lib, t)
+               : nodes == 1                 ? m.intra_GBps
+                                            : std::min(m.intra_GBps, m.inter_GBps);
   if (a == kRing && p == 0)
-    bus = std::min(ll_max_bw, bus * ((nodes > 1 || op == Collective::AllReduce || op == Collective::Reduce) ? t.ring_ll_factor_allreduce_or_multi_node
-                                                                                                          : t.ring_ll_factor_other));
+    bus = std::min(ll_max_bw, bus * ((nodes > 1 || op == Collective::AllReduce || op == Collective::Reduce)
+                                         ? t.ring_ll_factor_allreduce_or_multi_node
+                                         : t.ring_ll_factor_other));
   if (a == kRing && p == 1)
-    bus = std::min(bus * (ppn < 2 ? t.ring_ll128_factor_one_gpu_per_node : 0.92), search_channels * t.ring_ll128_per_channel_GBps[arch][nodes_index]);
+    bus = std::min(bus * (ppn < 2 ? t.ring_ll128_factor_one_gpu_per_node : 0.92),
+                   search_channels * t.ring_ll128_per_channel_GBps[arch][nodes_index]);
   if (a == kTree) bus = std::min(bus * 0.92, search_channels * t.tree_per_channel_GBps[arch][nodes_index]);
   if (a == kTree && p == 0) bus = std::min(bus / 3.8, ll_max_bw);
   if (a == kTree && p == 1)
-    bus = std::min(bus * (nodes == 1 ? 7.0 / 9 : 120.0 / 128), search_channels * t.tree_ll128_per_channel_GBps[arch][nodes_index]);
+    bus = std::min(bus * (nodes == 1 ? 7.0 / 9 : 120.0 / 128),
+                   search_channels * t.tree_ll128_per_channel_GBps[arch][nodes_index]);
   if (a == kPat) bus *= t.pat_bandwidth_factor;
   if (a == kCollNetDirect) {
     double factor = ppn / search_channels;  // GPUs per NIC channel: CollNet direct wants a NIC per GPU
@@ -317,19 +339,21 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
   const int steps = steps_of(op, n);
   const bool gather_or_scatter = op == Collective::ReduceScatter || op == Collective::AllGather;
   double ratio = 0.5;
-  if (a == kRing) ratio = static_cast<double>(n) / steps;
+  if (a == kRing)
+    ratio = static_cast<double>(n) / steps;
   else if (a == kNvls || a == kNvlsTree)
-    ratio = t.nvls_ring_ratio ? static_cast<double>(n) / steps
-            : (a == kNvlsTree && !t.nvls_latency_from_hw) ? 0.7 * nodes / (2.0 * (nodes - 1)) : 5.0 / 6;
+    ratio = t.nvls_ring_ratio                             ? static_cast<double>(n) / steps
+            : (a == kNvlsTree && !t.nvls_latency_from_hw) ? 0.7 * nodes / (2.0 * (nodes - 1))
+                                                          : 5.0 / 6;
   if (gather_or_scatter && a != kRing && newer_than_2_23(t)) ratio = 1;
-  e.busbw_GBps = bus;
   e.algbw_GBps = bus * ratio;
 
   // Latency.
   const Hw intra_hw = m.nvlink_intra ? kNvlinkHw : kPciHw;
   const double base = t.base_latency_us[a][p];
   double intra_lat = t.hw_latency_us[intra_hw][a][p];
-  double inter_lat = t.hw_latency_us[kNetHw][ppn == 1 && t.one_gpu_per_node_inter_latency_from_tree ? kTree : a][p] + m.transport_latency_us;
+  double inter_lat = t.hw_latency_us[kNetHw][ppn == 1 && t.one_gpu_per_node_inter_latency_from_tree ? kTree : a][p] +
+                     m.transport_latency_us;
   if (p == proto_index(Protocol::Simple)) inter_lat += m.transport_latency_us;  // the flush after a receive
   const int log_nodes = log2i(static_cast<Bytes>(nodes));
   double lat = base;
@@ -342,22 +366,35 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
                                     ? (nodes > 1 ? 2 * (nodes - (t.ring_inter_steps_exclude_one_node ? 1 : 0)) : 0)
                                     : nodes - 1;
         double net_overhead = 0;
-        if (nodes > 1) net_overhead = (lib.cpu_amd ? t.net_overhead_amd_us : t.net_overhead_intel_us) * (p == 2 ? 3 : 1);
+        if (nodes > 1)
+          net_overhead = (lib.cpu_amd ? t.net_overhead_amd_us : t.net_overhead_intel_us) * (p == 2 ? 3 : 1);
         lat += (steps - inter_steps) * std::max(intra_lat, net_overhead) + inter_steps * inter_lat;
       }
       break;
-    case kTree: lat += 2 * ((ppn - 1) * intra_lat + log_nodes * inter_lat); break;
-    case kCollNetDirect: lat += 2 * (std::min(1, ppn - 1) * intra_lat + (ppn - 1) * t.collnet_arity_us) + inter_lat; break;
-    case kCollNetChain: lat += 2 * (ppn - 1) * intra_lat + inter_lat; break;
+    case kTree:
+      lat += 2 * ((ppn - 1) * intra_lat + log_nodes * inter_lat);
+      break;
+    case kCollNetDirect:
+      lat += 2 * (std::min(1, ppn - 1) * intra_lat + (ppn - 1) * t.collnet_arity_us) + inter_lat;
+      break;
+    case kCollNetChain:
+      lat += 2 * (ppn - 1) * intra_lat + inter_lat;
+      break;
     case kNvls:
-      if (t.nvls_latency_from_hw) lat = intra_lat + (nodes > 1 ? inter_lat : 0);
-      else lat += nodes > 1 ? t.hw_latency_us[kNetHw][a][p] : 0;
+      if (t.nvls_latency_from_hw)
+        lat = intra_lat + (nodes > 1 ? inter_lat : 0);
+      else
+        lat += nodes > 1 ? t.hw_latency_us[kNetHw][a][p] : 0;
       break;
     case kNvlsTree:
-      if (t.nvls_latency_from_hw) lat += intra_lat + 2 * log_nodes * inter_lat;
-      else lat += 2 * (nodes - 1) * t.hw_latency_us[kNetHw][a][p];
+      if (t.nvls_latency_from_hw)
+        lat += intra_lat + 2 * log_nodes * inter_lat;
+      else
+        lat += 2 * (nodes - 1) * t.hw_latency_us[kNetHw][a][p];
       break;
-    case kPat: lat = t.pat_base_latency_us + log_nodes * inter_lat / t.pat_inter_latency_divisor + t.pat_latency_per_rank_us * n; break;
+    case kPat:
+      lat = t.pat_base_latency_us + log_nodes * inter_lat / t.pat_inter_latency_divisor + t.pat_latency_per_rank_us * n;
+      break;
   }
   e.latency_us = lat;
   e.applicable = e.algbw_GBps > 0;
@@ -365,8 +402,8 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
 }
 
 // NCCL's estimate for `bytes` (ncclTopoGetAlgoTime): tree's size correction, the ring's plateau.
-double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machine& m, const CommLibrary& lib, const Table& t,
-                    Collective op) {
+double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machine& m, const CommLibrary& lib,
+                    const Table& t, Collective op) {
   double bw = e.algbw_GBps, lat = e.latency_us;
   const int log_size = log2i(bytes >> 6);
   if (a == kTree && log_size >= 0 && log_size < kCorrectionSizes) bw *= t.tree_correction[p][log_size];
@@ -382,9 +419,12 @@ int launched_channels(int a, int p, Bytes bytes, const Machine& m, const Table& 
   double nc = m.channels, nt = t.max_threads[p];
   const double threshold = t.thread_threshold[p] * (a == kRing && p == 0 ? m.ranks : 1);
   while (static_cast<double>(bytes) < nc * nt * threshold) {
-    if (nc >= 2) --nc;
-    else if (std::fmod(nt, 128) == 0) nt /= 2;
-    else break;
+    if (nc >= 2)
+      --nc;
+    else if (std::fmod(nt, 128) == 0)
+      nt /= 2;
+    else
+      break;
   }
   return static_cast<int>(nc);
 }
@@ -397,13 +437,18 @@ int nccl_index(Algorithm a) {
 
 // The fitted scales of a (collective, algorithm, protocol) and their error band: the topology's own (from its
 // calibration), else the table's for the GPU generation, else NCCL's constants (1, 1, no band).
-std::pair<ModelScale, double> fitted_scale(const Topology& topo, const Table& t, Collective op, Algorithm algorithm, Protocol protocol) {
+struct Fit {
+  ModelScale scale;
+  double band_rel = 0;
+  bool measured = false;  // false: NCCL's constants alone
+};
+Fit fitted_scale(const CommLibrary& lib, const Table& t, Collective op, Algorithm algorithm, Protocol protocol) {
   const std::string key = scale_key(op, algorithm, protocol);
-  const CommLibrary& lib = topo.library();
-  if (auto it = lib.fitted.find(key); it != lib.fitted.end()) return {it->second, lib.fitted_band_rel};
+  if (auto it = lib.fitted.find(key); it != lib.fitted.end()) return {it->second, lib.fitted_band_rel, true};
   const int arch = arch_index(lib.gpu_arch);
-  if (auto it = t.fitted[arch].find(key); it != t.fitted[arch].end()) return {it->second, t.fitted_band_rel[arch]};
-  return {{}, 0};
+  if (auto it = t.fitted[arch].find(key); it != t.fitted[arch].end())
+    return {it->second, t.fitted_band_rel[arch], true};
+  return {};
 }
 
 Estimate make_estimate(int a, int p, int channels, double latency_us, double algbw_GBps, Bytes bytes) {
@@ -483,35 +528,46 @@ Machine machine_of(const Topology& topo, const std::vector<int>& ranks) {
       }
     }
     for (auto [id, GBps] : nic_links) m.inter_GBps += GBps;
-    m.transport_latency_us = std::max(0.0, latency_s * 1e6 - kInfinibandStepLatencyUs);
+    // The table's LL latency of one network step is InfiniBand's (hwLat NET Ring LL); a transport whose step latency
+    // is above it (sockets, EFA, TCPX) adds the difference, as NCCL adds a net plugin's reported latency.
+    m.transport_latency_us = std::max(0.0, latency_s * 1e6 - table_of(topo).hw_latency_us[kNetHw][kRing][0]);
   }
   m.intra_GBps = first.size() > 1 ? intra : m.inter_GBps;
   m.nvlink_GBps = m.nvlink_intra ? m.intra_GBps : 0;
   return m;
 }
 
-std::vector<Estimate> candidates(const CollectiveSpec& spec, const Topology& topo) {
+namespace {
+
+// What one collective's estimates share: the constants table and the machine of its communicator, found once.
+struct Context {
+  const Table& table;
+  const CommLibrary& library;
+  Machine machine;
+};
+
+Context context_of(const CollectiveSpec& spec, const Topology& topo) {
+  Context c{table_of(topo), topo.library(), machine_of(topo, spec.ranks)};
+  if (spec.nccl_channels > 0) c.machine.channels = spec.nccl_channels;
+  return c;
+}
+
+std::vector<Estimate> candidates_in(const Context& c, const CollectiveSpec& spec) {
   std::vector<Estimate> out;
-  if (topo.library().kind != LibraryKind::Nccl) return out;
-  const Table& t = table_of(topo);
-  Machine m = machine_of(topo, spec.ranks);
-  if (spec.nccl_channels > 0) m.channels = spec.nccl_channels;
   for (int a = 0; a < kNcclAlgos; ++a)
     for (int p = 0; p < kProtos; ++p) {
-      const Evaluation e = evaluate(a, p, spec.op, m, topo.library(), t);
+      const Evaluation e = evaluate(a, p, spec.op, c.machine, c.library, c.table);
       if (!e.applicable) continue;
-      const double us = nccl_time_us(a, p, e, spec.bytes, m, topo.library(), t, spec.op);
-      Estimate est = make_estimate(a, p, m.channels, e.latency_us, e.algbw_GBps, spec.bytes);
-      est.seconds = us * 1e-6;
+      Estimate est = make_estimate(a, p, c.machine.channels, e.latency_us, e.algbw_GBps, spec.bytes);
+      est.seconds = nccl_time_us(a, p, e, spec.bytes, c.machine, c.library, c.table, spec.op) * 1e-6;
       out.push_back(est);
     }
   return out;
 }
 
-Estimate choose(const CollectiveSpec& spec, const Topology& topo, const std::string& field, bool schedulable_only) {
-  if (topo.library().kind != LibraryKind::Nccl)
-    throw InputError(topo.source_file(), "library", "NCCL's algorithms need a topology whose library is nccl");
-  const std::vector<Estimate> all = candidates(spec, topo);
+Estimate choose_in(const Context& c, const CollectiveSpec& spec, const Topology& topo, const std::string& field,
+                   bool schedulable_only) {
+  const std::vector<Estimate> all = candidates_in(c, spec);
   const Estimate* best = nullptr;
   for (const Estimate& e : all) {
     if (spec.algorithm != Algorithm::Auto && e.algorithm != spec.algorithm) continue;
@@ -520,50 +576,79 @@ Estimate choose(const CollectiveSpec& spec, const Topology& topo, const std::str
     if (best == nullptr || e.seconds < best->seconds) best = &e;  // ties keep NCCL's order
   }
   if (best == nullptr)
-    throw InputError(field, "algo", "NCCL has no " + std::string(to_string(spec.algorithm)) + "/" + std::string(to_string(spec.protocol)) +
-                                        " " + std::string(to_string(spec.op)) + " on " + topo.name() + " (" +
-                                        std::to_string(topo.ranks()) + " ranks, " + std::to_string(topo.nodes()) + " nodes)");
+    throw InputError(field, "algo",
+                     "NCCL has no " + std::string(to_string(spec.algorithm)) + "/" +
+                         std::string(to_string(spec.protocol)) + " " + std::string(to_string(spec.op)) + " on " +
+                         topo.name() + " (" + std::to_string(topo.ranks()) + " ranks, " + std::to_string(topo.nodes()) +
+                         " nodes)");
   return *best;
 }
 
-Estimate predict_with(const CollectiveSpec& spec, const Topology& topo, Algorithm algorithm, Protocol protocol, ModelScale scale) {
-  const Table& t = table_of(topo);
-  Machine m = machine_of(topo, spec.ranks);
-  if (spec.nccl_channels > 0) m.channels = spec.nccl_channels;
+Estimate predict_in(const Context& c, const CollectiveSpec& spec, Algorithm algorithm, Protocol protocol,
+                    ModelScale scale) {
   const int a = nccl_index(algorithm), p = proto_index(protocol);
   COMMSIM_CHECK(a >= 0 && protocol != Protocol::Auto, "predict_with needs an NCCL algorithm and a protocol");
-  const Evaluation e = evaluate(a, p, spec.op, m, topo.library(), t);
+  const Evaluation e = evaluate(a, p, spec.op, c.machine, c.library, c.table);
   if (!e.applicable) return make_estimate(a, p, 0, 0, 0, spec.bytes);
   // Fewer channels for small messages do not lower the bandwidth term: those sizes are latency-bound, and the
   // published curves keep NCCL's all-channel bandwidth as their slope (e.g. 8x A100 LL: 256 KiB -> 1 MiB at ~28 GB/s
   // algbw, with 8 and 16 channels), as NCCL's own estimate does (ncclTopoGetAlgoTime before channels are chosen).
-  return make_estimate(a, p, launched_channels(a, p, spec.bytes, m, t), e.latency_us * scale.latency_scale,
-                       e.algbw_GBps * scale.bandwidth_scale, spec.bytes);
+  return make_estimate(a, p, launched_channels(a, p, spec.bytes, c.machine, c.table),
+                       e.latency_us * scale.latency_scale, e.algbw_GBps * scale.bandwidth_scale, spec.bytes);
+}
+
+// NCCL's choice for the spec, priced with its fitted scales.
+Estimate predict_chosen(const Context& c, const CollectiveSpec& spec, const Topology& topo, const std::string& field) {
+  const Estimate chosen = choose_in(c, spec, topo, field, false);
+  const Fit fit = fitted_scale(c.library, c.table, spec.op, chosen.algorithm, chosen.protocol);
+  Estimate e = predict_in(c, spec, chosen.algorithm, chosen.protocol, fit.scale);
+  e.band_rel = fit.band_rel;
+  return e;
+}
+
+void require_nccl(const Topology& topo) {
+  if (topo.library().kind != LibraryKind::Nccl)
+    throw InputError(topo.source_file(), "library", "NCCL's algorithms need a topology whose library is nccl");
+}
+
+}  // namespace
+
+std::vector<Estimate> candidates(const CollectiveSpec& spec, const Topology& topo) {
+  if (topo.library().kind != LibraryKind::Nccl) return {};
+  return candidates_in(context_of(spec, topo), spec);
+}
+
+Estimate choose(const CollectiveSpec& spec, const Topology& topo, const std::string& field, bool schedulable_only) {
+  require_nccl(topo);
+  return choose_in(context_of(spec, topo), spec, topo, field, schedulable_only);
+}
+
+Estimate predict_with(const CollectiveSpec& spec, const Topology& topo, Algorithm algorithm, Protocol protocol,
+                      ModelScale scale) {
+  require_nccl(topo);
+  return predict_in(context_of(spec, topo), spec, algorithm, protocol, scale);
 }
 
 Estimate predict(const CollectiveSpec& spec, const Topology& topo, const std::string& field) {
-  const Estimate chosen = choose(spec, topo, field);
-  const auto [scale, band_rel] = fitted_scale(topo, table_of(topo), spec.op, chosen.algorithm, chosen.protocol);
-  Estimate e = predict_with(spec, topo, chosen.algorithm, chosen.protocol, scale);
-  e.band_rel = band_rel;
-  return e;
+  require_nccl(topo);
+  return predict_chosen(context_of(spec, topo), spec, topo, field);
 }
 
 std::vector<TunerRule> tuner_rules(Collective op, const Topology& topo, double min_gain) {
   std::vector<TunerRule> rules;
   if (topo.library().kind != LibraryKind::Nccl) return rules;
-  const Table& t = table_of(topo);
+  CollectiveSpec spec;
+  spec.op = op;
+  spec.algorithm = Algorithm::Auto;
+  const Context c = context_of(spec, topo);  // the machine does not depend on the size
   for (Bytes size = 1024, low = 0; size <= (Bytes{4} << 30); low = size + 1, size *= 2) {
-    CollectiveSpec spec;
-    spec.op = op;
-    spec.algorithm = Algorithm::Auto;
     spec.bytes = size;
-    const Estimate nccl_choice = predict(spec, topo);
+    const Estimate nccl_choice = predict_chosen(c, spec, topo, "collective");
     std::optional<Estimate> best;
-    for (const Estimate& c : candidates(spec, topo)) {
-      const auto [scale, band] = fitted_scale(topo, t, op, c.algorithm, c.protocol);
-      if (band == 0 && scale.latency_scale == 1 && scale.bandwidth_scale == 1) continue;  // no measurement behind it
-      const Estimate e = predict_with(spec, topo, c.algorithm, c.protocol, scale);
+    for (const Estimate& candidate : candidates_in(c, spec)) {
+      const Fit fit = fitted_scale(c.library, c.table, op, candidate.algorithm, candidate.protocol);
+      if (!fit.measured) continue;  // only where a measurement says how fast it runs
+      const Estimate e = predict_in(c, spec, candidate.algorithm, candidate.protocol, fit.scale);
       if (!best || e.seconds < best->seconds) best = e;
     }
     if (!best || nccl_choice.seconds <= best->seconds * (1 + min_gain)) continue;

@@ -24,23 +24,23 @@ namespace commsim::nccl {
 struct Estimate {
   Algorithm algorithm = Algorithm::Ring;
   Protocol protocol = Protocol::Simple;
-  int channels = 0;         // channels launched for this size
-  double latency_s = 0;     // fixed part
-  double algbw_Bps = 0;     // bytes of the user buffer per second, at `channels` channels
-  double seconds = 0;       // latency_s + bytes / algbw_Bps
-  double band_rel = 0;      // +- relative error band of the fitted scales used (0: NCCL's own constants, no band)
+  int channels = 0;      // channels launched for this size
+  double latency_s = 0;  // fixed part
+  double algbw_Bps = 0;  // bytes of the user buffer per second, at `channels` channels
+  double seconds = 0;    // latency_s + bytes / algbw_Bps
+  double band_rel = 0;   // +- relative error band of the fitted scales used (0: NCCL's own constants, no band)
 };
 
 // The machine as NCCL's topology search sees it, derived from a topology.
 struct Machine {
   int ranks = 0, nodes = 0;
-  bool nvlink_intra = false;  // GPUs of a node talk over NVLink (else PCI)
-  double intra_GBps = 0;      // per-GPU bandwidth of the intra-node ring (slowest local hop), GB/s
-  double inter_GBps = 0;      // per-node network bandwidth (sum over the node's distinct NICs), GB/s; 0 on 1 node
-  double nvlink_GBps = 0;     // per-GPU NVLink/NVSwitch bandwidth (NVLS), GB/s
-  bool gpudirect_network = false;  // the network is reached without the CPU (RDMA/EFA/TCPX, not sockets)
+  bool nvlink_intra = false;        // GPUs of a node talk over NVLink (else PCI)
+  double intra_GBps = 0;            // per-GPU bandwidth of the intra-node ring (slowest local hop), GB/s
+  double inter_GBps = 0;            // per-node network bandwidth (sum over the node's distinct NICs), GB/s; 0 on 1 node
+  double nvlink_GBps = 0;           // per-GPU NVLink/NVSwitch bandwidth (NVLS), GB/s
+  bool gpudirect_network = false;   // the network is reached without the CPU (RDMA/EFA/TCPX, not sockets)
   double transport_latency_us = 0;  // the network transport's latency beyond InfiniBand's (EFA, TCPX, sockets)
-  int channels = 0;           // NCCL's ring/tree channel count
+  int channels = 0;                 // NCCL's ring/tree channel count
 };
 // `ranks`: the communicator (empty = every rank of the topology). A communicator with a different number of ranks
 // on its nodes is not a machine NCCL's model describes: ranks = 0.

@@ -22,7 +22,8 @@ class InputScan final : public nlohmann::json_sax<Json> {
  public:
   // `syntax_errors_throw` false: a syntax error makes the scan return false instead (for option values that may
   // be plain strings).
-  InputScan(const std::string& source, bool syntax_errors_throw) : source_(source), syntax_errors_throw_(syntax_errors_throw) {}
+  InputScan(const std::string& source, bool syntax_errors_throw)
+      : source_(source), syntax_errors_throw_(syntax_errors_throw) {}
 
   bool null() override { return element(); }
   bool boolean(bool) override { return element(); }
@@ -38,7 +39,8 @@ class InputScan final : public nlohmann::json_sax<Json> {
   bool key(string_t& key) override {
     Frame& f = frames_.back();
     f.key = key;
-    if (!f.keys.insert(key).second) throw InputError(source_, path(), "duplicate key (each key may appear once per object)");
+    if (!f.keys.insert(key).second)
+      throw InputError(source_, path(), "duplicate key (each key may appear once per object)");
     return true;
   }
   bool parse_error(std::size_t, const std::string& token, const nlohmann::detail::exception& e) override {
@@ -82,7 +84,9 @@ class InputScan final : public nlohmann::json_sax<Json> {
     return p;
   }
   // A path 64 levels deep is long: its first levels say where the nesting starts.
-  static std::string shortened(const std::string& path) { return path.size() <= 40 ? path : path.substr(0, 40) + "..."; }
+  static std::string shortened(const std::string& path) {
+    return path.size() <= 40 ? path : path.substr(0, 40) + "...";
+  }
 
   const std::string& source_;
   bool syntax_errors_throw_;
@@ -162,14 +166,13 @@ double JsonFields::positive(const std::string& key) {
   return x;
 }
 
-double JsonFields::positive_or(const std::string& key, double fallback) {
-  return has(key) ? positive(key) : fallback;
-}
+double JsonFields::positive_or(const std::string& key, double fallback) { return has(key) ? positive(key) : fallback; }
 
 double JsonFields::duration_s(const std::string& key) {
   const double x = number(key);
   if (!(x >= 0 && x <= kMaxSimulatedSeconds))
-    fail(key, "must be a time in seconds in [0, " + std::to_string(static_cast<long>(kMaxSimulatedSeconds)) + "] (100 days), got " + raw(key).dump());
+    fail(key, "must be a time in seconds in [0, " + std::to_string(static_cast<long>(kMaxSimulatedSeconds)) +
+                  "] (100 days), got " + raw(key).dump());
   return x;
 }
 
@@ -185,8 +188,7 @@ std::int64_t JsonFields::integer(const std::string& key, std::int64_t min, std::
   return x;
 }
 
-std::int64_t JsonFields::integer_or(const std::string& key, std::int64_t fallback, std::int64_t min,
-                                    std::int64_t max) {
+std::int64_t JsonFields::integer_or(const std::string& key, std::int64_t fallback, std::int64_t min, std::int64_t max) {
   return has(key) ? integer(key, min, max) : fallback;
 }
 

@@ -63,8 +63,9 @@ inline TimePs transfer_ps(double bytes, double rate_Bps) {
   if (bytes <= 0) return 0;
   const double seconds = bytes / rate_Bps;
   if (!(seconds <= kMaxSimulatedSeconds))  // also catches NaN and a rate of 0
-    throw TimeRangeError("transfer time", units_detail::number_text(bytes) + " bytes at " + units_detail::number_text(rate_Bps) +
-                                              " B/s take " + units_detail::seconds_text(seconds) + ", " + units_detail::range_text() +
+    throw TimeRangeError("transfer time", units_detail::number_text(bytes) + " bytes at " +
+                                              units_detail::number_text(rate_Bps) + " B/s take " +
+                                              units_detail::seconds_text(seconds) + ", " + units_detail::range_text() +
                                               " (is a bandwidth given in bytes per second?)");
   return static_cast<TimePs>(std::ceil(seconds * 1e12 - 1e-6));
 }

@@ -17,8 +17,7 @@ ScheduleRun::ScheduleRun(const Schedule& schedule, double reduce_Bps, NetworkMod
   next_begin_.assign(n + 1, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = schedule.ops[i];
-    COMMSIM_CHECK(op.dep_count <= std::numeric_limits<std::uint8_t>::max(),
-                  "operation with over 255 dependencies");
+    COMMSIM_CHECK(op.dep_count <= std::numeric_limits<std::uint8_t>::max(), "operation with over 255 dependencies");
     pending_[i] = static_cast<std::uint8_t>(op.dep_count);
     for (std::uint32_t d = op.dep_begin; d < op.dep_end(); ++d) ++next_begin_[schedule.deps[d] + 1];
   }

@@ -74,7 +74,8 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     f.tag = tag;
     ++f.version;
     for (LinkId l : links_of(id)) usage_.bytes[link_class_[l]] += bytes;
-    queue_.schedule(add_ps(queue_.now(), seconds_to_ps(route_.cost.latency_s, "path latency")), this, payload(kEnter, id, f.version));
+    queue_.schedule(add_ps(queue_.now(), seconds_to_ps(route_.cost.latency_s, "path latency")), this,
+                    payload(kEnter, id, f.version));
   }
 
   const LinkUsage& usage() const override { return usage_; }
@@ -290,7 +291,8 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       f.last_update = now;
       f.rate = f.new_rate;
       ++f.version;
-      queue_.schedule(add_ps(now, transfer_ps(f.remaining, f.rate)), this, payload(kComplete, id, f.version & 0x3fffffffu));
+      queue_.schedule(add_ps(now, transfer_ps(f.remaining, f.rate)), this,
+                      payload(kComplete, id, f.version & 0x3fffffffu));
     }
   }
 
@@ -370,7 +372,8 @@ class AnalyticalNetwork final : public NetworkModel, public EventHandler {
       usage_.busy_s[c] += ps_to_seconds(drain);
     }
     pending_.push_back({listener, tag});
-    queue_.schedule(add_ps(queue_.now(), add_ps(seconds_to_ps(route_.cost.latency_s, "path latency"), drain)), this, pending_.size() - 1);
+    queue_.schedule(add_ps(queue_.now(), add_ps(seconds_to_ps(route_.cost.latency_s, "path latency"), drain)), this,
+                    pending_.size() - 1);
   }
   const LinkUsage& usage() const override { return usage_; }
   void on_event(std::uint64_t index) override {
@@ -408,9 +411,10 @@ std::string_view to_string(Fidelity f) { return fidelities()[static_cast<int>(f)
 
 void check_network_size(Fidelity fidelity, const Topology& topology) {
   if (topology.ranks() > kMaxFlowRanks)
-    throw InputError("fidelity " + std::string(to_string(fidelity)), "",
-                     std::to_string(topology.ranks()) + " ranks exceed the limit of " + std::to_string(kMaxFlowRanks) +
-                         " for a simulation of every transfer (the closed form, fidelity analytical, has no such limit)");
+    throw InputError(
+        "fidelity " + std::string(to_string(fidelity)), "",
+        std::to_string(topology.ranks()) + " ranks exceed the limit of " + std::to_string(kMaxFlowRanks) +
+            " for a simulation of every transfer (the closed form, fidelity analytical, has no such limit)");
 }
 
 std::unique_ptr<NetworkModel> make_network(Fidelity fidelity, const Topology& topology, EventQueue& queue) {

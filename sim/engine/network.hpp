@@ -20,8 +20,8 @@ class TransferListener {
 
 // Busy time and bytes per directed link class, for reports.
 struct LinkUsage {
-  double busy_s[kLinkClassCount] = {};   // summed over directed links of the class: time with >= 1 flow
-  double bytes[kLinkClassCount] = {};    // bytes that crossed links of the class (counted per link)
+  double busy_s[kLinkClassCount] = {};  // summed over directed links of the class: time with >= 1 flow
+  double bytes[kLinkClassCount] = {};   // bytes that crossed links of the class (counted per link)
 };
 
 class NetworkModel {

@@ -31,12 +31,12 @@ struct CommLibrary {
   LibraryKind kind = LibraryKind::Generic;
   std::string version;  // e.g. "2.18"; selects the constants table
   GpuArch gpu_arch = GpuArch::Ampere;
-  bool cpu_amd = false;      // NCCL prices the network proxy and LL across nodes by CPU vendor (AMD or not)
-  int channels = 0;          // NCCL's channel count for rings/trees (comm->nChannels); 0 = 2 per NIC of a node
-  bool nvls = false;         // NVLink SHARP: NVSwitch gen3+ reduces in the switch (NCCL's NVLS algorithms)
-  bool collnet = false;      // SHARP in the network switches (NCCL's CollNet algorithms)
-  // Fitted scales by "collective/algorithm/protocol" (e.g. "allreduce/ring/ll128"), from `commsim calibrate --from-nccl-tests`; they
-  // replace the library table's fitted scales for this GPU generation.
+  bool cpu_amd = false;  // NCCL prices the network proxy and LL across nodes by CPU vendor (AMD or not)
+  int channels = 0;      // NCCL's channel count for rings/trees (comm->nChannels); 0 = 2 per NIC of a node
+  bool nvls = false;     // NVLink SHARP: NVSwitch gen3+ reduces in the switch (NCCL's NVLS algorithms)
+  bool collnet = false;  // SHARP in the network switches (NCCL's CollNet algorithms)
+  // Fitted scales by "collective/algorithm/protocol" (e.g. "allreduce/ring/ll128"), from `commsim calibrate
+  // --from-nccl-tests`; they replace the library table's fitted scales for this GPU generation.
   std::map<std::string, ModelScale> fitted;
   std::string fitted_source;
   double fitted_band_rel = 0;  // +- relative error band of the fitted model (2 x RMS relative residual)

@@ -25,11 +25,13 @@ std::string class_list() {
 
 DeviceKind parse_device_kind(JsonFields& f, const std::string& key) {
   static const std::map<std::string, DeviceKind> kinds = {
-      {"gpu", DeviceKind::Gpu}, {"cpu_rank", DeviceKind::CpuRank}, {"cpu", DeviceKind::Cpu},
-      {"pcie_switch", DeviceKind::PcieSwitch}, {"nvswitch", DeviceKind::NvSwitch}, {"nic", DeviceKind::Nic}};
+      {"gpu", DeviceKind::Gpu},           {"cpu_rank", DeviceKind::CpuRank},
+      {"cpu", DeviceKind::Cpu},           {"pcie_switch", DeviceKind::PcieSwitch},
+      {"nvswitch", DeviceKind::NvSwitch}, {"nic", DeviceKind::Nic}};
   std::string s = f.string(key);
   auto it = kinds.find(s);
-  if (it == kinds.end()) f.fail(key, "unknown device kind \"" + s + "\" (gpu, cpu_rank, cpu, pcie_switch, nvswitch, nic)");
+  if (it == kinds.end())
+    f.fail(key, "unknown device kind \"" + s + "\" (gpu, cpu_rank, cpu, pcie_switch, nvswitch, nic)");
   return it->second;
 }
 
@@ -58,14 +60,18 @@ CommLibrary parse_library(JsonFields& top) {
   if (!top.has("library")) return lib;
   JsonFields f = top.object("library");
   const std::string name = f.string("name");
-  if (name == "nccl") lib.kind = LibraryKind::Nccl;
-  else if (name == "mpi") lib.kind = LibraryKind::Mpi;
-  else f.fail("name", "unknown library \"" + name + "\" (nccl, mpi)");
+  if (name == "nccl")
+    lib.kind = LibraryKind::Nccl;
+  else if (name == "mpi")
+    lib.kind = LibraryKind::Mpi;
+  else
+    f.fail("name", "unknown library \"" + name + "\" (nccl, mpi)");
   lib.version = f.string_or("version", "");
   if (lib.kind == LibraryKind::Nccl) {
     if (lib.version.empty()) f.fail("version", "an NCCL topology names its NCCL version (e.g. \"2.18\")");
     const std::string arch = f.string("gpu_arch");
-    if (!parse_gpu_arch(arch, lib.gpu_arch)) f.fail("gpu_arch", "unknown GPU generation \"" + arch + "\" (volta, ampere, hopper, blackwell)");
+    if (!parse_gpu_arch(arch, lib.gpu_arch))
+      f.fail("gpu_arch", "unknown GPU generation \"" + arch + "\" (volta, ampere, hopper, blackwell)");
     const std::string cpu = f.string_or("cpu_vendor", "intel");
     if (cpu != "intel" && cpu != "amd" && cpu != "arm") f.fail("cpu_vendor", "must be intel, amd or arm");
     lib.cpu_amd = cpu == "amd";
@@ -115,7 +121,8 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
   std::map<std::string, int> index;
   const Json& devices = node.array("devices");
   if (devices.size() > static_cast<std::size_t>(kMaxDevicesPerNode))
-    node.fail("devices", std::to_string(devices.size()) + " devices exceed the limit of " + std::to_string(kMaxDevicesPerNode) + " per node");
+    node.fail("devices", std::to_string(devices.size()) + " devices exceed the limit of " +
+                             std::to_string(kMaxDevicesPerNode) + " per node");
   std::vector<std::string> nic_names;
   for (std::size_t i = 0; i < devices.size(); ++i) {
     JsonFields d(devices[i], file, "node.devices[" + std::to_string(i) + "]");
@@ -151,8 +158,9 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
     auto it = classes.find(cls);
     if (it == classes.end()) {
       LinkClass unused;
-      l.fail("class", parse_link_class(cls, unused) ? "class \"" + cls + "\" is not defined in link_classes"
-                                                    : "unknown link class \"" + cls + "\" (known: " + class_list() + ")");
+      l.fail("class", parse_link_class(cls, unused)
+                          ? "class \"" + cls + "\" is not defined in link_classes"
+                          : "unknown link class \"" + cls + "\" (known: " + class_list() + ")");
     }
     link.params = it->second;
     link.params.latency_s = link_latency_s(l, "latency_s", link.params.latency_s);
@@ -169,13 +177,17 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
   spec.nodes = static_cast<int>(top.integer("nodes", 1, kMaxNodes));
   if (nodes_override > 0) {
     if (nodes_override > kMaxNodes)
-      throw InputError("--nodes", "", std::to_string(nodes_override) + " exceeds the limit of " + std::to_string(kMaxNodes) + " nodes");
+      throw InputError(
+          "--nodes", "",
+          std::to_string(nodes_override) + " exceeds the limit of " + std::to_string(kMaxNodes) + " nodes");
     spec.nodes = nodes_override;
   }
-  const auto rpn = std::count_if(spec.devices.begin(), spec.devices.end(),
-                                 [](const TemplateDevice& d) { return d.kind == DeviceKind::Gpu || d.kind == DeviceKind::CpuRank; });
+  const auto rpn = std::count_if(spec.devices.begin(), spec.devices.end(), [](const TemplateDevice& d) {
+    return d.kind == DeviceKind::Gpu || d.kind == DeviceKind::CpuRank;
+  });
   if (rpn > kMaxRanksPerNode)
-    node.fail("devices", std::to_string(rpn) + " ranks (gpu, cpu_rank) exceed the limit of " + std::to_string(kMaxRanksPerNode) + " per node");
+    node.fail("devices", std::to_string(rpn) + " ranks (gpu, cpu_rank) exceed the limit of " +
+                             std::to_string(kMaxRanksPerNode) + " per node");
   if (rpn * spec.nodes > kMaxRanks)
     throw InputError(nodes_override > 0 ? "--nodes" : file, nodes_override > 0 ? "" : "nodes",
                      std::to_string(spec.nodes) + " nodes of " + std::to_string(rpn) + " ranks exceed the limit of " +
@@ -187,7 +199,8 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
                                                                  {"rail_optimized", FabricKind::RailOptimized}};
   std::string kind = fabric.string("kind");
   auto fk = fabric_kinds.find(kind);
-  if (fk == fabric_kinds.end()) fabric.fail("kind", "unknown fabric \"" + kind + "\" (none, single_switch, fat_tree, rail_optimized)");
+  if (fk == fabric_kinds.end())
+    fabric.fail("kind", "unknown fabric \"" + kind + "\" (none, single_switch, fat_tree, rail_optimized)");
   spec.fabric.kind = fk->second;
   if (spec.fabric.kind != FabricKind::None) {
     std::string cls = fabric.string("link_class");
@@ -223,7 +236,8 @@ std::unique_ptr<Topology> load_astra(const Json& root, const std::string& file, 
   const Json& bandwidths = astra.array("bandwidth");
   const Json& latencies = astra.array("latency");
   if (kinds.empty()) astra.fail("topology", "needs at least one dimension");
-  for (auto [key, arr] : {std::pair{"npus_count", &counts}, std::pair{"bandwidth", &bandwidths}, std::pair{"latency", &latencies}})
+  for (auto [key, arr] :
+       {std::pair{"npus_count", &counts}, std::pair{"bandwidth", &bandwidths}, std::pair{"latency", &latencies}})
     if (arr->size() != kinds.size())
       astra.fail(key, "has " + std::to_string(arr->size()) + " entries, topology has " + std::to_string(kinds.size()));
   std::vector<AstraDimension> dims;
@@ -233,16 +247,20 @@ std::unique_ptr<Topology> load_astra(const Json& root, const std::string& file, 
         {"Ring", BlockKind::Ring}, {"FullyConnected", BlockKind::FullyConnected}, {"Switch", BlockKind::Switch}};
     auto b = kinds[i].is_string() ? blocks.find(kinds[i].get<std::string>()) : blocks.end();
     if (b == blocks.end()) astra.fail("topology" + at, "must be Ring, FullyConnected or Switch");
-    if (!counts[i].is_number_integer() || counts[i].get<std::int64_t>() < 1 || counts[i].get<std::int64_t>() > (1 << 24))
+    if (!counts[i].is_number_integer() || counts[i].get<std::int64_t>() < 1 ||
+        counts[i].get<std::int64_t>() > (1 << 24))
       astra.fail("npus_count" + at, "must be an integer in [1, 16777216]");
-    if (!bandwidths[i].is_number() || !(bandwidths[i].get<double>() > 0)) astra.fail("bandwidth" + at, "must be > 0 (GB/s)");
-    if (!latencies[i].is_number() || !(latencies[i].get<double>() >= 0 && latencies[i].get<double>() <= kMaxLinkLatencySeconds * 1e9))
+    if (!bandwidths[i].is_number() || !(bandwidths[i].get<double>() > 0))
+      astra.fail("bandwidth" + at, "must be > 0 (GB/s)");
+    if (!latencies[i].is_number() ||
+        !(latencies[i].get<double>() >= 0 && latencies[i].get<double>() <= kMaxLinkLatencySeconds * 1e9))
       astra.fail("latency" + at, "must be in [0, 1e9] (ns), got " + latencies[i].dump());
     LinkParams link{LinkClass::Fabric, latencies[i].get<double>() * 1e-9, bandwidths[i].get<double>() * 1e9, 1.0};
     dims.push_back({b->second, static_cast<int>(counts[i].get<std::int64_t>()), link});
   }
   if (nodes_override > 0) {
-    if (dims.size() < 2) throw InputError(file, "astra_sim.topology", "--nodes needs at least two dimensions (it sets the last)");
+    if (dims.size() < 2)
+      throw InputError(file, "astra_sim.topology", "--nodes needs at least two dimensions (it sets the last)");
     dims.back().npus = nodes_override;
   }
   std::int64_t npus = 1;  // each dimension is at most 2^24, so the product is checked before it can overflow
@@ -266,7 +284,8 @@ std::vector<Topology::RingHop> Topology::ring_hops() const {
     const int a = order[i], b = order[(i + 1) % order.size()];
     const RingHop hop{path_cost(a, b), node_of(a) == node_of(b)};
     const bool known = std::any_of(hops.begin(), hops.end(), [&](const RingHop& h) {
-      return h.same_node == hop.same_node && h.cost.latency_s == hop.cost.latency_s && h.cost.bottleneck_Bps == hop.cost.bottleneck_Bps;
+      return h.same_node == hop.same_node && h.cost.latency_s == hop.cost.latency_s &&
+             h.cost.bottleneck_Bps == hop.cost.bottleneck_Bps;
     });
     if (!known) hops.push_back(hop);
   }

@@ -43,12 +43,15 @@ Model load_model(const std::string& path) {
     f.reject_unknown();
     model.layers.push_back(layer);
   }
-  const std::uint64_t declared = static_cast<std::uint64_t>(top.integer_or("total_parameters", 0, 0, std::int64_t{1} << 50));
+  const std::uint64_t declared =
+      static_cast<std::uint64_t>(top.integer_or("total_parameters", 0, 0, std::int64_t{1} << 50));
   if (declared && declared != model.parameters())
-    top.fail("total_parameters", std::to_string(declared) + " does not match the sum of the tensors, " + std::to_string(model.parameters()));
+    top.fail("total_parameters", std::to_string(declared) + " does not match the sum of the tensors, " +
+                                     std::to_string(model.parameters()));
   const auto tensors = top.integer_or("parameter_tensors", 0, 0, 1 << 30);
   if (tensors && static_cast<std::size_t>(tensors) != model.tensors.size())
-    top.fail("parameter_tensors", std::to_string(tensors) + " does not match the " + std::to_string(model.tensors.size()) + " tensors listed");
+    top.fail("parameter_tensors", std::to_string(tensors) + " does not match the " +
+                                      std::to_string(model.tensors.size()) + " tensors listed");
   top.reject_unknown();
   if (model.tensors.empty()) top.fail("layers", "the model has no parameter tensors");
   return model;

@@ -20,10 +20,12 @@ double dgc_sparsity(const Dgc& dgc, int step) {
 int adaptive_k(const LocalSgd& l, int step) {
   // Paddle AdaptiveLocalSGDOptimizer (after AdaComm, Wang & Joshi 2019):
   //   k = ceil(sqrt(lr_0 * loss_t / (lr_t * loss_0) * init_k_steps)), clamped to [1, 16].
-  const double lr = l.lr_initial * (l.lr_decay_every_steps > 0 ? std::pow(l.lr_decay_factor, step / l.lr_decay_every_steps) : 1);
+  const double lr =
+      l.lr_initial * (l.lr_decay_every_steps > 0 ? std::pow(l.lr_decay_factor, step / l.lr_decay_every_steps) : 1);
   // The loss decays exponentially from loss_initial towards loss_final with the given half-life (a stated input).
   const double loss = l.loss_half_life_steps > 0
-                          ? l.loss_final + (l.loss_initial - l.loss_final) * std::exp2(-static_cast<double>(step) / l.loss_half_life_steps)
+                          ? l.loss_final + (l.loss_initial - l.loss_final) *
+                                               std::exp2(-static_cast<double>(step) / l.loss_half_life_steps)
                           : l.loss_initial;
   const double k = std::ceil(std::sqrt(l.lr_initial * loss / (lr * l.loss_initial) * l.init_k_steps));
   return static_cast<int>(std::clamp(k, 1.0, 16.0));
@@ -80,7 +82,8 @@ struct Builder {
       Task cast;
       cast.kind = TaskKind::Delay;
       cast.stream = stream;
-      cast.seconds = 2.0 * static_cast<double>(elements) * (4 + dtype_bytes(sc.strategy.comm_dtype)) / sc.device.memory_Bps;
+      cast.seconds =
+          2.0 * static_cast<double>(elements) * (4 + dtype_bytes(sc.strategy.comm_dtype)) / sc.device.memory_Bps;
       cast.deps = deps;
       cast.label = "cast " + label;
       cast.bucket = bucket;
@@ -89,7 +92,8 @@ struct Builder {
     Task t;
     t.kind = TaskKind::Collective;
     t.stream = stream;
-    t.collective = collective(op, static_cast<Bytes>(std::ceil(static_cast<double>(elements) * bytes_per_element)), algorithm);
+    t.collective =
+        collective(op, static_cast<Bytes>(std::ceil(static_cast<double>(elements) * bytes_per_element)), algorithm);
     t.bytes_sent_per_rank = sent_per_rank(t.collective);
     t.deps = std::move(deps);
     t.label = label;
@@ -102,7 +106,8 @@ struct Builder {
   // layer must also wait for (the all-gather of its parameters under ZeRO-3); so in backward_pass.
   int forward_pass(StepPlan& plan, const std::vector<int>& gate = {}) const {
     int last = -1;
-    for (std::size_t l = 0; l < model.layers.size(); ++l) last = gated(plan, compute(plan, forward_s[l], "fwd " + model.layers[l].name, last), gate, l);
+    for (std::size_t l = 0; l < model.layers.size(); ++l)
+      last = gated(plan, compute(plan, forward_s[l], "fwd " + model.layers[l].name, last), gate, l);
     return last;
   }
   // Backward compute after `last`, from the last layer to the first; returns the task of each layer's backward.
@@ -129,8 +134,9 @@ std::vector<Bucket> make_buckets(const Scenario& sc, const Model& model) {
     // MindSpore all_reduce_fusion_config: indices split the forward-ordered tensors; the last group is launched first.
     if (f.indices.empty()) throw InputError(sc.file, "strategy.fusion.indices", "needs at least one split index");
     if (f.indices.back() >= n)
-      throw InputError(sc.file, "strategy.fusion.indices", "split index " + std::to_string(f.indices.back()) +
-                                                                 " is past the last tensor (the model has " + std::to_string(n) + ")");
+      throw InputError(sc.file, "strategy.fusion.indices",
+                       "split index " + std::to_string(f.indices.back()) + " is past the last tensor (the model has " +
+                           std::to_string(n) + ")");
     std::vector<int> bounds{0};
     bounds.insert(bounds.end(), f.indices.begin(), f.indices.end());
     bounds.push_back(n);
@@ -195,7 +201,9 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
   plan.ranks = topo.ranks();
   plan.streams = sc.strategy.nccl_comm_num;
   const Model& model = plan.model;
-  if (plan.ranks < 2) throw InputError(sc.file, "nodes", "data parallelism needs at least 2 ranks, the cluster has " + std::to_string(plan.ranks));
+  if (plan.ranks < 2)
+    throw InputError(sc.file, "nodes",
+                     "data parallelism needs at least 2 ranks, the cluster has " + std::to_string(plan.ranks));
   CollectiveSpec probe;
   probe.algorithm = sc.strategy.algorithm;
   probe.hierarchy_groups = sc.strategy.hierarchical_allreduce_inter_nranks;
@@ -203,25 +211,31 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
   check_supported(probe, plan.ranks, sc.file + ": strategy");
   for (auto& [rank, factor] : sc.strategy.stragglers.slow_ranks)
     if (rank >= plan.ranks)
-      throw InputError(sc.file, "strategy.stragglers.slow_ranks." + std::to_string(rank), "no such rank (the cluster has " + std::to_string(plan.ranks) + ")");
+      throw InputError(sc.file, "strategy.stragglers.slow_ranks." + std::to_string(rank),
+                       "no such rank (the cluster has " + std::to_string(plan.ranks) + ")");
 
   Builder b{sc, model, topo, plan.ranks, plan.streams, {}, {}};
   const double rate = sc.device.peak_flops * sc.device.efficiency;
   for (const Layer& l : model.layers) {
-    b.forward_s.push_back(l.forward_s_per_sample >= 0 ? l.forward_s_per_sample * sc.batch_per_gpu : l.forward_flops_per_sample * sc.batch_per_gpu / rate);
-    b.backward_s.push_back(l.backward_s_per_sample >= 0 ? l.backward_s_per_sample * sc.batch_per_gpu : l.backward_flops_per_sample * sc.batch_per_gpu / rate);
+    b.forward_s.push_back(l.forward_s_per_sample >= 0 ? l.forward_s_per_sample * sc.batch_per_gpu
+                                                      : l.forward_flops_per_sample * sc.batch_per_gpu / rate);
+    b.backward_s.push_back(l.backward_s_per_sample >= 0 ? l.backward_s_per_sample * sc.batch_per_gpu
+                                                        : l.backward_flops_per_sample * sc.batch_per_gpu / rate);
     plan.compute_s += b.forward_s.back() + b.backward_s.back();
   }
   if (!(plan.compute_s <= kMaxSimulatedSeconds))
     throw InputError(sc.file, "device.peak_flops",
-                     "a step's compute takes " + std::to_string(plan.compute_s) + " s (the model's FLOPs / (peak_flops x efficiency), or its measured "
-                     "times, x batch_per_gpu), beyond the simulated range of 100 days: is peak_flops in FLOP/s?");
+                     "a step's compute takes " + std::to_string(plan.compute_s) +
+                         " s (the model's FLOPs / (peak_flops x efficiency), or its measured "
+                         "times, x batch_per_gpu), beyond the simulated range of 100 days: is peak_flops in FLOP/s?");
   plan.buckets = make_buckets(sc, model);
   for (std::size_t i = 0; i < plan.buckets.size(); ++i) plan.buckets[i].stream = 1 + static_cast<int>(i % plan.streams);
   const Strategy& st = sc.strategy;
-  plan.notes.push_back("compute: FLOPs / (" + sc.device.name + " peak x efficiency); backward = 2x forward unless the model says otherwise");
+  plan.notes.push_back("compute: FLOPs / (" + sc.device.name +
+                       " peak x efficiency); backward = 2x forward unless the model says otherwise");
   plan.notes.push_back("stragglers: synchronous steps wait for the slowest rank; Local SGD only at each averaging");
-  plan.notes.push_back("flow fidelity: rings of more than 32768 transfers run as one flow per ring edge (same uncontended time)");
+  plan.notes.push_back(
+      "flow fidelity: rings of more than 32768 transfers run as one flow per ring edge (same uncontended time)");
 
   // Gradient synchronisation of every bucket, overlapped with backward or after it.
   auto sync_step = [&](StepKind kind, double sparsity) {
@@ -235,8 +249,8 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
       const std::vector<int> deps = {st.overlap ? backward[bucket.ready_layer] : backward_end};
       const std::string name = "bucket " + std::to_string(i);
       if (kind != StepKind::DgcSparse) {
-        b.communicate(step, bucket.stream, Collective::AllReduce, bucket.elements, dtype_bytes(st.comm_dtype), deps, name,
-                      static_cast<int>(i), bucket.tensors, st.algorithm);
+        b.communicate(step, bucket.stream, Collective::AllReduce, bucket.elements, dtype_bytes(st.comm_dtype), deps,
+                      name, static_cast<int>(i), bucket.tensors, st.algorithm);
         continue;
       }
       // DGC: tensors of at least min_elements are sparsified: top-k selection, then an AllGather of (value, index).
@@ -262,7 +276,9 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
         Task gather;
         gather.kind = TaskKind::Collective;
         gather.stream = bucket.stream;
-        gather.collective = b.collective(Collective::AllGather, static_cast<Bytes>(kept * (dtype_bytes(st.comm_dtype) + 4) * plan.ranks), Algorithm::Ring);
+        gather.collective =
+            b.collective(Collective::AllGather,
+                         static_cast<Bytes>(kept * (dtype_bytes(st.comm_dtype) + 4) * plan.ranks), Algorithm::Ring);
         gather.bytes_sent_per_rank = b.sent_per_rank(gather.collective);
         gather.deps = {s};
         gather.label = "dgc allgather " + name;
@@ -271,8 +287,8 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
         b.add(step, gather);
       }
       if (!dense.empty())
-        b.communicate(step, bucket.stream, Collective::AllReduce, elements_of(model, dense), dtype_bytes(st.comm_dtype), after,
-                      name + " dense", static_cast<int>(i), dense, st.algorithm);
+        b.communicate(step, bucket.stream, Collective::AllReduce, elements_of(model, dense), dtype_bytes(st.comm_dtype),
+                      after, name + " dense", static_cast<int>(i), dense, st.algorithm);
     }
     return step;
   };
@@ -283,8 +299,9 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
     std::vector<int> backward = b.compute_pass(step);
     if (!average) return step;
     for (std::size_t i = 0; i < plan.buckets.size(); ++i)
-      b.communicate(step, plan.buckets[i].stream, Collective::AllReduce, plan.buckets[i].elements, dtype_bytes(st.comm_dtype),
-                    {backward.front()}, "average " + std::to_string(i), static_cast<int>(i), plan.buckets[i].tensors, st.algorithm);
+      b.communicate(step, plan.buckets[i].stream, Collective::AllReduce, plan.buckets[i].elements,
+                    dtype_bytes(st.comm_dtype), {backward.front()}, "average " + std::to_string(i), static_cast<int>(i),
+                    plan.buckets[i].tensors, st.algorithm);
     return step;
   };
   // Sharded data parallel: gradients reduce-scattered during backward; stage 2 all-gathers the updated parameters
@@ -305,8 +322,9 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
     auto gather = [&](std::size_t g, const char* pass, std::vector<int>& gate) {
       std::vector<int> deps;
       if (previous >= 0) deps.push_back(previous);
-      previous = b.communicate(step, 1, Collective::AllGather, elements_of(model, gather_groups[g]), dtype_bytes(st.comm_dtype),
-                               deps, std::string("allgather params ") + pass + std::to_string(g), -1, gather_groups[g], Algorithm::Ring);
+      previous = b.communicate(
+          step, 1, Collective::AllGather, elements_of(model, gather_groups[g]), dtype_bytes(st.comm_dtype), deps,
+          std::string("allgather params ") + pass + std::to_string(g), -1, gather_groups[g], Algorithm::Ring);
       for (int t : gather_groups[g]) {
         int& layer_gate = gate[model.tensors[t].layer];
         layer_gate = std::max(layer_gate, previous);  // gathers are chained: the latest one is the last to finish
@@ -328,12 +346,14 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
       const int stream = 1 + static_cast<int>((g + (stage3 ? 1 : 0)) % plan.streams);
       scattered.push_back(b.communicate(step, stream, Collective::ReduceScatter, elements_of(model, scatter_groups[g]),
                                         dtype_bytes(st.comm_dtype), {st.overlap ? backward[ready] : backward.front()},
-                                        "reducescatter grads " + std::to_string(g), -1, scatter_groups[g], Algorithm::Ring));
+                                        "reducescatter grads " + std::to_string(g), -1, scatter_groups[g],
+                                        Algorithm::Ring));
     }
     if (st.sharding.stage == 2)
       for (std::size_t g = 0; g < gather_groups.size(); ++g)
-        b.communicate(step, 1 + static_cast<int>(g % plan.streams), Collective::AllGather, elements_of(model, gather_groups[g]),
-                      dtype_bytes(st.comm_dtype), scattered, "allgather params " + std::to_string(g), -1, gather_groups[g], Algorithm::Ring);
+        b.communicate(step, 1 + static_cast<int>(g % plan.streams), Collective::AllGather,
+                      elements_of(model, gather_groups[g]), dtype_bytes(st.comm_dtype), scattered,
+                      "allgather params " + std::to_string(g), -1, gather_groups[g], Algorithm::Ring);
     return step;
   };
 

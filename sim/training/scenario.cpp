@@ -37,11 +37,16 @@ std::string existing_file(JsonFields& f, const std::string& key, const std::stri
 Fusion parse_fusion(JsonFields f) {
   Fusion fusion;
   const std::string mode = f.string("mode");
-  if (mode == "none") fusion.mode = FusionMode::None;
-  else if (mode == "size") fusion.mode = FusionMode::Size;
-  else if (mode == "index") fusion.mode = FusionMode::Index;
-  else if (mode == "auto") fusion.mode = FusionMode::Auto;
-  else f.fail("mode", "unknown fusion mode \"" + mode + "\" (none, size, index, auto)");
+  if (mode == "none")
+    fusion.mode = FusionMode::None;
+  else if (mode == "size")
+    fusion.mode = FusionMode::Size;
+  else if (mode == "index")
+    fusion.mode = FusionMode::Index;
+  else if (mode == "auto")
+    fusion.mode = FusionMode::Auto;
+  else
+    f.fail("mode", "unknown fusion mode \"" + mode + "\" (none, size, index, auto)");
   if (fusion.mode == FusionMode::Size) {
     fusion.size_mb = f.positive("size_mb");
     fusion.first_bucket_mb = f.positive_or("first_bucket_mb", fusion.size_mb);
@@ -50,13 +55,15 @@ Fusion parse_fusion(JsonFields f) {
   if (fusion.mode == FusionMode::Index) {
     const Json& indices = f.array("indices");
     if (indices.empty())
-      f.fail("indices", "needs at least one split index (MindSpore all_reduce_fusion_config); for one bucket use mode \"size\"");
+      f.fail("indices",
+             "needs at least one split index (MindSpore all_reduce_fusion_config); for one bucket use mode \"size\"");
     for (std::size_t i = 0; i < indices.size(); ++i) {
       // Checked as JSON first: a value beyond int would wrap in the conversion (4294967295 to -1).
       const Json& index = indices[i];
       if (!index.is_number_integer() || (index.is_number_unsigned() && index.get<std::uint64_t>() > kMaxFusionIndex) ||
           index.get<std::int64_t>() < 1 || index.get<std::int64_t>() > kMaxFusionIndex)
-        f.fail("indices[" + std::to_string(i) + "]", "must be an integer in [1, " + std::to_string(kMaxFusionIndex) + "], got " + index.dump());
+        f.fail("indices[" + std::to_string(i) + "]",
+               "must be an integer in [1, " + std::to_string(kMaxFusionIndex) + "], got " + index.dump());
       const int v = static_cast<int>(index.get<std::int64_t>());
       if (!fusion.indices.empty() && v <= fusion.indices.back())
         f.fail("indices[" + std::to_string(i) + "]", "split indices must increase");
@@ -117,26 +124,34 @@ Strategy parse_strategy(JsonFields f) {
   s.nccl_comm_num = static_cast<int>(f.integer_or("nccl_comm_num", 1, 1, 64));
   if (f.has("algorithm")) {
     const std::string a = f.string("algorithm");
-    if (!parse_algorithm(a, s.algorithm)) f.fail("algorithm", "unknown algorithm \"" + a + "\" (ring, tree, hd, hierarchical, 2d-ring, nvls, nvlstree, collnet_direct, collnet_chain, pat, auto)");
+    if (!parse_algorithm(a, s.algorithm))
+      f.fail(
+          "algorithm",
+          "unknown algorithm \"" + a +
+              "\" (ring, tree, hd, hierarchical, 2d-ring, nvls, nvlstree, collnet_direct, collnet_chain, pat, auto)");
   }
   s.use_hierarchical_allreduce = f.boolean_or("use_hierarchical_allreduce", false);
-  s.hierarchical_allreduce_inter_nranks = static_cast<int>(f.integer_or("hierarchical_allreduce_inter_nranks", 0, 1, 1 << 24));
+  s.hierarchical_allreduce_inter_nranks =
+      static_cast<int>(f.integer_or("hierarchical_allreduce_inter_nranks", 0, 1, 1 << 24));
   if (s.use_hierarchical_allreduce) s.algorithm = Algorithm::Hierarchical;
   s.channels = static_cast<int>(f.integer_or("channels", 0, 0, kMaxChannels));
   if (f.has("comm_dtype")) s.comm_dtype = parse_dtype(f, "comm_dtype");
   if (f.has("dgc")) s.dgc = parse_dgc(f.object("dgc"));
-  if (f.has("localsgd") && f.has("adaptive_localsgd")) f.fail("adaptive_localsgd", "use either localsgd or adaptive_localsgd");
+  if (f.has("localsgd") && f.has("adaptive_localsgd"))
+    f.fail("adaptive_localsgd", "use either localsgd or adaptive_localsgd");
   if (f.has("localsgd")) s.localsgd = parse_localsgd(f.object("localsgd"), false);
   if (f.has("adaptive_localsgd")) s.localsgd = parse_localsgd(f.object("adaptive_localsgd"), true);
   if (s.dgc && s.localsgd) f.fail("dgc", "DGC and Local SGD cannot be combined (Paddle rejects it too)");
   if (f.has("sharding")) {
     JsonFields sh = f.object("sharding");
     s.sharding.stage = static_cast<int>(sh.integer("stage", 0, 3));
-    if (s.sharding.stage == 1) sh.fail("stage", "stage 1 shards only optimizer state and communicates like plain data parallel; use 0, 2 or 3");
+    if (s.sharding.stage == 1)
+      sh.fail("stage", "stage 1 shards only optimizer state and communicates like plain data parallel; use 0, 2 or 3");
     s.sharding.allgather_fusion_mb = sh.positive_or("allgather_fusion_mb", 64);
     s.sharding.reducescatter_fusion_mb = sh.positive_or("reducescatter_fusion_mb", 64);
     sh.reject_unknown();
-    if (s.sharding.stage && (s.dgc || s.localsgd)) sh.fail("stage", "sharding cannot be combined with DGC or Local SGD");
+    if (s.sharding.stage && (s.dgc || s.localsgd))
+      sh.fail("stage", "sharding cannot be combined with DGC or Local SGD");
   }
   if (f.has("stragglers")) {
     JsonFields st = f.object("stragglers");
@@ -147,7 +162,10 @@ Strategy parse_strategy(JsonFields f) {
       if (!slow->is_object()) st.fail("slow_ranks", "must be an object {\"rank\": factor}");
       for (auto& [k, v] : slow->items()) {
         int rank = -1;
-        try { rank = std::stoi(k); } catch (...) {}
+        try {
+          rank = std::stoi(k);
+        } catch (...) {
+        }
         if (rank < 0 || std::to_string(rank) != k) st.fail("slow_ranks." + k, "key must be a rank number");
         if (!v.is_number() || v.get<double>() < 1) st.fail("slow_ranks." + k, "factor must be a number >= 1");
         s.stragglers.slow_ranks[rank] = v.get<double>();

@@ -26,7 +26,8 @@ SimulationRun simulate_document(const Json& document, const std::string& file, F
   return run;
 }
 
-SimulationRun simulate_scenario(const std::string& path, const std::vector<std::string>& sets, int steps, Fidelity fidelity) {
+SimulationRun simulate_scenario(const std::string& path, const std::vector<std::string>& sets, int steps,
+                                Fidelity fidelity) {
   std::vector<std::string> all = sets;
   if (steps > 0) all.push_back("steps=" + std::to_string(steps));
   return simulate_document(apply_overrides(read_json_file(path), all, path), path, fidelity);

@@ -32,14 +32,19 @@ class SharedBandwidth final : public EventHandler {
     advance();
     std::vector<int> finished;
     for (auto it = jobs_.begin(); it != jobs_.end();)
-      if (it->remaining_ps <= 0.5) finished.push_back(it->task), it = jobs_.erase(it);
-      else ++it;
+      if (it->remaining_ps <= 0.5)
+        finished.push_back(it->task), it = jobs_.erase(it);
+      else
+        ++it;
     reschedule();
     for (int t : finished) done_(t);
   }
 
  private:
-  struct Job { int task; double remaining_ps; };
+  struct Job {
+    int task;
+    double remaining_ps;
+  };
   void advance() {
     const TimePs now = queue_.now();
     if (!jobs_.empty()) {
@@ -53,7 +58,9 @@ class SharedBandwidth final : public EventHandler {
     if (jobs_.empty()) return;
     double least = jobs_.front().remaining_ps;
     for (const Job& j : jobs_) least = std::min(least, j.remaining_ps);
-    queue_.schedule(add_ps(queue_.now(), seconds_to_ps(std::max(0.0, least) * static_cast<double>(jobs_.size()) * 1e-12, "shared collective time")), this, version_);
+    queue_.schedule(add_ps(queue_.now(), seconds_to_ps(std::max(0.0, least) * static_cast<double>(jobs_.size()) * 1e-12,
+                                                       "shared collective time")),
+                    this, version_);
   }
   EventQueue& queue_;
   std::function<void(int)> done_;
@@ -101,8 +108,10 @@ class StepRunner final : public EventHandler {
       const Task& t = step.tasks[i];
       const double d = ps_to_seconds(end_[i] - start_[i]);
       stream_busy[t.stream] += d;
-      if (t.kind == TaskKind::Compute) compute += d;
-      else comm.push_back({start_[i], end_[i]});
+      if (t.kind == TaskKind::Compute)
+        compute += d;
+      else
+        comm.push_back({start_[i], end_[i]});
       bytes += t.bytes_sent_per_rank;
       if (trace) out.trace.push_back({t.label, t.stream, ps_to_seconds(start_[i]), d});
     }
@@ -144,10 +153,12 @@ class StepRunner final : public EventHandler {
     const Task& t = step_->tasks[id];
     switch (t.kind) {
       case TaskKind::Compute:
-        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds * factor_, "compute time of " + t.label)), this, static_cast<std::uint64_t>(id) << 1);
+        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds * factor_, "compute time of " + t.label)), this,
+                        static_cast<std::uint64_t>(id) << 1);
         break;
       case TaskKind::Delay:
-        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds, "time of " + t.label)), this, static_cast<std::uint64_t>(id) << 1);
+        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds, "time of " + t.label)), this,
+                        static_cast<std::uint64_t>(id) << 1);
         break;
       case TaskKind::Collective:
         if (fidelity_ == Fidelity::Analytical) {
@@ -156,7 +167,8 @@ class StepRunner final : public EventHandler {
           queue_.schedule(add_ps(queue_.now(), latency), this, (static_cast<std::uint64_t>(id) << 1) | 1);
         } else {
           const Schedule& schedule = schedule_for(t.collective);
-          runs_.push_back(std::make_unique<ScheduleRun>(schedule, t.collective.reduce_Bps, *network_, queue_, [this, id] { finish(id); }));
+          runs_.push_back(std::make_unique<ScheduleRun>(schedule, t.collective.reduce_Bps, *network_, queue_,
+                                                        [this, id] { finish(id); }));
           runs_.back()->start();
         }
         break;

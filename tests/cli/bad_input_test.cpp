@@ -65,7 +65,8 @@ class CaseDir {
 };
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 
@@ -126,8 +127,8 @@ TEST_P(BadInput, FailsCleanly) {
   const std::set<std::string> inputs = write_inputs(spec, dir.path());
   const fs::path out = dir.path() / ".stdout", err = dir.path() / ".stderr";
   const std::string args = expand(spec.at("args").get<std::string>(), dir.path());
-  const std::string command = "cd '" + std::string(COMMSIM_SOURCE_DIR) + "' && '" + COMMSIM_CLI_PATH + "' " + args + " >'" +
-                              out.string() + "' 2>'" + err.string() + "' </dev/null";
+  const std::string command = "cd '" + std::string(COMMSIM_SOURCE_DIR) + "' && '" + COMMSIM_CLI_PATH + "' " + args +
+                              " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
   const int status = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal: " << command;
   const std::string stdout_text = read_text(out), stderr_text = read_text(err);
@@ -145,7 +146,8 @@ TEST_P(BadInput, FailsCleanly) {
   EXPECT_EQ(stderr_text.find('\n'), stderr_text.size() - 1) << "not exactly one line:\n" << stderr_text;
   const std::string line = replace_all(stderr_text, dir.path().string() + "/", "");
   for (const json& word : spec.at("words"))
-    EXPECT_NE(line.find(word.get<std::string>()), std::string::npos) << "\"" << word.get<std::string>() << "\" not in: " << line;
+    EXPECT_NE(line.find(word.get<std::string>()), std::string::npos)
+        << "\"" << word.get<std::string>() << "\" not in: " << line;
   EXPECT_EQ(line.find("internal error"), std::string::npos) << line;
   EXPECT_FALSE(std::regex_search(line, std::regex("[0-9]{40}"))) << "a number nobody can read: " << line;
 }

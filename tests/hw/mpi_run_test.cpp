@@ -99,7 +99,9 @@ std::vector<std::string> commsim(std::vector<std::string> args) {
   return args;
 }
 
-std::string temp_file(const std::string& name) { return (fs::temp_directory_path() / ("commsim-mpi-test-" + name)).string(); }
+std::string temp_file(const std::string& name) {
+  return (fs::temp_directory_path() / ("commsim-mpi-test-" + name)).string();
+}
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -145,8 +147,8 @@ void expect_one_line(const Output& o, const std::string& mentions) {
 TEST(MpiRun, LoopbackFourRanksCheckIsExact) {
   const std::string json = temp_file("loopback.json"), trace = temp_file("loopback-trace.json"),
                     predicted_trace = temp_file("predicted-trace.json");
-  const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--check", "--json", json, "--trace", trace,
-                                "--timeout-s", "45"}));
+  const Output o = run(
+      commsim({"run", "--backend", "mpi", kTiny, "--check", "--json", json, "--trace", trace, "--timeout-s", "45"}));
   ASSERT_EQ(o.exit_code, 0) << o.text;
   EXPECT_NE(o.text.find("check: 0 wrong"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("compute is emulated by waiting"), std::string::npos) << o.text;
@@ -195,12 +197,14 @@ TEST(MpiRun, UnwritableOutputIsFoundBeforeTheJob) {
 // The same checks through other allreduce algorithms, Open MPI's own collectives (plain and hierarchical), fp16
 // on the wire, and ZeRO-3 sharding (reduce-scatter of gradients, all-gather of parameters): all exact.
 TEST(MpiRun, AlgorithmsShardingNativeAndFp16AreExact) {
-  for (std::vector<std::string> extra : {std::vector<std::string>{"--set", "strategy.algorithm=tree"},
-                                         {"--set", "strategy.algorithm=hd"},
-                                         {"--set", "strategy.sharding={\"stage\":3,\"allgather_fusion_mb\":1,\"reducescatter_fusion_mb\":1}"},
-                                         {"--set", "strategy.algorithm=hierarchical", "--set", "strategy.comm_dtype=fp16"},
-                                         {"--impl", "native", "--set", "strategy.use_hierarchical_allreduce=true"}}) {
-    std::vector<std::string> args = {"run", "--backend", "mpi", kTiny, "--check", "--steps", "3", "--warmup", "1", "--timeout-s", "40"};
+  for (std::vector<std::string> extra :
+       {std::vector<std::string>{"--set", "strategy.algorithm=tree"},
+        {"--set", "strategy.algorithm=hd"},
+        {"--set", "strategy.sharding={\"stage\":3,\"allgather_fusion_mb\":1,\"reducescatter_fusion_mb\":1}"},
+        {"--set", "strategy.algorithm=hierarchical", "--set", "strategy.comm_dtype=fp16"},
+        {"--impl", "native", "--set", "strategy.use_hierarchical_allreduce=true"}}) {
+    std::vector<std::string> args = {"run", "--backend", "mpi", kTiny,         "--check", "--steps",
+                                     "3",   "--warmup",  "1",   "--timeout-s", "40"};
     args.insert(args.end(), extra.begin(), extra.end());
     const Output o = run(commsim(args));
     EXPECT_EQ(o.exit_code, 0) << extra[1] << "\n" << o.text;
@@ -214,8 +218,10 @@ TEST(MpiRun, AlgorithmsShardingNativeAndFp16AreExact) {
 // and the sparse accumulation gave exactly those averaged values.
 TEST(MpiRun, DgcGivesTheExpectedAveragedGradients) {
   for (const char* impl : {"schedule", "native"}) {
-    const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--impl", impl, "--check", "--steps", "5", "--warmup", "1", "--timeout-s",
-                                  "40", "--set", "strategy.dgc={\"rampup_begin_step\":1,\"rampup_step\":2,\"sparsity\":[0.75,0.9],\"min_elements\":1000}"}));
+    const Output o = run(commsim(
+        {"run", "--backend", "mpi", kTiny, "--impl", impl, "--check", "--steps", "5", "--warmup", "1", "--timeout-s",
+         "40", "--set",
+         "strategy.dgc={\"rampup_begin_step\":1,\"rampup_step\":2,\"sparsity\":[0.75,0.9],\"min_elements\":1000}"}));
     ASSERT_EQ(o.exit_code, 0) << impl << "\n" << o.text;
     EXPECT_NE(o.text.find("check: 0 wrong"), std::string::npos) << impl << "\n" << o.text;
   }
@@ -224,8 +230,8 @@ TEST(MpiRun, DgcGivesTheExpectedAveragedGradients) {
 // Local SGD averaging every 2 steps from step 1: each rank steps its own parameters with its own (verifiable)
 // gradients; the averaged sum must equal ranks x the last average minus lr x the sum of every rank's gradients.
 TEST(MpiRun, LocalSgdAveragesTheParameters) {
-  const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--check", "--steps", "6", "--warmup", "1", "--timeout-s", "40", "--set",
-                                "strategy.localsgd={\"k_steps\":2,\"begin_step\":1}"}));
+  const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--check", "--steps", "6", "--warmup", "1",
+                                "--timeout-s", "40", "--set", "strategy.localsgd={\"k_steps\":2,\"begin_step\":1}"}));
   ASSERT_EQ(o.exit_code, 0) << o.text;
   EXPECT_NE(o.text.find("check: 0 wrong"), std::string::npos) << o.text;
 }
@@ -237,8 +243,8 @@ TEST(MpiRun, EmulatedClusterTwoAndFourNodesCheckAndCleanup) {
   std::string why;
   if (!commsim::hw::has_net_admin(&why)) GTEST_SKIP() << why;
   for (const char* nodes : {"nodes=2", "nodes=4"}) {
-    const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--cluster", "--check", "--set", nodes, "--steps", "3", "--warmup", "1",
-                                  "--timeout-s", "25"}));
+    const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--cluster", "--check", "--set", nodes, "--steps",
+                                  "3", "--warmup", "1", "--timeout-s", "25"}));
     ASSERT_EQ(o.exit_code, 0) << nodes << "\n" << o.text;
     EXPECT_NE(o.text.find("check: 0 wrong"), std::string::npos) << o.text;
     const std::string prefix = cluster_prefix(o.text);
@@ -264,8 +270,9 @@ TEST(MpiRun, DeadRankEndsTheRunWithAClearError) {
 // The check can fail: COMMSIM_TEST_CORRUPT_RANK=2 adds 1 to one element of rank 2's first result, so exactly one
 // element is wrong; the run must report it and exit 1.
 TEST(MpiRun, OneWrongElementFailsTheCheck) {
-  const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--check", "--steps", "2", "--warmup", "0", "--timeout-s", "40"}),
-                       {"COMMSIM_TEST_CORRUPT_RANK=2"});
+  const Output o =
+      run(commsim({"run", "--backend", "mpi", kTiny, "--check", "--steps", "2", "--warmup", "0", "--timeout-s", "40"}),
+          {"COMMSIM_TEST_CORRUPT_RANK=2"});
   EXPECT_EQ(o.exit_code, 1) << o.text;
   EXPECT_NE(o.text.find("check: 1 wrong"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("FAILED"), std::string::npos) << o.text;
@@ -291,15 +298,16 @@ TEST(MpiRun, SigtermRemovesTheClusterAndTheRanks) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);
-    execl(kCommsim.c_str(), kCommsim.c_str(), "run", "--backend", "mpi", kTiny.c_str(), "--cluster", "--steps", "1000", "--timeout-s", "50",
-          static_cast<char*>(nullptr));
+    execl(kCommsim.c_str(), kCommsim.c_str(), "run", "--backend", "mpi", kTiny.c_str(), "--cluster", "--steps", "1000",
+          "--timeout-s", "50", static_cast<char*>(nullptr));
     _exit(127);
   }
   std::this_thread::sleep_for(std::chrono::seconds(3));  // the cluster is up and the ranks are stepping
   kill(pid, SIGTERM);
   int status = 0;
   const auto deadline = Clock::now() + std::chrono::seconds(20);
-  while (waitpid(pid, &status, WNOHANG) == 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (waitpid(pid, &status, WNOHANG) == 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::ifstream in(log);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   fs::remove(log);
@@ -320,8 +328,8 @@ TEST(MpiRun, BadInputIsOneLineAndExitTwo) {
 
   // A faster stand-in device, so that GPT-3's step computes in under 100 days of simulated time (on the scenario's
   // 1e10 FLOP/s it would take 163 days, refused before memory is considered).
-  const Output too_large = run(commsim({"run", "--backend", "mpi", kTiny, "--set", "model=models/gpt3-175b.json", "--set",
-                                        "device.peak_flops=1e14"}));
+  const Output too_large = run(commsim(
+      {"run", "--backend", "mpi", kTiny, "--set", "model=models/gpt3-175b.json", "--set", "device.peak_flops=1e14"}));
   EXPECT_EQ(too_large.exit_code, 2) << too_large.text;
   expect_one_line(too_large, "memory");
 
@@ -353,8 +361,8 @@ TEST(MpiCluster, UpThenDownLeavesNothing) {
 // (14 doublings) with no wrong element, and a positive reduction rate -- all in the JSON calibration reads.
 TEST(MpiBench, LoopbackSamplesReachTheJson) {
   const std::string json = temp_file("bench.json");
-  const Output o = run(commsim({"bench", "--backend", "mpi", "topologies/emulated-cpu-cluster.json", "--nodes", "1", "--max-bytes", "64K",
-                                "--json", json, "--timeout-s", "45"}));
+  const Output o = run(commsim({"bench", "--backend", "mpi", "topologies/emulated-cpu-cluster.json", "--nodes", "1",
+                                "--max-bytes", "64K", "--json", json, "--timeout-s", "45"}));
   ASSERT_EQ(o.exit_code, 0) << o.text;
   EXPECT_NE(o.text.find("algbw"), std::string::npos) << o.text;
   const nlohmann::json r = read_json(json);
@@ -373,8 +381,8 @@ TEST(MpiBench, EmulatedClusterTcpPingPongMatchesTheShapedNic) {
   std::string why;
   if (!commsim::hw::has_net_admin(&why)) GTEST_SKIP() << why;
   const std::string json = temp_file("bench-cluster.json");
-  const Output o = run(commsim({"bench", "--backend", "mpi", "topologies/emulated-cpu-cluster.json", "--nodes", "2", "--cluster", "--max-bytes", "8M",
-                                "--json", json, "--timeout-s", "45"}));
+  const Output o = run(commsim({"bench", "--backend", "mpi", "topologies/emulated-cpu-cluster.json", "--nodes", "2",
+                                "--cluster", "--max-bytes", "8M", "--json", json, "--timeout-s", "45"}));
   ASSERT_EQ(o.exit_code, 0) << o.text;
   const nlohmann::json r = read_json(json);
   fs::remove(json);

@@ -7,20 +7,13 @@
 #include <string>
 
 #include "hw/nccl/nccl_backend.hpp"
+#include "tests/sim/test_util.hpp"
 #include "validate/nccl_tests_log.hpp"
 
 namespace commsim::nccl {
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(NcclOptions, ParsesLaunchModes) {
   Launch l = Launch::Auto;
@@ -65,13 +58,15 @@ TEST(NcclOptions, RejectsBadBenchOptionsOneByOne) {
   };
   EXPECT_EQ(bad([](BenchOptions& o) { o.dtype = "fp64"; }).rfind("--dtype: unknown type \"fp64\"", 0), 0u);
   EXPECT_EQ(bad([](BenchOptions& o) { o.redop = "xor"; }).rfind("--redop: unknown reduction \"xor\"", 0), 0u);
-  EXPECT_EQ(bad([](BenchOptions& o) { o.min_bytes = 1024, o.max_bytes = 8; }), "--sizes: need 0 < min <= max, got 1024:8");
+  EXPECT_EQ(bad([](BenchOptions& o) { o.min_bytes = 1024, o.max_bytes = 8; }),
+            "--sizes: need 0 < min <= max, got 1024:8");
   EXPECT_EQ(bad([](BenchOptions& o) { o.min_bytes = 0; }), "--sizes: need 0 < min <= max, got 0:134217728");
   EXPECT_EQ(bad([](BenchOptions& o) { o.step_factor = 1; }), "--step-factor: must be >= 2, got 1");
   EXPECT_EQ(bad([](BenchOptions& o) { o.iters = 0; }), "--iters: must be >= 1, got 0");
   EXPECT_EQ(bad([](BenchOptions& o) { o.warmup_iters = -1; }), "--warmup-iters: must be >= 0, got -1");
   EXPECT_EQ(bad([](BenchOptions& o) { o.root = -1; }), "--root: must be >= 0, got -1");
-  EXPECT_EQ(bad([](BenchOptions& o) { o.dtype = "f8e4m3", o.redop = "prod"; }), "--redop: fp8 types reduce with sum, max or min only");
+  EXPECT_EQ(bad([](BenchOptions& o) { o.dtype = "f8e4m3", o.redop = "prod"; }),
+            "--redop: fp8 types reduce with sum, max or min only");
 }
 
 TEST(NcclOptions, ParsesBenchCollectives) {
@@ -126,10 +121,12 @@ std::string table_of(const BenchResult& r) {
 
 TEST(NcclBenchReport, PrintsNcclTestsColumns) {
   const std::string text = table_of(one_row());
-  EXPECT_NE(text.find("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"),
+  EXPECT_NE(text.find("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+                      "algbw   busbw #wrong\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("     1048576        262144     float     sum      -1    150.0    6.99   12.23      0    300.0    3.50    6.12      0\n"),
+  EXPECT_NE(text.find("     1048576        262144     float     sum      -1    150.0    6.99   12.23      0    300.0   "
+                      " 3.50    6.12      0\n"),
             std::string::npos)
       << text;
   // Average bus bandwidth over both runs: (12.233 + 6.117) / 2 = 9.175 GB/s.

@@ -29,9 +29,9 @@
 namespace commsim::test {
 namespace {
 
-constexpr Bytes kM = 4'000'000;     // m = 4 MB
-constexpr double kGamma = 20e9;     // gamma = 20 GB/s
-constexpr double kRel = 1e-9;       // agreement asked for on uncontended uniform networks
+constexpr Bytes kM = 4'000'000;  // m = 4 MB
+constexpr double kGamma = 20e9;  // gamma = 20 GB/s
+constexpr double kRel = 1e-9;    // agreement asked for on uncontended uniform networks
 
 // Checks the closed form and both engine fidelities against the hand formula (seconds).
 // The step closed form and the Analytical engine (neither shares links) must equal the hand formula; the closed form
@@ -192,7 +192,8 @@ TEST(ClosedForm, DoubleTreeFourRanks) {
   // 2 -> 0, each carrying m/2 up and down. Rank 0's one link to the switch carries the first tree's two downward
   // edges (0 -> 1, 0 -> 2) and the second tree's upward edge 0 -> 2: 3 x m/2 = 6 MB, at 10 GB/s 600 us > 357 us.
   for (double gamma : {0.0, kGamma})
-    EXPECT_NEAR(closed_form_seconds(make_spec(*t, Collective::AllReduce, Algorithm::Tree, kM, gamma), *t), 600 * kUs, 600 * kUs * kRel);
+    EXPECT_NEAR(closed_form_seconds(make_spec(*t, Collective::AllReduce, Algorithm::Tree, kM, gamma), *t), 600 * kUs,
+                600 * kUs * kRel);
 }
 
 TEST(ClosedForm, DoubleTreeOnAStarIsALowerBoundOfFlow) {

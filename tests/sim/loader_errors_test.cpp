@@ -1,9 +1,8 @@
 // The topology loader on bad input: one test per kind of mistake. Each must throw InputError (never crash or
 // accept), and the message must name the file and the field ("<file>: <field>: <what>"), so that the CLI's one
 // line tells the user where to look. Fixtures: tests/data/bad/*.json, each one mistake away from star4.json.
-#include "tests/sim/test_util.hpp"
-
 #include "sim/core/error.hpp"
+#include "tests/sim/test_util.hpp"
 
 namespace commsim::test {
 namespace {

@@ -32,8 +32,8 @@ json scaled(json doc, What what, double factor, int only = -1) {
     ++index;
   }
   for (json& link : doc["node"]["links"])
-    if (link.contains(key) &&
-        std::find(scaled_classes.begin(), scaled_classes.end(), link["class"].get<std::string>()) != scaled_classes.end())
+    if (link.contains(key) && std::find(scaled_classes.begin(), scaled_classes.end(),
+                                        link["class"].get<std::string>()) != scaled_classes.end())
       link[key] = link[key].get<double>() * factor;
   return doc;
 }
@@ -55,16 +55,20 @@ struct Where {
   int nodes;  // override, 0 = the file's
 };
 
-constexpr Where kTopologies[] = {{"tests/data/star8.json", 0},         {"tests/data/two-level-2x4.json", 0},
-                                 {"topologies/dgx-a100.json", 2},      {"topologies/dgx1-v100.json", 0},
-                                 {"topologies/pcie-gen4-8gpu.json", 0}, {"topologies/cloud-tcp-10gbe.json", 0},
-                                 {"topologies/astra-ring-switch.json", 0}, {"topologies/emulated-cpu-cluster.json", 0}};
+constexpr Where kTopologies[] = {{"tests/data/star8.json", 0},
+                                 {"tests/data/two-level-2x4.json", 0},
+                                 {"topologies/dgx-a100.json", 2},
+                                 {"topologies/dgx1-v100.json", 0},
+                                 {"topologies/pcie-gen4-8gpu.json", 0},
+                                 {"topologies/cloud-tcp-10gbe.json", 0},
+                                 {"topologies/astra-ring-switch.json", 0},
+                                 {"topologies/emulated-cpu-cluster.json", 0}};
 
 // Times of every algorithm x fidelity x size on one topology variant, in a fixed order.
 std::vector<double> times(const Topology& t) {
   std::vector<double> out;
-  for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical,
-                      Algorithm::Ring2D})
+  for (Algorithm a :
+       {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D})
     for (Bytes m : {Bytes(64) << 10, Bytes(8) << 20}) {
       CollectiveSpec s = make_spec(t, Collective::AllReduce, a, m, 50e9);
       s.channels = t.default_channels();

@@ -1,10 +1,11 @@
 // The NCCL model (sim/collective/nccl_model): NCCL's own estimate on a hand-worked machine, its choice of algorithm,
 // protocol and channels, the physical bound every prediction respects, and the library block of a topology.
+#include "sim/collective/nccl_model.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <set>
 
-#include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
 #include "tests/sim/test_util.hpp"
 
@@ -57,7 +58,8 @@ TEST(NcclModel, HandWorkedRingEstimatesOnOneDgxA100) {
 // 56.0 + 505.8 = 561.8. No NVLS on A100, and tree on one node is slower (its LL128 correction at these sizes).
 TEST(NcclModel, ChoosesTheProtocolOfLeastEstimatedTime) {
   auto t = dgx_a100_one_node();
-  const std::pair<Bytes, Protocol> expected[] = {{1 << 20, Protocol::LL}, {2 << 20, Protocol::LL128}, {64 << 20, Protocol::Simple}};
+  const std::pair<Bytes, Protocol> expected[] = {
+      {1 << 20, Protocol::LL}, {2 << 20, Protocol::LL128}, {64 << 20, Protocol::Simple}};
   for (auto [bytes, proto] : expected) {
     const nccl::Estimate e = nccl::choose(allreduce(bytes), *t);
     EXPECT_EQ(e.algorithm, Algorithm::Ring) << bytes;
@@ -105,7 +107,9 @@ TEST(NcclModel, ScalesMultiplyLatencyAndDivideBandwidth) {
 //   factor = 2(p-1)/p (busbw = algbw x factor);
 // and across nodes the same with the node's NIC rate (sum of its NICs' datasheet rates) in place of injection.
 // Injection = the datasheet rate of the first link of every route out of rank 0, summed over distinct links.
-bool is_nic_link(LinkClass c) { return c == LinkClass::Rdma || c == LinkClass::Tcp || c == LinkClass::Efa || c == LinkClass::Tcpx; }
+bool is_nic_link(LinkClass c) {
+  return c == LinkClass::Rdma || c == LinkClass::Tcp || c == LinkClass::Efa || c == LinkClass::Tcpx;
+}
 
 TEST(NcclModel, BusBandwidthNeverExceedsThePhysicalBound) {
   for (const char* name : {"dgx-a100", "dgx-h100", "dgx1-v100", "pcie-gen4-8gpu", "cloud-p3-v100-25gbe"}) {
@@ -122,17 +126,24 @@ TEST(NcclModel, BusBandwidthNeverExceedsThePhysicalBound) {
       for (int i = 0; i < rpn && nodes > 1; ++i) {  // each local rank's way out of the node
         Route r;
         t->route(i, rpn + i, r);
-        const auto nic = std::find_if(r.links.begin(), r.links.end(), [&](LinkId id) { return is_nic_link(t->link(id).link_class); });
+        const auto nic = std::find_if(r.links.begin(), r.links.end(),
+                                      [&](LinkId id) { return is_nic_link(t->link(id).link_class); });
         if (nic != r.links.end() && nic_links.insert(*nic).second) nics_Bps += t->link(*nic).bandwidth_Bps;
       }
       const double factor = busbw_factor(Collective::AllReduce, p);
       for (Bytes bytes = 8; bytes <= (Bytes{8} << 30); bytes *= 4) {
+        // What the CLI prints: NCCL's choice with the fitted scales of the generation.
+        const nccl::Estimate printed = nccl::predict(allreduce(bytes), *t);
+        EXPECT_LE(static_cast<double>(bytes) / printed.seconds * factor,
+                  (printed.algorithm == Algorithm::Ring ? 1.0 : factor) * injection_Bps)
+            << name << " x" << nodes << " " << bytes << " B";
         for (const nccl::Estimate& c : nccl::candidates(allreduce(bytes), *t)) {
           const nccl::Estimate e = nccl::predict_with(allreduce(bytes), *t, c.algorithm, c.protocol, {});
           const double busbw_Bps = static_cast<double>(bytes) / e.seconds * factor;
           const double share = c.algorithm == Algorithm::Ring ? 1.0 : factor;
-          const std::string what = std::string(name) + " x" + std::to_string(nodes) + " " + std::string(to_string(c.algorithm)) + "/" +
-                                   std::string(to_string(c.protocol)) + " " + std::to_string(bytes) + " B";
+          const std::string what = std::string(name) + " x" + std::to_string(nodes) + " " +
+                                   std::string(to_string(c.algorithm)) + "/" + std::string(to_string(c.protocol)) +
+                                   " " + std::to_string(bytes) + " B";
           EXPECT_LE(busbw_Bps, share * injection_Bps) << what;
           if (nodes > 1) {
             EXPECT_LE(busbw_Bps, share * nics_Bps) << what;

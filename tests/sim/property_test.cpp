@@ -80,7 +80,8 @@ TEST_P(EveryAlgorithmOnEveryTopology, Properties) {
 INSTANTIATE_TEST_SUITE_P(Shipped, EveryAlgorithmOnEveryTopology,
                          ::testing::Combine(::testing::ValuesIn(kAlgorithms), ::testing::ValuesIn(kTopologies)),
                          [](const ::testing::TestParamInfo<Param>& param) {
-                           std::string n = std::string(to_string(std::get<0>(param.param))) + "_" + std::get<1>(param.param);
+                           std::string n =
+                               std::string(to_string(std::get<0>(param.param))) + "_" + std::get<1>(param.param);
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/collective/collective.hpp"
+#include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
 #include "sim/topology/astra_topology.hpp"
 #include "sim/topology/topology.hpp"
@@ -104,9 +105,11 @@ inline Bytes expected_bytes(const CollectiveSpec& s, int p, Bytes m) {
     case Algorithm::Ring:
       return s.op == Collective::AllReduce ? 2 * (P - 1) * m : (P - 1) * m;
     case Algorithm::Tree:
-    case Algorithm::HalvingDoubling: return 2 * (P - 1) * m;
+    case Algorithm::HalvingDoubling:
+      return 2 * (P - 1) * m;
     case Algorithm::Hierarchical: {
-      const Bytes G = static_cast<Bytes>(s.hierarchy_groups > 0 ? s.hierarchy_groups : std::max(1, p / s.ranks_per_node));
+      const Bytes G =
+          static_cast<Bytes>(s.hierarchy_groups > 0 ? s.hierarchy_groups : std::max(1, p / s.ranks_per_node));
       const Bytes S = P / G;
       return G * 2 * (S - 1) * m + 2 * (G - 1) * m + G * (S - 1) * m;
     }
@@ -114,7 +117,8 @@ inline Bytes expected_bytes(const CollectiveSpec& s, int p, Bytes m) {
       const Bytes R = static_cast<Bytes>(s.ranks_per_node), N = P / R;
       return 2 * N * (R - 1) * m + 2 * (N - 1) * m;
     }
-    default: break;  // auto, and NCCL's algorithms, which have no schedule
+    default:
+      break;  // auto, and NCCL's algorithms, which have no schedule
   }
   ADD_FAILURE() << "unresolved algorithm";
   return 0;
@@ -124,7 +128,6 @@ inline Bytes expected_bytes(const CollectiveSpec& s, int p, Bytes m) {
 double reference_flow_seconds(const Schedule& s, const Topology& t, double reduce_Bps);
 
 inline double rel_diff(double a, double b) { return std::abs(a - b) / std::max(std::abs(a), std::abs(b)); }
-
 
 // A network that forwards to a real one and counts what it was asked to move and what it delivered, so a test can
 // check that every byte of a schedule arrives (and that no transfer is lost or completed twice).
@@ -173,8 +176,8 @@ inline CountedRun run_counted(const Schedule& s, const Topology& t, Fidelity f, 
   ScheduleRun run(s, reduce_Bps, net, queue, nullptr);
   run.start();
   queue.run();
-  return {ps_to_seconds(run.finished_at()), run.done(), net.started_bytes, net.delivered_bytes, net.started,
-          net.delivered};
+  return {
+      ps_to_seconds(run.finished_at()), run.done(), net.started_bytes, net.delivered_bytes, net.started, net.delivered};
 }
 
 // Total effective bandwidth a rank can inject: the sum over the distinct directed links that its routes start on.
@@ -194,6 +197,16 @@ inline double injection_Bps(const Topology& t, int rank) {
   return total;
 }
 
+// The message of the InputError `f` throws ("" if none).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -232,7 +245,8 @@ inline CliResult run_cli(const std::string& args) {
 #ifdef COMMSIM_CLI_PATH
   TempDir dir;
   const auto out = dir.path() / "stdout", err = dir.path() / "stderr";
-  const std::string cmd = std::string("'") + COMMSIM_CLI_PATH + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const std::string cmd =
+      std::string("'") + COMMSIM_CLI_PATH + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -55,19 +55,20 @@ std::string cluster(double intra_Bps, double inter_Bps, double latency_s, int gp
             {"node", {{"devices", devices}, {"links", links}}},
             {"nodes", 2},
             {"fabric", {{"kind", "single_switch"}, {"link_class", "rdma"}}}};
-  return write("cluster-" + std::to_string(intra_Bps) + "-" + std::to_string(inter_Bps) + "-" + std::to_string(latency_s) +
-                   "-" + std::to_string(gpus_per_node) + ".json",
+  return write("cluster-" + std::to_string(intra_Bps) + "-" + std::to_string(inter_Bps) + "-" +
+                   std::to_string(latency_s) + "-" + std::to_string(gpus_per_node) + ".json",
                t);
 }
 
 Json scenario(const std::string& topology, Json strategy, int steps = 2) {
-  return {{"name", "test"},
-          {"topology", topology},
-          {"model", fs::absolute("tests/data/training/model-4x1m.json").string()},
-          {"device", {{"name", "test"}, {"peak_flops", 1e12}, {"efficiency", 1}, {"memory_Bps", 3e18}, {"source", "test"}}},
-          {"batch_per_gpu", 1},
-          {"steps", steps},
-          {"strategy", strategy}};
+  return {
+      {"name", "test"},
+      {"topology", topology},
+      {"model", fs::absolute("tests/data/training/model-4x1m.json").string()},
+      {"device", {{"name", "test"}, {"peak_flops", 1e12}, {"efficiency", 1}, {"memory_Bps", 3e18}, {"source", "test"}}},
+      {"batch_per_gpu", 1},
+      {"steps", steps},
+      {"strategy", strategy}};
 }
 
 Result simulate(const Json& doc, Fidelity fidelity = Fidelity::Analytical) {
@@ -177,7 +178,8 @@ TEST(Dgc, RampUpMappingIsPaddles) {
 }
 
 TEST(Dgc, RampUpShowsInTheStepTimes) {
-  // Dense for steps 0-1 (rampup_begin_step 2), then sparse: the dense steps carry 16 MiB allreduces, so they are slower.
+  // Dense for steps 0-1 (rampup_begin_step 2), then sparse: the dense steps carry 16 MiB allreduces, so they are
+  // slower.
   const std::string t = cluster(10e9, 1e9, 0);
   const Json dgc = {{"rampup_begin_step", 2}, {"rampup_step", 1}, {"sparsity", {0.999}}};
   const Result r = simulate(scenario(t, {{"fusion", kOneBucket}, {"overlap", false}, {"dgc", dgc}}, 4));
@@ -205,7 +207,8 @@ TEST(LocalSgd, KFourCommunicatesAQuarterAsOften) {
   // k_steps 4 from step 0 over 8 steps: parameters are averaged after steps 3 and 7 only; the other six steps
   // only compute (12 ms).
   const std::string t = cluster(10e9, 10e9, 0);
-  const Result r = simulate(scenario(t, {{"fusion", kOneBucket}, {"localsgd", {{"k_steps", 4}, {"begin_step", 0}}}}, 8));
+  const Result r =
+      simulate(scenario(t, {{"fusion", kOneBucket}, {"localsgd", {{"k_steps", 4}, {"begin_step", 0}}}}, 8));
   int communicating = 0;
   for (double s : r.steps_s) communicating += s > kComputeS + 1e-9;
   EXPECT_EQ(communicating, 2);
@@ -223,7 +226,7 @@ TEST(LocalSgd, AdaptiveIntervalFollowsPaddlesFormula) {
   EXPECT_EQ(adaptive_k(l, 0), 2);  // constant lr and loss: ceil(sqrt(4)) = 2
   l.lr_decay_factor = 0.1;
   l.lr_decay_every_steps = 10;
-  EXPECT_EQ(adaptive_k(l, 10), 7);  // lr 10x smaller: ceil(sqrt(10 x 4)) = ceil(6.32) = 7
+  EXPECT_EQ(adaptive_k(l, 10), 7);   // lr 10x smaller: ceil(sqrt(10 x 4)) = ceil(6.32) = 7
   EXPECT_EQ(adaptive_k(l, 20), 16);  // ceil(sqrt(100 x 4)) = 20, capped at 16
   l.lr_decay_factor = 1;
   l.loss_initial = 4;
@@ -245,7 +248,8 @@ TEST(Stragglers, LocalSgdWaitsOnlyAtAveraging) {
   const std::string t = cluster(1e18, 1e18, 0);
   const Json noise = {{"seed", 7}, {"compute_cv", 0.2}};
   const Result sync = simulate(scenario(t, {{"fusion", kOneBucket}, {"stragglers", noise}}, 16));
-  const Result local = simulate(scenario(t, {{"fusion", kOneBucket}, {"stragglers", noise}, {"localsgd", {{"k_steps", 4}, {"begin_step", 0}}}}, 16));
+  const Result local = simulate(scenario(
+      t, {{"fusion", kOneBucket}, {"stragglers", noise}, {"localsgd", {{"k_steps", 4}, {"begin_step", 0}}}}, 16));
   EXPECT_LT(local.compute_s, sync.compute_s);
 }
 
@@ -327,10 +331,13 @@ TEST(BadScenario, EachIsOneClearError) {
     std::string expected;
   } cases[] = {
       {bad(good, "/strategy/nccl_comm_nums", 2), "strategy.nccl_comm_nums: unknown field"},
-      {bad(good, "/strategy/dgc", {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {1.0}}}), "strategy.dgc.sparsity[0]: must be in [0, 1)"},
+      {bad(good, "/strategy/dgc", {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {1.0}}}),
+       "strategy.dgc.sparsity[0]: must be in [0, 1)"},
       {bad(good, "/strategy/localsgd", {{"k_steps", 0}}), "strategy.localsgd.k_steps: must be in [1"},
-      {bad(good, "/strategy/fusion", {{"mode", "index"}, {"indices", {2, 4}}}), "strategy.fusion.indices: split index 4 is past the last tensor"},
-      {bad(good, "/strategy/stragglers", {{"slow_ranks", {{"9", 2.0}}}}), "strategy.stragglers.slow_ranks.9: no such rank"},
+      {bad(good, "/strategy/fusion", {{"mode", "index"}, {"indices", {2, 4}}}),
+       "strategy.fusion.indices: split index 4 is past the last tensor"},
+      {bad(good, "/strategy/stragglers", {{"slow_ranks", {{"9", 2.0}}}}),
+       "strategy.stragglers.slow_ranks.9: no such rank"},
       {bad(good, "/topology", cluster(10e9, 10e9, 0, 1)), "strategy: hierarchical"},
   };
   // The last case: 2 nodes x 1 GPU is fine for a flat ring; make it too small by asking for 4 leaders.
@@ -376,11 +383,13 @@ TEST(Shipped, EveryModelTopologyAndTechnique) {
       {{"fusion", {{"mode", "auto"}}}, {"stragglers", {{"compute_cv", 0.1}}}},
   };
   // The zoo the project promises (test models beside it are not part of this check).
-  const std::vector<std::string> models = {"resnet50", "vgg16", "bert-large", "gpt2-xl", "gpt3-175b", "faster-rcnn-r50-fpn"};
+  const std::vector<std::string> models = {"resnet50", "vgg16",     "bert-large",
+                                           "gpt2-xl",  "gpt3-175b", "faster-rcnn-r50-fpn"};
   int runs = 0;
   for (const std::string& model : models) {
     const fs::path path = fs::absolute("scenarios/models/" + model + ".json");
-    for (const char* topology : {"dgx-a100", "dgx-h100", "dgx1-v100", "pcie-gen4-8gpu", "cloud-tcp-10gbe", "cloud-p3-v100-25gbe"}) {
+    for (const char* topology :
+         {"dgx-a100", "dgx-h100", "dgx1-v100", "pcie-gen4-8gpu", "cloud-tcp-10gbe", "cloud-p3-v100-25gbe"}) {
       for (const Json& strategy : techniques) {
         Json doc = scenario(fs::absolute(std::string("topologies/") + topology + ".json").string(), strategy, 4);
         doc["model"] = path.string();

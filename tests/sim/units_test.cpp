@@ -1,5 +1,7 @@
 // Checked time arithmetic (sim/core/units.hpp), the JSON input scan (sim/core/json_fields.cpp) and the size limits
 // of the topology loader: what cannot be represented or would exhaust the machine is an InputError naming it.
+#include "sim/core/units.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,23 +11,13 @@
 
 #include "sim/core/json_fields.hpp"
 #include "sim/core/limits.hpp"
-#include "sim/core/units.hpp"
 #include "sim/topology/topology.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim {
 namespace {
 
-// The message of the InputError `f` throws ("" if none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(Units, SecondsToPicosecondsUpToOneHundredDays) {
   // 100 days = 8 640 000 s = 8.64e18 ps, the documented limit, below int64's 9.22e18.
@@ -39,7 +31,8 @@ TEST(Units, SecondsToPicosecondsUpToOneHundredDays) {
 TEST(Units, SecondsThatCannotBeRepresentedAreNamed) {
   for (double s : {kMaxSimulatedSeconds * 1.001, -1.0, std::nan(""), std::numeric_limits<double>::infinity(), 1e300}) {
     SCOPED_TRACE(s);
-    EXPECT_NE(error_of([&] { seconds_to_ps(s, "compute time of fwd conv1"); }).find("compute time of fwd conv1"), std::string::npos);
+    EXPECT_NE(error_of([&] { seconds_to_ps(s, "compute time of fwd conv1"); }).find("compute time of fwd conv1"),
+              std::string::npos);
   }
 }
 
@@ -65,7 +58,8 @@ TEST(Units, SumsStopAtTheLimitWithoutOverflowing) {
 TEST(JsonInput, NestingIsBoundedAt64Levels) {
   auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
   EXPECT_NO_THROW(parse_json_text(nested(kMaxJsonDepth), "x.json"));
-  EXPECT_NE(error_of([&] { parse_json_text(nested(kMaxJsonDepth + 1), "x.json"); }).find("nested deeper than 64"), std::string::npos);
+  EXPECT_NE(error_of([&] { parse_json_text(nested(kMaxJsonDepth + 1), "x.json"); }).find("nested deeper than 64"),
+            std::string::npos);
   // 100 000 levels: refused by the scan before any document (whose destructor would recurse) is built.
   EXPECT_NE(error_of([&] { parse_json_text(nested(100000), "x.json"); }), "");
 }
@@ -88,7 +82,8 @@ TEST(JsonInput, NumbersBeyondDoubleAreNamed) {
 TEST(JsonInput, OptionValuesMayBePlainStrings) {
   EXPECT_FALSE(parse_json_value("resnet", "--set name").has_value());
   EXPECT_EQ(parse_json_value("[1, 2]", "--set x")->size(), 2u);
-  EXPECT_NE(error_of([] { parse_json_value(R"({"a": 1, "a": 2})", "--set x"); }).find("--set x: a: duplicate key"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_json_value(R"({"a": 1, "a": 2})", "--set x"); }).find("--set x: a: duplicate key"),
+            std::string::npos);
 }
 
 // A node of `ranks` GPUs on one NVSwitch.
@@ -114,7 +109,9 @@ TEST(TopologyLimits, RanksPerNodeAreCheckedBeforeAnyTableIsBuilt) {
   // 1024 ranks is the limit itself: accepted.
   EXPECT_EQ(load_topology(node_of(1024, dir))->ranks(), 1024);
   // 1025: refused by the loader, naming the devices (per-node tables would hold 1025^2 paths).
-  EXPECT_NE(error_of([&] { load_topology(node_of(1025, dir)); }).find("node.devices: 1025 ranks (gpu, cpu_rank) exceed the limit of 1024"),
+  EXPECT_NE(error_of([&] {
+              load_topology(node_of(1025, dir));
+            }).find("node.devices: 1025 ranks (gpu, cpu_rank) exceed the limit of 1024"),
             std::string::npos);
 }
 
