@@ -82,6 +82,21 @@ def run_commsim(commsim, args, sizes):
         os.unlink(tmp)
 
 
+def version_tuple(text):
+    return tuple(int(x) for x in text.split(".")[:2])
+
+
+def oldest_table_version():
+    """The oldest NCCL version libraries/nccl.json has constants for."""
+    table = json.loads((ROOT / "libraries/nccl.json").read_text())
+    return min((v["version"] for v in table["versions"]), key=version_tuple)
+
+
+def predates(curve_version, oldest):
+    """True when the curve names an NCCL version older than the oldest table (an unnamed version is not)."""
+    return bool(curve_version) and version_tuple(curve_version) < version_tuple(oldest)
+
+
 def evaluate(commsim, shown, path):
     """One curve -> dict with 'skip' (reason) or 'points' [(bytes, pub, pred, err, algo/proto)]."""
     curve = json.loads(path.read_text())
@@ -224,7 +239,9 @@ def main():
         return 0
     results = [evaluate(commsim, a.commsim, p) for p in sorted((ROOT / PUBLISHED).glob("*.json"))]
     used = [r for r in results if "points" in r]
-    predicted = [r for r in used if not r["fit"]]
+    oldest = oldest_table_version()
+    older = [r for r in used if not r["fit"] and predates(r["curve"].get("nccl_version"), oldest)]
+    predicted = [r for r in used if not r["fit"] and r not in older]
     fitted = [r for r in used if r["fit"]]
     skipped = [r for r in results if "skip" in r]
 
@@ -240,17 +257,26 @@ def main():
           f"<= {TARGET_SMALL * 100:.0f} % below 1 MiB, no point beyond {TARGET_MAX * 100:.0f} %.", "",
           f"Curves used to fit model constants (`\"fit\": true`): "
           f"{', '.join(r['file'] for r in fitted) or 'none'}. They are reported apart and left out of the targets.",
-          f"Predicted curves (`\"fit\": false`): {len(predicted)}. Skipped: {len(skipped)}.", "",
+          f"Predicted curves (`\"fit\": false`): {len(predicted)}. Skipped: {len(skipped)}.",
+          f"Curves measured with an NCCL older than the oldest constants table ({oldest}): {len(older)}; the model "
+          "does not claim those versions (their protocols, algorithms and constants differ), so they are reported "
+          "apart, as predictions outside the model's range, and left out of the targets.", "",
           "## Summary: predicted curves", ""]
     lines, ok = summary(predicted) if predicted else (["No predicted curve could be run.", ""], False)
     md += lines
     if fitted:
         md += ["## Summary: fitted curves (not predictions)", ""] + summary(fitted)[0]
+    if older:
+        md += [f"## Summary: curves from NCCL older than {oldest} (outside the model's range)", ""] + summary(older)[0]
     md += ["## Skipped curves", "", "| curve | topology | reason |", "|---|---|---|"]
     md += [f"| {r['file']} | {r['curve'].get('topology') or '-'} | {r['skip']} |" for r in skipped]
     md += ["", "## Predicted curves", ""]
     for r in predicted:
         md += curve_section(r)
+    if older:
+        md += [f"## Curves from NCCL older than {oldest}", ""]
+        for r in older:
+            md += curve_section(r)
     if fitted:
         md += ["## Fitted curves", ""]
         for r in fitted:

@@ -70,8 +70,64 @@ bool parse_nccl_tests_collective(const std::string& name, Collective& op) {
   return true;
 }
 
-NcclTestsLog read_curve(const std::string& path) {
-  const Json doc = read_json_file(path);
+// The file nccl-tests writes with -J FILE.json (nccl-tests >= 2.17.3, src/util.cu jsonOutputInit /
+// writeBenchmarkLineBody / writeResultFooter at commit a0b82b2): "args" (argv, argv[0] names the *_perf binary),
+// "env" ("NAME=value" strings), "config" {nthreads, ngpus}, "devices" (one entry per process, with "hostname") and
+// "results" [{size, out_of_place: {time | cpu_time, ...} or null, in_place: {...}}].
+NcclTestsLog read_nccl_tests_json(const std::string& path, const Json& doc) {
+  JsonFields f(doc, path, "");
+  NcclTestsLog log;
+  log.file = path;
+  const Json& args = f.array("args");
+  std::string program = args.empty() || !args[0].is_string() ? "" : args[0].get<std::string>();
+  program = program.substr(program.find_last_of('/') + 1);
+  const std::string suffix = "_perf";
+  if (program.size() <= suffix.size() || program.substr(program.size() - suffix.size()) != suffix ||
+      !parse_nccl_tests_collective(program.substr(0, program.size() - suffix.size()), log.op))
+    f.fail("args[0]", "must name all_reduce_perf, all_gather_perf or reduce_scatter_perf");
+  log.op_known = true;
+  for (const Json& entry : f.array("env")) {
+    if (!entry.is_string()) f.fail("env", "must be a list of \"NAME=value\" strings");
+    const std::string text = entry.get<std::string>();
+    const std::size_t eq = text.find('=');
+    const std::string name = text.substr(0, eq), value = eq == std::string::npos ? "" : text.substr(eq + 1);
+    if (name == "NCCL_ALGO" && !parse_nccl_algorithm(value, log.forced_algorithm))
+      f.fail("env", "NCCL_ALGO \"" + value + "\" is not one commsim models");
+    if (name == "NCCL_PROTO" && !parse_protocol(lower(value), log.forced_protocol))
+      f.fail("env", "NCCL_PROTO \"" + value + "\" is not ll, ll128 or simple");
+  }
+  JsonFields config = f.object("config");
+  const auto gpus_per_process = config.integer("nthreads", 1, 1024) * config.integer("ngpus", 1, 1024);
+  std::set<std::string> hosts;
+  const Json& devices = f.array("devices");
+  for (const Json& d : devices)
+    if (d.is_object() && d.contains("hostname") && d["hostname"].is_string())
+      hosts.insert(d["hostname"].get<std::string>());
+  log.ranks = static_cast<int>(static_cast<std::int64_t>(devices.size()) * gpus_per_process);
+  log.hosts = static_cast<int>(hosts.size());
+  const Json& results = f.array("results");
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::string at = "results[" + std::to_string(i) + "]";
+    const Json& r = results[i];
+    if (!r.is_object() || !r.contains("size") || !r["size"].is_number_unsigned())
+      throw InputError(path, at + ".size", "must be a size in bytes");
+    const Bytes bytes = r["size"].get<Bytes>();
+    if (bytes == 0) continue;
+    const char* placement = r.contains("out_of_place") && r["out_of_place"].is_object() ? "out_of_place" : "in_place";
+    const Json* body = r.contains(placement) && r[placement].is_object() ? &r[placement] : nullptr;
+    const Json* time = body == nullptr              ? nullptr
+                       : body->contains("time")     ? &(*body)["time"]
+                       : body->contains("cpu_time") ? &(*body)["cpu_time"]
+                                                    : nullptr;
+    if (time == nullptr || !time->is_number() || !std::isfinite(time->get<double>()) || time->get<double>() <= 0)
+      throw InputError(path, at + "." + placement + ".time", "must be a positive time in microseconds");
+    log.rows.push_back({bytes, time->get<double>(), static_cast<int>(i)});
+  }
+  if (log.rows.empty()) f.fail("results", "has no row with a non-zero size");
+  return log;
+}
+
+NcclTestsLog read_curve(const std::string& path, const Json& doc) {
   JsonFields f(doc, path, "");
   NcclTestsLog log;
   log.file = path;
@@ -111,7 +167,10 @@ NcclTestsLog read_curve(const std::string& path) {
 }  // namespace
 
 NcclTestsLog read_nccl_tests_log(const std::string& path) {
-  if (path.size() > 5 && path.substr(path.size() - 5) == ".json") return read_curve(path);
+  if (path.size() > 5 && path.substr(path.size() - 5) == ".json") {
+    const Json doc = read_json_file(path);
+    return doc.contains("results") ? read_nccl_tests_json(path, doc) : read_curve(path, doc);
+  }
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open file");
   NcclTestsLog log;

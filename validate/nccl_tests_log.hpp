@@ -37,8 +37,9 @@ struct NcclTestsLog {
   Collective op = Collective::AllReduce;
 };
 
-// Parses nccl-tests text output, or a published curve (validate/nccl-tests/published/*.json: its rows, collective,
-// nodes x GPUs and NCCL_ALGO / NCCL_PROTO). Throws InputError naming the file (and the line or field) on a log
+// Parses nccl-tests text output, the JSON file nccl-tests writes with -J (a .json file with "results"), or a
+// published curve (validate/nccl-tests/published/*.json: its rows, collective, nodes x GPUs and NCCL_ALGO /
+// NCCL_PROTO). Throws InputError naming the file (and the line or field) on a log
 // without rows or with a malformed row.
 NcclTestsLog read_nccl_tests_log(const std::string& path);
 

@@ -147,7 +147,7 @@ std::vector<Bucket> make_buckets(const Scenario& sc, const Model& model) {
     }
   } else {
     // Size: fill in backward order until the bucket reaches its cap (PyTorch DDP Reducer; MindSpore "size"/"auto").
-    double cap = (f.mode == FusionMode::Size ? f.first_bucket_mb : f.size_mb) * kMB;
+    double cap = (f.mode == FusionMode::Size ? f.first_bucket_cap_mb() : f.size_mb) * kMB;
     std::vector<int> group;
     double bytes = 0;
     for (int t = n - 1; t >= 0; --t) {

@@ -23,6 +23,8 @@ struct Fusion {
   FusionMode mode = FusionMode::Size;
   double size_mb = 25;         // Size: bucket threshold (PyTorch DDP bucket_cap_mb default 25)
   double first_bucket_mb = 0;  // Size: DDP's smaller first bucket (1 MB in DDP); 0 = same as size_mb
+  // The cap of the first bucket filled (the last layers' gradients): first_bucket_mb, or size_mb when it is 0.
+  double first_bucket_cap_mb() const { return first_bucket_mb > 0 ? first_bucket_mb : size_mb; }
   std::vector<int> indices;    // Index: MindSpore split indices into the forward-ordered tensor list
 };
 

@@ -98,6 +98,28 @@ TEST(Fusion, FewerBucketsWinWithLargeLatency) {
   EXPECT_NEAR(separate.step_time_s - fused.step_time_s, 3 * 6 * 100e-6, 1e-8);
 }
 
+TEST(Fusion, NoFusionBlockIsTheDocumentedDefault) {
+  // Without a "fusion" block a scenario buckets as {"mode": "size", "size_mb": 25} spelled out: the first bucket's
+  // cap is size_mb (first_bucket_mb 0 means "same as size_mb"). The four 4 MiB tensors (16.8 MB) fit under 25 MB,
+  // so both plans have one bucket of all four tensors; a 0 MB first-bucket cap would have split off the last
+  // layer's tensor (two buckets). A 1 MB first bucket (DDP's) does split it off: 4.19 MB >= 1 MB closes it.
+  const std::string t = cluster(10e9, 10e9, 0);
+  auto buckets = [&](const Json& strategy) {
+    return simulate_document(scenario(t, strategy), write("scenario.json", scenario(t, strategy)),
+                             Fidelity::Analytical)
+        .plan.buckets;
+  };
+  const auto implicit = buckets(Json::object());
+  const auto spelled_out = buckets({{"fusion", {{"mode", "size"}, {"size_mb", 25}}}});
+  const auto ddp_first = buckets({{"fusion", {{"mode", "size"}, {"size_mb", 25}, {"first_bucket_mb", 1}}}});
+  ASSERT_EQ(implicit.size(), 1u);
+  EXPECT_EQ(implicit[0].tensors, (std::vector<int>{3, 2, 1, 0}));
+  ASSERT_EQ(spelled_out.size(), 1u);
+  EXPECT_EQ(spelled_out[0].tensors, implicit[0].tensors);
+  ASSERT_EQ(ddp_first.size(), 2u);
+  EXPECT_EQ(ddp_first[0].tensors, (std::vector<int>{3}));
+}
+
 TEST(Overlap, HidesAllButTheLastBucket) {
   // One bucket per layer, 629.1456 us each (see above), shorter than a layer's 2 ms backward: each bucket finishes
   // before the next is ready, so only the last (layer 0's, ready at 12 ms) shows: step = 12 ms + 629.1456 us.
