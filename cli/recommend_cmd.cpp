@@ -100,20 +100,23 @@ void run_recommend(const RecommendOptions& o) {
   const LossyMargin margin = lossy_margin(given);
   const SnippetChoice pick = snippet_choice(rec, top, margin.rel);
   if (pick.lossy_passed_over)
-    std::printf("\nNot printed: the lossy \"%s\" wins by only %s over the fastest lossless settings (%.3f ms), "
-                "within the prediction's band (%s).\n",
-                changes(*pick.lossy_passed_over, knobs).c_str(), percent(pick.lossy_gain).c_str(),
-                pick.lossless_s * 1e3, margin.source.c_str());
+    std::printf(
+        "\nNot printed: the lossy \"%s\" wins by only %s over the fastest lossless settings (%.3f ms), "
+        "within the prediction's band (%s).\n",
+        changes(*pick.lossy_passed_over, knobs).c_str(), percent(pick.lossy_gain).c_str(), pick.lossless_s * 1e3,
+        margin.source.c_str());
   if (pick.candidate && pick.candidate->lossy)
-    std::printf("\nThe lossy pick wins by %s over the fastest lossless settings (%.3f ms), more than the prediction's "
-                "band (%s).\n",
-                percent(1 - pick.candidate->eval.result.step_time_s / pick.lossless_s).c_str(), pick.lossless_s * 1e3,
-                margin.source.c_str());
+    std::printf(
+        "\nThe lossy pick wins by %s over the fastest lossless settings (%.3f ms), more than the prediction's "
+        "band (%s).\n",
+        percent(1 - pick.candidate->eval.result.step_time_s / pick.lossless_s).c_str(), pick.lossless_s * 1e3,
+        margin.source.c_str());
   const Strategy& s = pick.candidate ? pick.candidate->eval.scenario.strategy : rec.given.scenario.strategy;
   std::string whose = "the given settings (the fastest lossless ones found)";
   for (std::size_t i = 0; i < top.size(); ++i)
     if (top[i] == pick.candidate) whose = "#" + std::to_string(i + 1);
-  if (pick.candidate && whose[0] != '#') whose = changes(*pick.candidate, knobs);
+  if (pick.candidate && whose[0] != '#')
+    whose = "the fastest lossless settings found (" + changes(*pick.candidate, knobs) + ")";
   std::printf("\nSettings of %s%s:\n", whose.c_str(),
               pick.candidate && pick.candidate->lossy
                   ? " (lossy: changes what training computes; check accuracy before adopting)"
