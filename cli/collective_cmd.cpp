@@ -176,7 +176,7 @@ void register_collective(CLI::App& app, int& exit_code) {
   cmd->add_option("--chunks", o->chunks, "pipeline pieces per step (0 = algorithm default)")
       ->check(number_in(0, kMaxChunks));
   cmd->add_option("--groups", o->hierarchy_groups,
-                  "hierarchical: number of leaders (hierarchical_allreduce_inter_nranks)")
+                  "hierarchical: number of groups = leaders (Paddle's hierarchical_allreduce_inter_nranks is ranks / groups)")
       ->check(number_in(0));
   cmd->add_option("--reduce-Bps", o->reduce_Bps, "local reduction rate gamma in bytes/s (0 = free)")
       ->check(number_in(0));

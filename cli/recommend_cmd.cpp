@@ -1,12 +1,15 @@
 // `commsim recommend`: searches the communication settings for the fastest step, prints the top five with the
 // reason for each, and the winner as ready-to-paste settings for Paddle, MindSpore, PyTorch DDP and NCCL.
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/commands.hpp"
 #include "reports/format.hpp"
+#include "reports/sharding_snippets.hpp"
 #include "reports/snippets.hpp"
 #include "reports/tuner.hpp"
 #include "sim/collective/nccl_model.hpp"
+#include "validate/calibration.hpp"
 
 namespace commsim::cli {
 namespace {
@@ -17,6 +20,42 @@ struct RecommendOptions {
   bool allow_lossy = false;
   int budget = 200, jobs = 0, steps = 0;
 };
+
+// How much a lossy setting must win by before it is printed: the prediction's band, from the topology's calibration
+// (the widest band of its calibrated link classes: no step time moves by more than that when every class is off by
+// its own band), else the NCCL model's fitted band for a 64 MiB allreduce, else commsim's rule of 5 %.
+struct LossyMargin {
+  double rel = 0.05;
+  std::string source = "no calibrated band for this topology, so commsim's rule: 5 %";
+};
+
+LossyMargin lossy_margin(const SimulationRun& given) {
+  LossyMargin m;
+  const Json doc = read_json_file(given.scenario.topology_path);
+  if (doc.is_object() && doc.contains("sources") && doc["sources"].is_object() &&
+      doc["sources"].contains("calibration")) {
+    const validate::CalibrationSummary cal = validate::read_calibration(given.scenario.topology_path);
+    double widest = 0;
+    for (const auto& [name, rel] : cal.band_rel) widest = std::max(widest, rel);
+    m.rel = widest;
+    m.source = "+-" + reports::fixed(100 * widest, 1) + " % from the calibration of " + given.scenario.topology_path +
+               " (its widest link class)";
+    return m;
+  }
+  if (given.topology->library().kind == LibraryKind::Nccl) {
+    CollectiveSpec probe;
+    probe.op = Collective::AllReduce;
+    probe.algorithm = Algorithm::Auto;
+    probe.bytes = Bytes{64} << 20;
+    probe.ranks_per_node = given.topology->ranks_per_node();
+    const double band = nccl::predict(probe, *given.topology).band_rel;
+    if (band > 0) {
+      m.rel = band;
+      m.source = "+-" + reports::fixed(100 * band, 1) + " %, the fitted NCCL model's band for a 64 MiB allreduce";
+    }
+  }
+  return m;
+}
 
 void run_recommend(const RecommendOptions& o) {
   using namespace reports;
@@ -57,15 +96,46 @@ void run_recommend(const RecommendOptions& o) {
     return;
   }
 
-  const Candidate& best = *top.front();
-  const Strategy& s = best.eval.scenario.strategy;
-  std::printf("\nSettings of #1%s:\n",
-              best.lossy ? " (lossy: changes what training computes; check accuracy before adopting)"
-              : changes(best, knobs) == "the given settings" ? " (the given settings are the fastest found)"
-                                                             : "");
-  std::printf("\n# Paddle (fleet)\n%s", paddle_snippet(s, given.topology->nodes()).c_str());
+  // A lossy pick is printed only when it wins by more than the prediction's band (reports/tuner.hpp).
+  const LossyMargin margin = lossy_margin(given);
+  const SnippetChoice pick = snippet_choice(rec, top, margin.rel);
+  if (pick.lossy_passed_over)
+    std::printf(
+        "\nNot printed: the lossy \"%s\" wins by only %s over the fastest lossless settings (%.3f ms), "
+        "within the prediction's band (%s).\n",
+        changes(*pick.lossy_passed_over, knobs).c_str(), percent(pick.lossy_gain).c_str(), pick.lossless_s * 1e3,
+        margin.source.c_str());
+  if (pick.candidate && pick.candidate->lossy)
+    std::printf(
+        "\nThe lossy pick wins by %s over the fastest lossless settings (%.3f ms), more than the prediction's "
+        "band (%s).\n",
+        percent(1 - pick.candidate->eval.result.step_time_s / pick.lossless_s).c_str(), pick.lossless_s * 1e3,
+        margin.source.c_str());
+  const Strategy& s = pick.candidate ? pick.candidate->eval.scenario.strategy : rec.given.scenario.strategy;
+  std::string whose = "the given settings (the fastest lossless ones found)";
+  for (std::size_t i = 0; i < top.size(); ++i)
+    if (top[i] == pick.candidate) whose = "#" + std::to_string(i + 1);
+  if (pick.candidate && whose[0] != '#')
+    whose = "the fastest lossless settings found (" + changes(*pick.candidate, knobs) + ")";
+  std::printf("\nSettings of %s%s:\n", whose.c_str(),
+              pick.candidate && pick.candidate->lossy
+                  ? " (lossy: changes what training computes; check accuracy before adopting)"
+              : pick.candidate && changes(*pick.candidate, knobs) == "the given settings"
+                  ? " (the given settings are the fastest found)"
+                  : "");
+  if (s.sharding.stage) {
+    std::printf("\n# PyTorch FSDP\n%s", fsdp_snippet(s).c_str());
+    std::uint64_t model_elements = 0;
+    for (const auto& tensor : given.plan.model.tensors) model_elements += tensor.elements;
+    std::printf("\n# DeepSpeed ZeRO\n%s", deepspeed_snippet(s, model_elements).c_str());
+    std::printf("\n# Paddle (dygraph sharding)\n%s", paddle_sharding_snippet(s).c_str());
+    std::printf("\n# MindSpore (optimizer parallel)\n%s", mindspore_sharding_snippet(s).c_str());
+    return;
+  }
+  std::printf("\n# Paddle (fleet)\n%s", paddle_snippet(s, given.topology->nodes(), given.result.ranks).c_str());
   std::printf("\n# MindSpore\n%s", mindspore_snippet(s).c_str());
   std::printf("\n# PyTorch DDP\n%s", pytorch_snippet(s).c_str());
+  std::printf("\n# Horovod\n%s", horovod_snippet(s).c_str());
   std::printf("\n# NCCL environment\n%s", nccl_env_snippet(s).c_str());
   if (given.topology->library().kind == LibraryKind::Nccl) {
     // Where the fitted model disagrees with NCCL's own choice by size, a rule for NCCL's example tuner plugin.
@@ -88,8 +158,10 @@ void register_recommend(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "recommend", "Search communication settings for the fastest step and print them for the frameworks");
   cmd->add_option("scenario", o->scenario, "scenario JSON file")->required();
-  cmd->add_flag("--allow-lossy", o->allow_lossy,
-                "also search DGC sparsity, Local SGD k and low-precision communication (they change convergence)");
+  cmd->add_flag(
+      "--allow-lossy", o->allow_lossy,
+      "also search DGC sparsity, Local SGD k and low-precision communication (they change convergence); one is "
+      "printed only when it wins by more than the prediction's band");
   cmd->add_option("--budget", o->budget, "most configurations to evaluate in the search (default 200)")
       ->check(number_in(1));
   cmd->add_option("--fidelity", o->fidelity,

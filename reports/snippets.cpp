@@ -1,5 +1,7 @@
 #include "reports/snippets.hpp"
 
+#include <algorithm>
+
 #include "reports/format.hpp"
 
 namespace commsim::reports {
@@ -16,7 +18,13 @@ bool size_fusion(const Strategy& s) { return s.fusion.mode == FusionMode::Size |
 
 }  // namespace
 
-std::string paddle_snippet(const Strategy& s, int nodes) {
+int hierarchy_leaders(const Strategy& s, int nodes, int ranks) {
+  if (s.hierarchical_allreduce_leaders > 0) return s.hierarchical_allreduce_leaders;
+  if (s.hierarchical_allreduce_group_size > 0) return ranks / s.hierarchical_allreduce_group_size;
+  return nodes;
+}
+
+std::string paddle_snippet(const Strategy& s, int nodes, int ranks) {
   std::string out =
       "import paddle.distributed.fleet as fleet\n"
       "strategy = fleet.DistributedStrategy()\n";
@@ -25,9 +33,13 @@ std::string paddle_snippet(const Strategy& s, int nodes) {
   out += std::string("strategy.sync_nccl_allreduce = ") + (s.overlap ? "False" : "True") + "\n";
   if (s.use_hierarchical_allreduce) {
     out += "strategy.use_hierarchical_allreduce = True\n";
-    out += "strategy.hierarchical_allreduce_inter_nranks = " +
-           std::to_string(s.hierarchical_allreduce_inter_nranks ? s.hierarchical_allreduce_inter_nranks : nodes) +
-           "  # number of leaders\n";
+    // Paddle reads inter_nranks as the ranks per group (gen_nccl_id_op.cc: inter_trainer_id = trainer_id %
+    // inter_nranks; the ranks with trainer_id % inter_nranks == 0 are the leaders), one rank per GPU.
+    const int leaders = hierarchy_leaders(s, nodes, ranks), group = ranks / std::max(1, leaders);
+    out += "strategy.hierarchical_allreduce_inter_nranks = " + std::to_string(group) +
+           "  # ranks per group, not the number of leaders: " + std::to_string(leaders) + " groups of " +
+           std::to_string(group) + " ranks, leaders are ranks 0, " + std::to_string(group) + ", " +
+           std::to_string(2 * group) + ", ...\n";
   }
   if (s.comm_dtype == CommDtype::Fp16) out += "strategy.fp16_allreduce = True\n";
   if (s.comm_dtype == CommDtype::Bf16 || s.comm_dtype == CommDtype::Fp8)
@@ -63,9 +75,18 @@ std::string mindspore_snippet(const Strategy& s) {
   } else {
     fusion = "{\"allreduce\": {\"mode\": \"size\", \"config\": " + number(s.fusion.size_mb) + "}}";
   }
-  return "import mindspore as ms\n"
-         "ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, comm_fusion=" +
-         fusion + ")\n";
+  std::string out =
+      "import mindspore as ms\n"
+      "ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, comm_fusion=" +
+      fusion + ")\n";
+  // gradient_fp32_sync=False (allreduce in the gradients' dtype) is listed for the auto-parallel modes only.
+  if (s.comm_dtype != CommDtype::Fp32)
+    out +=
+        "# " + std::string(to_string(s.comm_dtype)) +
+        " gradient communication: no DATA_PARALLEL setting (gradient_fp32_sync applies to the auto-parallel modes)\n";
+  if (s.dgc) out += "# DGC: no MindSpore setting\n";
+  if (s.localsgd) out += "# Local SGD: no MindSpore setting\n";
+  return out;
 }
 
 std::string pytorch_snippet(const Strategy& s) {
@@ -95,6 +116,24 @@ std::string pytorch_snippet(const Strategy& s) {
   }
   if (s.nccl_comm_num > 1)
     out += "# nccl_comm_num = " + std::to_string(s.nccl_comm_num) + ": DDP uses one communication stream\n";
+  return out;
+}
+
+std::string horovod_snippet(const Strategy& s) {
+  std::string out = "import horovod.torch as hvd\n";
+  const bool fp16 = s.comm_dtype == CommDtype::Fp16;
+  out += std::string("optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters()") +
+         (fp16 ? ", compression=hvd.Compression.fp16" : "") + ")\n";
+  if (s.comm_dtype == CommDtype::Bf16 || s.comm_dtype == CommDtype::Fp8)
+    out += "# " + std::string(to_string(s.comm_dtype)) +
+           " gradient communication: Horovod's built-in compressors are Compression.none and Compression.fp16 only\n";
+  if (s.dgc) out += "# DGC: no built-in Horovod compressor\n";
+  if (s.localsgd) out += "# Local SGD: no built-in Horovod setting\n";
+  if (size_fusion(s))
+    out += "# export HOROVOD_FUSION_THRESHOLD=" + std::to_string(static_cast<long long>(s.fusion.size_mb * 1048576)) +
+           "  # tensor fusion buffer in bytes (" + number(s.fusion.size_mb) + " MB)\n";
+  if (s.use_hierarchical_allreduce)
+    out += "# export HOROVOD_HIERARCHICAL_ALLREDUCE=1  # Horovod's groups are the nodes\n";
   return out;
 }
 

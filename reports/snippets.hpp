@@ -8,10 +8,14 @@
 
 namespace commsim::reports {
 
-// `nodes`: the cluster's node count, which a hierarchical_allreduce_inter_nranks of 0 stands for.
-std::string paddle_snippet(const Strategy& s, int nodes);
+// `nodes` and `ranks`: the cluster's, for the hierarchy's groups when the strategy leaves them to one per node.
+std::string paddle_snippet(const Strategy& s, int nodes, int ranks);
 std::string mindspore_snippet(const Strategy& s);
 std::string pytorch_snippet(const Strategy& s);
 std::string nccl_env_snippet(const Strategy& s);
+// Horovod (PyTorch): DistributedOptimizer's compression and the fusion threshold; says where it has no switch.
+std::string horovod_snippet(const Strategy& s);
+// The hierarchy's number of groups (= leaders) on a cluster of `nodes` nodes and `ranks` ranks.
+int hierarchy_leaders(const Strategy& s, int nodes, int ranks);
 
 }  // namespace commsim::reports

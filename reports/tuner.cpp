@@ -5,6 +5,8 @@
 #include <map>
 
 #include "reports/format.hpp"
+#include "reports/sharding_search.hpp"
+#include "reports/snippets.hpp"
 
 namespace commsim::reports {
 
@@ -71,14 +73,14 @@ Knob collective_knob(const Scenario& s, int ranks, int nodes, const CommLibrary&
         {std::string(to_string(a)) + " allreduce",
          {"strategy.use_hierarchical_allreduce=false", "strategy.algorithm=" + std::string(to_string(a))}});
   }
-  // Paddle hierarchical_allreduce_inter_nranks = number of leaders (groups): one per node, or two or four per node
+  // Hierarchical allreduce with one, two or four groups (leaders) per node; Paddle's inter_nranks is ranks / groups.
   for (int groups : {nodes, 2 * nodes, 4 * nodes}) {
     if (groups < 2 || groups >= ranks || ranks % groups != 0) continue;
-    const int given_groups = st.hierarchical_allreduce_inter_nranks ? st.hierarchical_allreduce_inter_nranks : nodes;
-    if (st.use_hierarchical_allreduce && given_groups == groups) k.given = k.choices.size(), matched = true;
+    if (st.use_hierarchical_allreduce && hierarchy_leaders(st, nodes, ranks) == groups)
+      k.given = k.choices.size(), matched = true;
     k.choices.push_back({"hierarchical allreduce, " + std::to_string(groups) + " leaders",
-                         {"strategy.use_hierarchical_allreduce=true",
-                          "strategy.hierarchical_allreduce_inter_nranks=" + std::to_string(groups)}});
+                         {"strategy.use_hierarchical_allreduce=true", "strategy.hierarchical_allreduce_group_size=null",
+                          "strategy.hierarchical_allreduce_leaders=" + std::to_string(groups)}});
   }
   if (!matched) {
     k.choices.insert(k.choices.begin(), {std::string(to_string(st.algorithm)) + " (as given)", {}});
@@ -143,6 +145,12 @@ std::size_t changed(const std::vector<Knob>& knobs, const std::vector<std::size_
 
 std::vector<Knob> search_space(const Scenario& given, int ranks, int nodes, bool allow_lossy,
                                const CommLibrary& library) {
+  if (given.strategy.sharding.stage) {  // all-gathers and reduce-scatters, no allreduce; DGC and Local SGD excluded
+    std::vector<Knob> knobs = sharding_knobs(given);
+    knobs.insert(knobs.begin() + 2, streams_knob(given));
+    if (allow_lossy) knobs.push_back(dtype_knob(given));
+    return knobs;
+  }
   std::vector<Knob> knobs = {fusion_knob(given), streams_knob(given), collective_knob(given, ranks, nodes, library)};
   if (allow_lossy) {
     knobs.push_back(dtype_knob(given));
@@ -245,6 +253,33 @@ Recommendation recommend(const Json& base, const std::string& file, const std::v
   return rec;
 }
 
+SnippetChoice snippet_choice(const Recommendation& rec, const std::vector<const Candidate*>& top, double band_rel) {
+  SnippetChoice out;
+  const Candidate* lossless = nullptr;  // the fastest candidate that changes no lossy knob
+  for (const Candidate& c : rec.ranked)
+    if (!c.lossy && (!lossless || c.eval.result.step_time_s < lossless->eval.result.step_time_s)) lossless = &c;
+  double reference_s = rec.given.result.step_time_s;
+  if (lossless && lossless->eval.result.step_time_s < reference_s)
+    reference_s = lossless->eval.result.step_time_s;
+  else
+    lossless = nullptr;  // the given settings are the fastest lossless ones
+  out.lossless_s = reference_s;
+  for (const Candidate* c : top) {
+    if (!c->lossy) {
+      out.candidate = c;
+      return out;
+    }
+    const double gain = 1 - c->eval.result.step_time_s / reference_s;
+    if (gain > band_rel) {
+      out.candidate = c;
+      return out;
+    }
+    if (!out.lossy_passed_over) out.lossy_passed_over = c, out.lossy_gain = gain;
+  }
+  out.candidate = lossless;
+  return out;
+}
+
 std::string changes(const Candidate& c, const std::vector<Knob>& knobs) {
   std::string out;
   for (std::size_t k = 0; k < knobs.size(); ++k)
@@ -293,6 +328,13 @@ std::string reason(const Evaluation& given, const Candidate& c, const std::vecto
                                                knobs[k].choices[knobs[k].given].label
                         : algo == "2d-ring" ? "2d-ring allreduce keeps most of the traffic inside the nodes"
                                             : label + " replaces " + knobs[k].choices[knobs[k].given].label);
+    } else if (name == "allgather" || name == "reducescatter") {
+      const bool larger = std::stod(label) > std::stod(knobs[k].choices[knobs[k].given].label);
+      because.push_back(label + (larger ? " pay the per-collective latency fewer times"
+                                        : " let the " + name + "s start earlier and overlap more of the compute"));
+    } else if (name == "prefetch") {
+      because.push_back(label + " (instead of " + knobs[k].choices[knobs[k].given].label +
+                        ") changes how far ahead of the compute the parameters are gathered");
     } else if (label.rfind("Local SGD", 0) == 0) {
       because.push_back(label + " averages the model once every " + label.substr(label.find('=') + 1) +
                         " steps instead of allreducing gradients every step");

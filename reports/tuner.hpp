@@ -62,6 +62,19 @@ Recommendation recommend(const Json& base, const std::string& file, const std::v
 std::vector<const Candidate*> top_distinct(const Recommendation& rec, const std::vector<Knob>& knobs, std::size_t n,
                                            double rel = 0.001);
 
+// Which candidate's settings become the ready-to-paste snippet. A lossy candidate (one that changes a lossy knob)
+// is taken only when it is faster than the fastest lossless configuration (a lossless candidate or the given
+// settings) by more than `band_rel` of that configuration's step time: a smaller gain is within what the prediction
+// can be wrong by, so it does not justify changing what training computes. Lossy knobs are searched only with
+// --allow-lossy, so without it no candidate is lossy.
+struct SnippetChoice {
+  const Candidate* candidate = nullptr;          // nullptr: the given settings
+  const Candidate* lossy_passed_over = nullptr;  // the fastest lossy candidate left out for a gain within the band
+  double lossy_gain = 0;                         // its gain over the fastest lossless configuration (fraction)
+  double lossless_s = 0;                         // the step time of the fastest lossless configuration
+};
+SnippetChoice snippet_choice(const Recommendation& rec, const std::vector<const Candidate*>& top, double band_rel);
+
 // One sentence from the numbers: how exposed communication and communication change, and the knob changes that
 // cause it, e.g. "Exposed communication falls from 38.0 % to 6.0 % of the step (communication 41.20 ms -> 30.10 ms)
 // because 25 MB buckets (9 instead of 1) start during backward."

@@ -732,10 +732,7 @@ class RankRunner {
     r.steps_s = slowest;
     // The steady state starts where the simulator's does (DGC at its final sparsity, Local SGD begun).
     const Strategy& st = sc.strategy;
-    r.steady_from = 0;
-    if (st.dgc) r.steady_from = st.dgc->rampup_begin_step + st.dgc->rampup_step;
-    if (st.localsgd) r.steady_from = st.localsgd->begin_step;
-    if (r.steady_from >= sc.steps) r.steady_from = 0;
+    r.steady_from = steady_state_start(st, sc.steps);
     const std::vector<double> steady(slowest.begin() + r.steady_from, slowest.end());
     r.step_time_s = median(steady);
     r.step_time_spread_s = half_interquartile_range(steady);

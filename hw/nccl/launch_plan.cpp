@@ -61,10 +61,10 @@ std::string to_string(Scope s) {
 }
 
 int hierarchy_group_size(const Plan& plan, int ranks_per_node) {
-  const int groups = plan.scenario.strategy.hierarchical_allreduce_inter_nranks;
+  const int groups = plan.scenario.strategy.hierarchical_allreduce_leaders;
   if (groups <= 0) return std::max(1, ranks_per_node);
   if (plan.ranks % groups != 0)
-    throw InputError(plan.scenario.file, "strategy.hierarchical_allreduce_inter_nranks",
+    throw InputError(plan.scenario.file, "strategy.hierarchical_allreduce_leaders",
                      std::to_string(groups) + " groups do not divide " + std::to_string(plan.ranks) + " ranks");
   return plan.ranks / groups;
 }

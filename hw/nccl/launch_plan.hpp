@@ -38,7 +38,7 @@ enum class Dtype : std::uint8_t {
 // Which communicator of a stream an op uses.
 enum class Scope : std::uint8_t {
   World,  // all ranks
-  Intra,  // the ranks of this rank's hierarchy group (a node, or 1 / hierarchical_allreduce_inter_nranks of them)
+  Intra,  // the ranks of this rank's hierarchy group (a node, or 1 / hierarchical_allreduce_leaders of them)
   Inter,  // the group leaders (local index 0 of every group); other ranks hold no such communicator
 };
 
@@ -112,7 +112,7 @@ struct LaunchProgram {
   std::vector<LaunchStep> kinds;
 };
 
-// Ranks per hierarchy group: ranks / hierarchical_allreduce_inter_nranks when that is set, else ranks per node.
+// Ranks per hierarchy group: ranks / hierarchical_allreduce_leaders when that is set, else ranks per node.
 // Throws InputError when the groups do not divide the ranks.
 int hierarchy_group_size(const Plan& plan, int ranks_per_node);
 

@@ -374,11 +374,8 @@ class Runner {
     r.fidelity = "measured";
     r.ranks = plan_.ranks;
     r.batch_per_gpu = sc.batch_per_gpu;
-    const Strategy& st = sc.strategy;
-    if (st.dgc) r.steady_from = st.dgc->rampup_begin_step + st.dgc->rampup_step;
-    if (st.localsgd) r.steady_from = st.localsgd->begin_step;
     const int steps = static_cast<int>(step_s_.size());
-    if (r.steady_from >= steps) r.steady_from = 0;
+    r.steady_from = steady_state_start(sc.strategy, steps);
     const double steady = steps - r.steady_from;
     r.stream_busy_s.assign(static_cast<std::size_t>(program_.streams + 1), 0.0);
     for (int s = 0; s < steps; ++s) {

@@ -317,7 +317,7 @@ void check_supported(const CollectiveSpec& spec, int ranks, const std::string& f
     const int groups = spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, ranks / spec.ranks_per_node);
     if (ranks % groups != 0)
       throw InputError(
-          field, "hierarchical_allreduce_inter_nranks",
+          field, "hierarchical_allreduce_leaders",
           std::to_string(groups) + " leaders do not divide " + std::to_string(ranks) + " ranks into equal groups");
   }
   if (spec.algorithm == Algorithm::Ring2D && (spec.ranks_per_node < 1 || ranks % spec.ranks_per_node != 0))

@@ -56,7 +56,7 @@ struct CollectiveSpec {
   int channels = 1;          // independent rings/trees, each carrying 1/channels of the data (NCCL channels)
   int chunks = 0;            // pipeline pieces per step; 0 = 1 for rings, ceil(bytes / 512 KiB) (<= 64) for pipelines
   int root = 0;              // broadcast / reduce root (position in ranks)
-  int hierarchy_groups = 0;  // Hierarchical: number of groups = leaders (Paddle hierarchical_allreduce_inter_nranks);
+  int hierarchy_groups = 0;  // Hierarchical: number of groups = leaders (ranks / Paddle's inter_nranks);
                              // 0 = one group per node
   double reduce_Bps = 0;     // gamma: local reduction rate in bytes/s; 0 = reductions take no time
   int ranks_per_node = 1;    // for node-aware ring orders, Ring2D and the default hierarchy

@@ -9,28 +9,6 @@
 
 namespace commsim {
 
-double dgc_sparsity(const Dgc& dgc, int step) {
-  if (step < dgc.rampup_begin_step) return 0;
-  const int n = static_cast<int>(dgc.sparsity.size());
-  // Paddle: rampup_step 100 with 5 sparsities -> steps 0-19 use the first, 20-39 the second, ...
-  const int period = std::max(1, dgc.rampup_step / n);
-  return dgc.sparsity[std::min(n - 1, (step - dgc.rampup_begin_step) / period)];
-}
-
-int adaptive_k(const LocalSgd& l, int step) {
-  // Paddle AdaptiveLocalSGDOptimizer (after AdaComm, Wang & Joshi 2019):
-  //   k = ceil(sqrt(lr_0 * loss_t / (lr_t * loss_0) * init_k_steps)), clamped to [1, 16].
-  const double lr =
-      l.lr_initial * (l.lr_decay_every_steps > 0 ? std::pow(l.lr_decay_factor, step / l.lr_decay_every_steps) : 1);
-  // The loss decays exponentially from loss_initial towards loss_final with the given half-life (a stated input).
-  const double loss = l.loss_half_life_steps > 0
-                          ? l.loss_final + (l.loss_initial - l.loss_final) *
-                                               std::exp2(-static_cast<double>(step) / l.loss_half_life_steps)
-                          : l.loss_initial;
-  const double k = std::ceil(std::sqrt(l.lr_initial * loss / (lr * l.loss_initial) * l.init_k_steps));
-  return static_cast<int>(std::clamp(k, 1.0, 16.0));
-}
-
 namespace {
 
 constexpr double kMB = 1024.0 * 1024.0;  // fusion sizes are MiB, as PyTorch's bucket_cap_mb and MindSpore's
@@ -49,7 +27,7 @@ struct Builder {
     c.algorithm = algorithm;
     c.bytes = bytes;
     c.channels = sc.strategy.channels > 0 ? sc.strategy.channels : topo.default_channels();
-    c.hierarchy_groups = sc.strategy.hierarchical_allreduce_inter_nranks;
+    c.hierarchy_groups = sc.strategy.hierarchical_allreduce_leaders;
     c.ranks_per_node = topo.ranks_per_node();
     // Gamma: a reduction reads two operands and writes one at memory speed.
     c.reduce_Bps = sc.device.memory_Bps / 3;
@@ -192,11 +170,24 @@ std::uint64_t elements_of(const Model& model, const std::vector<int>& tensors) {
   return e;
 }
 
+// The hierarchy's groups as a number of leaders: a group size (Paddle's inter_nranks) becomes ranks / size.
+Scenario with_hierarchy_leaders(Scenario sc, int ranks) {
+  const int size = sc.strategy.hierarchical_allreduce_group_size;
+  if (size <= 0) return sc;
+  if (size >= ranks || ranks % size != 0)
+    throw InputError(sc.file, "strategy.hierarchical_allreduce_group_size",
+                     "groups of " + std::to_string(size) + " ranks do not split the " + std::to_string(ranks) +
+                         " ranks into two or more equal groups");
+  sc.strategy.hierarchical_allreduce_leaders = ranks / size;
+  return sc;
+}
+
 }  // namespace
 
-Plan build_plan(const Scenario& sc, const Topology& topo) {
+Plan build_plan(const Scenario& given, const Topology& topo) {
   Plan plan;
-  plan.scenario = sc;
+  plan.scenario = with_hierarchy_leaders(given, topo.ranks());
+  const Scenario& sc = plan.scenario;
   plan.model = load_model(sc.model_path);
   plan.ranks = topo.ranks();
   plan.streams = sc.strategy.nccl_comm_num;
@@ -206,7 +197,7 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
                      "data parallelism needs at least 2 ranks, the cluster has " + std::to_string(plan.ranks));
   CollectiveSpec probe;
   probe.algorithm = sc.strategy.algorithm;
-  probe.hierarchy_groups = sc.strategy.hierarchical_allreduce_inter_nranks;
+  probe.hierarchy_groups = sc.strategy.hierarchical_allreduce_leaders;
   probe.ranks_per_node = topo.ranks_per_node();
   check_supported(probe, plan.ranks, sc.file + ": strategy");
   for (auto& [rank, factor] : sc.strategy.stragglers.slow_ranks)
@@ -308,7 +299,8 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
   // at the end of the step. Stage 3 frees each group's gathered parameters after use, so it all-gathers them before
   // the group's forward and, once forward is done, again before its backward (the group of the last forward layers
   // stays gathered into backward, as FSDP's root unit does); the gathers run on stream 1 in the order of use, each
-  // free to run ahead of the compute that needs it (prefetch; DeepSpeed ZeRO-3, FSDP BACKWARD_PRE). The memory that
+  // running ahead of the compute that needs it by at most sharding.prefetch_buckets buckets (prefetch: DeepSpeed
+  // stage3_prefetch_bucket_size, FSDP forward_prefetch / backward_prefetch / limit_all_gathers). The memory that
   // bounds prefetching in practice is not modelled.
   auto sharded_step = [&]() {
     StepPlan step;
@@ -319,9 +311,10 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
     const bool stage3 = st.sharding.stage == 3;
     std::vector<int> forward_gate(model.layers.size(), -1), backward_gate(model.layers.size(), -1);
     int previous = -1;
-    auto gather = [&](std::size_t g, const char* pass, std::vector<int>& gate) {
+    auto gather = [&](int g, const char* pass, std::vector<int>& gate, int after) {
       std::vector<int> deps;
       if (previous >= 0) deps.push_back(previous);
+      if (after >= 0) deps.push_back(after);
       previous = b.communicate(
           step, 1, Collective::AllGather, elements_of(model, gather_groups[g]), dtype_bytes(st.comm_dtype), deps,
           std::string("allgather params ") + pass + std::to_string(g), -1, gather_groups[g], Algorithm::Ring);
@@ -330,14 +323,43 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
         layer_gate = std::max(layer_gate, previous);  // gathers are chained: the latest one is the last to finish
       }
     };
-    if (stage3)
-      for (std::size_t g = 0; g < gather_groups.size(); ++g) gather(g, "fwd ", forward_gate);
-    const int forward_end = b.forward_pass(step, forward_gate);
-    if (stage3) {
-      previous = forward_end;  // a group's parameters are freed after its forward: re-gathers start when it is done
-      for (std::size_t g = gather_groups.size() - 1; g-- > 0;) gather(g, "bwd ", backward_gate);
+    // Prefetch depth d (sharding.prefetch_buckets; < 0 unlimited): a gather may start once the compute has reached
+    // the bucket d before it in the order of use; d = 0 gathers on demand. Gathers are added just before the first
+    // compute task that may depend on them, so every dependency points to an earlier task.
+    const int depth = st.sharding.prefetch_buckets, groups = static_cast<int>(gather_groups.size());
+    const int layers = static_cast<int>(model.layers.size());
+    std::vector<int> first_layer(groups, layers), last_layer(groups, -1);
+    for (int g = 0; g < groups; ++g) {
+      for (int t : gather_groups[g]) {
+        first_layer[g] = std::min(first_layer[g], model.tensors[t].layer);
+        last_layer[g] = std::max(last_layer[g], model.tensors[t].layer);
+      }
     }
-    std::vector<int> backward = b.backward_pass(step, forward_end, backward_gate);
+    std::vector<int> forward(layers), backward(layers);
+    int next = 0, last = -1;
+    for (int l = 0; l < layers; ++l) {
+      // Forward: gather g waits for the layers before bucket g - d to be computed.
+      while (stage3 && next < groups && (depth < 0 || next <= depth || first_layer[next - depth] <= l)) {
+        const int before = depth < 0 || next <= depth ? -1 : first_layer[next - depth] - 1;
+        gather(next, "fwd ", forward_gate, before >= 0 ? forward[before] : -1);
+        ++next;
+      }
+      last = forward[l] = Builder::gated(step, b.compute(step, b.forward_s[l], "fwd " + model.layers[l].name, last),
+                                         forward_gate, static_cast<std::size_t>(l));
+    }
+    const int forward_end = last;
+    previous = forward_end;  // a group's parameters are freed after its forward: re-gathers start when it is done
+    next = groups - 2;       // the group of the last forward layers stays gathered
+    for (int l = layers; l-- > 0;) {
+      // Backward: gather g waits for the backward of the layers after bucket g + d.
+      while (stage3 && next >= 0 && (depth < 0 || next + depth >= groups - 1 || last_layer[next + depth] >= l)) {
+        const int after = depth < 0 || next + depth >= groups - 1 ? layers : last_layer[next + depth] + 1;
+        gather(next, "bwd ", backward_gate, after < layers ? backward[after] : -1);
+        --next;
+      }
+      last = backward[l] = Builder::gated(step, b.compute(step, b.backward_s[l], "bwd " + model.layers[l].name, last),
+                                          backward_gate, static_cast<std::size_t>(l));
+    }
     std::vector<int> backward_order(forward_order.rbegin(), forward_order.rend());
     const auto scatter_groups = pack(model, backward_order, st.sharding.reducescatter_fusion_mb * kMB);
     std::vector<int> scattered;
@@ -363,7 +385,9 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
     plan.kinds.push_back(std::move(step));
     return static_cast<int>(plan.kinds.size() - 1);
   };
-  int since_average = 0;
+  // Paddle's Local SGD averages the parameters at every step up to begin_step, then every k steps (schedules.cpp).
+  const std::vector<bool> averages =
+      st.localsgd ? localsgd_averaging_steps(*st.localsgd, sc.steps) : std::vector<bool>{};
   for (int s = 0; s < sc.steps; ++s) {
     int k;
     if (st.sharding.stage) {
@@ -371,11 +395,8 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
     } else if (st.dgc) {
       const double sparsity = dgc_sparsity(*st.dgc, s);
       k = kind_index(sync_step(sparsity > 0 ? StepKind::DgcSparse : StepKind::Sync, sparsity));
-    } else if (st.localsgd && s >= st.localsgd->begin_step) {
-      const int interval = st.localsgd->adaptive ? adaptive_k(*st.localsgd, s) : st.localsgd->k_steps;
-      const bool average = ++since_average >= interval;
-      if (average) since_average = 0;
-      k = kind_index(local_step(average));
+    } else if (st.localsgd) {
+      k = kind_index(local_step(averages[s]));
     } else {
       k = kind_index(sync_step(StepKind::Sync, 0));
     }

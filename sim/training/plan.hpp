@@ -8,6 +8,7 @@
 
 #include "sim/collective/collective.hpp"
 #include "sim/training/scenario.hpp"
+#include "sim/training/schedules.hpp"
 
 namespace commsim {
 
@@ -56,12 +57,6 @@ struct Plan {
   double compute_s = 0;                // one step's compute on an unslowed rank
   std::vector<std::string> notes;      // assumptions stated in the output
 };
-
-// Paddle's DGC schedule: dense before rampup_begin_step, then sparsity[i] for the i-th of len(sparsity) equal
-// periods of rampup_step steps, then the last value. Returns 0 for a dense step.
-double dgc_sparsity(const Dgc& dgc, int step);
-// Adaptive Local SGD interval at `step` (AdaComm, as Paddle computes it), in [1, 16].
-int adaptive_k(const LocalSgd& l, int step);
 
 // Builds the plan; throws InputError for impossible settings (bucket index past the last tensor, too few ranks).
 Plan build_plan(const Scenario& scenario, const Topology& topology);

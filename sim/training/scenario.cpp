@@ -98,7 +98,8 @@ LocalSgd parse_localsgd(JsonFields f, bool adaptive) {
   if (!adaptive) {
     l.k_steps = static_cast<int>(f.integer("k_steps", 1, 1 << 20));
   } else {
-    l.init_k_steps = static_cast<int>(f.integer("init_k_steps", 1, 16));
+    // Paddle takes init_k_steps as the first interval without a cap (localsgd_optimizer.py, schedules.cpp).
+    l.init_k_steps = static_cast<int>(f.integer("init_k_steps", 1, 1 << 20));
     l.lr_initial = f.positive_or("lr_initial", 0.1);
     l.lr_decay_factor = f.positive_or("lr_decay_factor", 1);
     l.lr_decay_every_steps = static_cast<int>(f.integer_or("lr_decay_every_steps", 0, 0, 1 << 30));
@@ -117,6 +118,23 @@ CommDtype parse_dtype(JsonFields& f, const std::string& key) {
   f.fail(key, "unknown dtype \"" + s + "\" (fp32, fp16, bf16, fp8)");
 }
 
+// Paddle's hierarchical_allreduce_inter_nranks is the size of each group (gen_nccl_id_op.cc: inter_trainer_id =
+// trainer_id % inter_nranks, leaders are the ranks with trainer_id % inter_nranks == 0), while the Fleet document
+// calls it the number of leaders; the two readings differ unless groups and group size are equal. The scenario names
+// which one it means (docs/scenario-format.md).
+void parse_hierarchy_groups(JsonFields& f, Strategy& s) {
+  if (f.has("hierarchical_allreduce_inter_nranks"))
+    f.fail("hierarchical_allreduce_inter_nranks",
+           "is ambiguous (Paddle's code reads it as ranks per group, the Fleet document as the number of leaders): "
+           "write hierarchical_allreduce_group_size (Paddle's meaning) or hierarchical_allreduce_leaders");
+  if (f.has("hierarchical_allreduce_leaders") && f.has("hierarchical_allreduce_group_size"))
+    f.fail("hierarchical_allreduce_group_size", "give either hierarchical_allreduce_leaders or the group size");
+  s.hierarchical_allreduce_leaders = static_cast<int>(f.integer_or("hierarchical_allreduce_leaders", 0, 1, 1 << 24));
+  // Paddle enforces inter_nranks > 1 (gen_nccl_id_op.cc, parallel_executor.cc).
+  s.hierarchical_allreduce_group_size =
+      static_cast<int>(f.integer_or("hierarchical_allreduce_group_size", 0, 2, 1 << 24));
+}
+
 Strategy parse_strategy(JsonFields f) {
   Strategy s;
   if (f.has("fusion")) s.fusion = parse_fusion(f.object("fusion"));
@@ -131,8 +149,7 @@ Strategy parse_strategy(JsonFields f) {
               "\" (ring, tree, hd, hierarchical, 2d-ring, nvls, nvlstree, collnet_direct, collnet_chain, pat, auto)");
   }
   s.use_hierarchical_allreduce = f.boolean_or("use_hierarchical_allreduce", false);
-  s.hierarchical_allreduce_inter_nranks =
-      static_cast<int>(f.integer_or("hierarchical_allreduce_inter_nranks", 0, 1, 1 << 24));
+  parse_hierarchy_groups(f, s);
   if (s.use_hierarchical_allreduce) s.algorithm = Algorithm::Hierarchical;
   s.channels = static_cast<int>(f.integer_or("channels", 0, 0, kMaxChannels));
   if (f.has("comm_dtype")) s.comm_dtype = parse_dtype(f, "comm_dtype");
@@ -149,6 +166,11 @@ Strategy parse_strategy(JsonFields f) {
       sh.fail("stage", "stage 1 shards only optimizer state and communicates like plain data parallel; use 0, 2 or 3");
     s.sharding.allgather_fusion_mb = sh.positive_or("allgather_fusion_mb", 64);
     s.sharding.reducescatter_fusion_mb = sh.positive_or("reducescatter_fusion_mb", 64);
+    if (const Json* prefetch = sh.raw_optional("prefetch_buckets"); prefetch && *prefetch != "unlimited") {
+      if (!prefetch->is_number_integer())
+        sh.fail("prefetch_buckets", "must be an integer >= 0 or \"unlimited\", got " + prefetch->dump());
+      s.sharding.prefetch_buckets = static_cast<int>(sh.integer("prefetch_buckets", 0, 1 << 20));
+    }
     sh.reject_unknown();
     if (s.sharding.stage && (s.dgc || s.localsgd))
       sh.fail("stage", "sharding cannot be combined with DGC or Local SGD");

@@ -38,8 +38,8 @@ struct Dgc {  // Paddle dgc_configs
 struct LocalSgd {  // Paddle localsgd_configs / adaptive_localsgd_configs
   bool adaptive = false;
   int k_steps = 1;        // fixed interval (plain)
-  int init_k_steps = 1;   // adaptive: initial interval
-  int begin_step = 0;     // synchronous SGD before this step (post-local SGD)
+  int init_k_steps = 1;   // adaptive: the first interval (not capped; later ones are chosen in [1, 16])
+  int begin_step = 0;     // the parameters are averaged at every step up to this one (post-local SGD)
   // Adaptive: the learning rate and the loss, from which AdaComm derives the interval.
   double lr_initial = 0.1, lr_decay_factor = 1, loss_initial = 1, loss_final = 1;
   int lr_decay_every_steps = 0, loss_half_life_steps = 0;
@@ -49,6 +49,9 @@ struct Sharding {  // ZeRO-2/3, FSDP, MindSpore optimizer parallel
   int stage = 0;   // 0 = off, 2 = gradients and optimizer state sharded, 3 = parameters too
   double allgather_fusion_mb = 64;      // MindSpore comm_fusion "allgather" size
   double reducescatter_fusion_mb = 64;  // MindSpore comm_fusion "reducescatter" size
+  // Stage 3: how many all-gather buckets may be fetched ahead of the one the compute is using; -1 = as far as the
+  // stream allows (memory is not modelled), 0 = on demand, 1 = one ahead (FSDP forward_prefetch / BACKWARD_PRE).
+  int prefetch_buckets = -1;
 };
 
 struct Stragglers {
@@ -63,7 +66,9 @@ struct Strategy {
   int nccl_comm_num = 1;        // communication streams
   Algorithm algorithm = Algorithm::Ring;
   bool use_hierarchical_allreduce = false;
-  int hierarchical_allreduce_inter_nranks = 0;  // number of leaders (groups); 0 = one per node
+  // Hierarchical allreduce groups, given as one of two numbers (0 = unset; both unset: one group per node):
+  int hierarchical_allreduce_leaders = 0;     // number of groups = number of leaders
+  int hierarchical_allreduce_group_size = 0;  // ranks per group: what Paddle's hierarchical_allreduce_inter_nranks is
   int channels = 0;                             // 0 = the topology's default (one per NIC)
   CommDtype comm_dtype = CommDtype::Fp32;
   std::optional<Dgc> dgc;

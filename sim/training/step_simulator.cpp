@@ -246,11 +246,8 @@ Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fideli
   r.batch_per_gpu = sc.batch_per_gpu;
   r.notes = plan.notes;
   StepRunner runner(plan, topology, fidelity);
-  // The steady state starts once DGC has reached its final sparsity and Local SGD has begun.
-  const Strategy& st = sc.strategy;
-  if (st.dgc) r.steady_from = st.dgc->rampup_begin_step + st.dgc->rampup_step;
-  if (st.localsgd) r.steady_from = st.localsgd->begin_step;
-  if (r.steady_from >= sc.steps) r.steady_from = 0;
+  // The steady state starts once DGC has reached its final sparsity and Local SGD has begun (schedules.hpp).
+  r.steady_from = steady_state_start(sc.strategy, sc.steps);
   const int steady = sc.steps - r.steady_from;
   r.stream_busy_s.assign(plan.streams + 1, 0.0);
   LinkUsage before{};

@@ -200,17 +200,17 @@ TEST(NcclTranslate, HierarchicalGivesReduceAllReduceBroadcastTriples) {
   EXPECT_EQ(l.program.comms.size(), 4u);
 }
 
-// hierarchical_allreduce_inter_nranks = 2 leaders: groups of 32 / 2 = 16 ranks (two nodes each).
+// hierarchical_allreduce_leaders = 2: groups of 32 / 2 = 16 ranks (two nodes each; Paddle inter_nranks = 16).
 TEST(NcclTranslate, HierarchyGroupsFollowInterNranks) {
-  const Loaded l = load({"strategy.use_hierarchical_allreduce=true", "strategy.hierarchical_allreduce_inter_nranks=2"});
+  const Loaded l = load({"strategy.use_hierarchical_allreduce=true", "strategy.hierarchical_allreduce_leaders=2"});
   EXPECT_EQ(l.program.group_size, 16);
   Plan odd = l.plan;
-  odd.scenario.strategy.hierarchical_allreduce_inter_nranks = 3;  // 32 ranks do not split into 3 groups
+  odd.scenario.strategy.hierarchical_allreduce_leaders = 3;  // 32 ranks do not split into 3 groups
   try {
     hierarchy_group_size(odd, kRanksPerNode);
     FAIL() << "3 groups of 32 ranks accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("hierarchical_allreduce_inter_nranks"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("hierarchical_allreduce_leaders"), std::string::npos) << e.what();
   }
 }
 

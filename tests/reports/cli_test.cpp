@@ -84,6 +84,47 @@ TEST(RecommendCli, LossyOnlyWhenAllowedAndFlagged) {
   EXPECT_NE(r.out.find("4800 configurations in the full grid"), std::string::npos) << r.out;
   // on 10 GbE, compressing the gradients wins, and is flagged as changing convergence
   EXPECT_NE(r.out.find("[changes convergence: check accuracy]"), std::string::npos) << r.out;
+  // the cloud topology has no calibration and no fitted NCCL band: the 5 % rule is stated with the pick
+  EXPECT_NE(r.out.find("more than the prediction's band (no calibrated band for this topology, so commsim's rule: 5 %)"),
+            std::string::npos);
+}
+
+TEST(RecommendCli, ShardedScenarioTunesShardingKnobsAndPrintsShardingSnippets) {
+  const CliRun r = commsim("recommend " + kCloud + " --set 'strategy.sharding={\"stage\": 3}' --budget 30");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 7 all-gather sizes x 7 reduce-scatter sizes x 4 streams x 4 prefetch depths
+  EXPECT_NE(r.out.find("searched allgather (7), reducescatter (7), streams (4), prefetch (4): 784 configurations"),
+            std::string::npos)
+      << r.out;
+  for (const char* snippet :
+       {"# PyTorch FSDP", "sharding_strategy=ShardingStrategy.FULL_SHARD",
+        "limit_all_gathers=", "forward_prefetch=", "backward_prefetch=", "# DeepSpeed ZeRO", "\"reduce_bucket_size\"",
+        "\"allgather_bucket_size\"", "\"overlap_comm\"", "\"stage3_prefetch_bucket_size\"",
+        "# Paddle (dygraph sharding)", "group_sharded_parallel", "# MindSpore (optimizer parallel)",
+        "\"allgather\": {\"mode\": \"size\"", "\"reducescatter\": {\"mode\": \"size\""})
+    EXPECT_NE(r.out.find(snippet), std::string::npos) << snippet;
+  // none of the allreduce settings: a sharded step has no allreduce
+  for (const char* allreduce : {"bucket_cap_mb", "fuse_grad_size_in_MB", "\"allreduce\":", "NCCL_ALGO"})
+    EXPECT_EQ(r.out.find(allreduce), std::string::npos) << allreduce;
+}
+
+TEST(RecommendCli, LossyWithinTheCalibratedBandIsNotPrinted) {
+  // The committed calibration of the emulated cluster has bands of +-20.8 % (shm) and +-11.1 % (tcp): a lossy
+  // setting must win by more than the wider, 20.8 %. With batch 256 per rank the compute dominates and DGC wins by
+  // about 11 % only: it is named, and the snippets are those of the fastest lossless settings, without DGC.
+  const CliRun r = commsim(
+      "recommend scenarios/emulated-tiny.json --set "
+      "topology=../reports/validation/emulated/calibration/emulated-cpu-cluster-calibrated.json "
+      "--set batch_per_gpu=256 --allow-lossy --budget 40 --steps 4");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Not printed: the lossy"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("within the prediction's band (+-20.8 % from the calibration of "
+                       "reports/validation/emulated/calibration/emulated-cpu-cluster-calibrated.json"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Settings of the fastest lossless settings found ("), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("strategy.dgc = True"), std::string::npos);
+  EXPECT_EQ(r.out.find("(lossy: changes what training computes"), std::string::npos);
 }
 
 TEST(RecommendCli, BadInputIsExitTwoWithOneLine) {

@@ -4,6 +4,7 @@
 
 #include "reports/baseline.hpp"
 #include "reports/format.hpp"
+#include "reports/sharding_snippets.hpp"
 #include "reports/snippets.hpp"
 #include "reports/tuner.hpp"
 #include "sim/core/error.hpp"
@@ -124,14 +125,18 @@ TEST(Snippets, WriteTheFrameworksOwnSettings) {
   s.fusion.size_mb = 32;
   s.nccl_comm_num = 2;
   s.use_hierarchical_allreduce = true;
-  s.hierarchical_allreduce_inter_nranks = 0;  // one leader per node: 4 nodes -> 4
+  s.hierarchical_allreduce_leaders = 0;  // one leader per node: 4 nodes -> 4
   s.comm_dtype = CommDtype::Fp16;
   s.dgc = Dgc{0, 1, {0.999}, 16384};
-  const std::string paddle = paddle_snippet(s, 4);
-  for (const char* line : {"strategy.fuse_grad_size_in_MB = 32\n", "strategy.nccl_comm_num = 2\n",
-                           "strategy.use_hierarchical_allreduce = True\n", "strategy.hierarchical_allreduce_inter_nranks = 4",
-                           "strategy.fp16_allreduce = True\n",
-                           "strategy.dgc_configs = {\"rampup_begin_step\": 0, \"rampup_step\": 1, \"sparsity\": [0.999]}\n"})
+  // 32 ranks in one group per node: Paddle's inter_nranks is the group size, 32 / 4 = 8, not the 4 leaders
+  const std::string paddle = paddle_snippet(s, 4, 32);
+  for (const char* line :
+       {"strategy.fuse_grad_size_in_MB = 32\n", "strategy.nccl_comm_num = 2\n",
+        "strategy.use_hierarchical_allreduce = True\n",
+        "strategy.hierarchical_allreduce_inter_nranks = 8  # ranks per group, not the number of "
+        "leaders: 4 groups of 8 ranks, leaders are ranks 0, 8, 16, ...\n",
+        "strategy.fp16_allreduce = True\n",
+        "strategy.dgc_configs = {\"rampup_begin_step\": 0, \"rampup_step\": 1, \"sparsity\": [0.999]}\n"})
     EXPECT_NE(paddle.find(line), std::string::npos) << line;
   EXPECT_NE(mindspore_snippet(s).find("comm_fusion={\"allreduce\": {\"mode\": \"size\", \"config\": 32}}"), std::string::npos);
   const std::string torch = pytorch_snippet(s);
@@ -142,6 +147,142 @@ TEST(Snippets, WriteTheFrameworksOwnSettings) {
   s.use_hierarchical_allreduce = false;
   s.algorithm = Algorithm::Tree;
   EXPECT_EQ(nccl_env_snippet(s), "export NCCL_ALGO=Tree\n");
+}
+
+TEST(Snippets, HierarchyGroupsInEitherSpellingPrintAsPaddlesGroupSize) {
+  // 32 ranks: 8 leaders are groups of 32 / 8 = 4 ranks; a group size of 16 is printed as it is (2 leaders).
+  Strategy s;
+  s.use_hierarchical_allreduce = true;
+  s.hierarchical_allreduce_leaders = 8;
+  EXPECT_NE(paddle_snippet(s, 4, 32).find("hierarchical_allreduce_inter_nranks = 4  # ranks per group"),
+            std::string::npos);
+  s.hierarchical_allreduce_leaders = 0;
+  s.hierarchical_allreduce_group_size = 16;
+  EXPECT_NE(paddle_snippet(s, 4, 32).find("hierarchical_allreduce_inter_nranks = 16  # ranks per group, not the "
+                                          "number of leaders: 2 groups"),
+            std::string::npos);
+}
+
+TEST(Snippets, CompressionNamesOnlySwitchesThatExist) {
+  // fp16: DDP's fp16_compress_hook, Horovod's Compression.fp16, Paddle's fp16_allreduce all exist.
+  Strategy s;
+  s.comm_dtype = CommDtype::Fp16;
+  EXPECT_NE(pytorch_snippet(s).find("default_hooks.fp16_compress_hook"), std::string::npos);
+  EXPECT_NE(horovod_snippet(s).find("compression=hvd.Compression.fp16"), std::string::npos);
+  EXPECT_NE(paddle_snippet(s, 2, 16).find("strategy.fp16_allreduce = True"), std::string::npos);
+  // bf16: DDP has bf16_compress_hook; Horovod's compressors are none and fp16 only; Paddle has no switch.
+  s.comm_dtype = CommDtype::Bf16;
+  EXPECT_NE(pytorch_snippet(s).find("default_hooks.bf16_compress_hook"), std::string::npos);
+  EXPECT_EQ(horovod_snippet(s).find("compression="), std::string::npos);
+  EXPECT_NE(horovod_snippet(s).find("Compression.none and Compression.fp16 only"), std::string::npos);
+  EXPECT_NE(paddle_snippet(s, 2, 16).find("# bf16 gradient communication has no DistributedStrategy switch"),
+            std::string::npos);
+  // fp8: no framework has a switch; every snippet says so and none invents one.
+  s.comm_dtype = CommDtype::Fp8;
+  const std::string all = pytorch_snippet(s) + horovod_snippet(s) + paddle_snippet(s, 2, 16) + mindspore_snippet(s);
+  EXPECT_EQ(all.find("fp8_"), std::string::npos);
+  EXPECT_EQ(all.find("Compression.fp8"), std::string::npos);
+  EXPECT_NE(pytorch_snippet(s).find("# fp8 gradient communication: no built-in DDP comm hook"), std::string::npos);
+  EXPECT_NE(mindspore_snippet(s).find("# fp8 gradient communication: no DATA_PARALLEL setting"), std::string::npos);
+}
+
+Strategy zero(int stage, int prefetch_buckets) {
+  Strategy s;
+  s.sharding.stage = stage;
+  s.sharding.allgather_fusion_mb = 64;
+  s.sharding.reducescatter_fusion_mb = 32;
+  s.sharding.prefetch_buckets = prefetch_buckets;
+  return s;
+}
+
+TEST(ShardingSnippets, FsdpPrefetchAndUnits) {
+  // 64 MB units = 64 x 2^20 / 4 = 16777216 fp32 parameters; one bucket ahead = forward_prefetch and BACKWARD_PRE
+  // with FSDP's all-gather rate limiter; on demand = neither; unlimited = no rate limiter.
+  const std::string one = fsdp_snippet(zero(3, 1));
+  for (const char* text :
+       {"sharding_strategy=ShardingStrategy.FULL_SHARD,", "min_num_params=16777216", "limit_all_gathers=True",
+        "forward_prefetch=True", "backward_prefetch=BackwardPrefetch.BACKWARD_PRE",
+        "reduce-scatter buckets of 32 MB: FSDP reduce-scatters per unit, it has no separate setting"})
+    EXPECT_NE(one.find(text), std::string::npos) << text;
+  const std::string none = fsdp_snippet(zero(3, 0));
+  EXPECT_NE(none.find("forward_prefetch=False"), std::string::npos);
+  EXPECT_NE(none.find("backward_prefetch=None"), std::string::npos);
+  EXPECT_NE(fsdp_snippet(zero(3, -1)).find("limit_all_gathers=False"), std::string::npos);
+  EXPECT_NE(fsdp_snippet(zero(3, 2)).find("FSDP prefetches one unit ahead at most"), std::string::npos);
+  EXPECT_NE(fsdp_snippet(zero(2, -1)).find("ShardingStrategy.SHARD_GRAD_OP"), std::string::npos);
+}
+
+TEST(ShardingSnippets, DeepSpeedPaddleAndMindSporeKnobs) {
+  // DeepSpeed counts elements: reduce bucket 32 MB = 8388608, all-gather bucket 64 MB = 16777216, prefetch of 2
+  // buckets = 33554432; unlimited = the model's parameter count.
+  Strategy s = zero(3, 2);
+  s.comm_dtype = CommDtype::Bf16;
+  const std::string ds = deepspeed_snippet(s, 25557032);
+  for (const char* text : {"\"stage\": 3", "\"overlap_comm\": true", "\"reduce_bucket_size\": 8388608",
+                           "\"allgather_bucket_size\": 16777216", "\"stage3_prefetch_bucket_size\": 33554432",
+                           "\"communication_data_type\": \"bf16\""})
+    EXPECT_NE(ds.find(text), std::string::npos) << text;
+  EXPECT_NE(deepspeed_snippet(zero(3, -1), 25557032).find("\"stage3_prefetch_bucket_size\": 25557032"),
+            std::string::npos);
+  EXPECT_NE(paddle_sharding_snippet(s).find("level=\"p_g_os\""), std::string::npos);
+  EXPECT_NE(paddle_sharding_snippet(s).find("sync_comm=False"), std::string::npos);
+  EXPECT_NE(paddle_sharding_snippet(s).find("prefetch depth: no group_sharded_parallel setting"), std::string::npos);
+  EXPECT_NE(paddle_sharding_snippet(zero(2, -1)).find("level=\"os_g\", scaler=scaler, buffer_max_size=8388608"),
+            std::string::npos);
+  EXPECT_NE(mindspore_sharding_snippet(s).find("comm_fusion={\"allgather\": {\"mode\": \"size\", \"config\": 64}, "
+                                               "\"reducescatter\": {\"mode\": \"size\", \"config\": 32}}"),
+            std::string::npos);
+  EXPECT_NE(mindspore_sharding_snippet(s).find("enable_parallel_optimizer=True"), std::string::npos);
+}
+
+TEST(SearchSpace, ShardedScenariosSearchBucketsStreamsAndPrefetch) {
+  // ZeRO-3: all-gather and reduce-scatter bucket sizes (7 each), streams (4), prefetch depth (4): no allreduce
+  // bucket or algorithm knob. The given 64 MB buckets and unlimited prefetch are the starting choices.
+  const Scenario s = load_scenario(kScenario, {"strategy.sharding={\"stage\": 3}"});
+  const std::vector<Knob> knobs = search_space(s, 32, 4, false);
+  ASSERT_EQ(knobs.size(), 4u);
+  EXPECT_EQ(knobs[0].name, "allgather");
+  EXPECT_EQ(knobs[1].name, "reducescatter");
+  EXPECT_EQ(knobs[2].name, "streams");
+  EXPECT_EQ(knobs[3].name, "prefetch");
+  EXPECT_EQ(knobs[0].choices[knobs[0].given].label, "64 MB allgather buckets");
+  EXPECT_EQ(knobs[3].choices[knobs[3].given].label, "unlimited all-gather prefetch");
+  EXPECT_EQ(grid_size(knobs), 7u * 7 * 4 * 4);
+  // lossy adds the communication dtype only (DGC and Local SGD cannot be combined with sharding)
+  EXPECT_EQ(grid_size(search_space(s, 32, 4, true)), 7u * 7 * 4 * 4 * 4);
+  // ZeRO-2 has no parameter prefetch to tune
+  EXPECT_EQ(search_space(load_scenario(kScenario, {"strategy.sharding={\"stage\": 2}"}), 32, 4, false).size(), 3u);
+  const Json base = load_base(kScenario, {"strategy.sharding={\"stage\": 3}"}, 2);
+  for (const Knob& k : knobs)
+    for (const Choice& c : k.choices)
+      EXPECT_NO_THROW(parse_scenario(apply_sets(base, c.sets, kScenario), kScenario)) << c.label;
+}
+
+TEST(SnippetChoice, LossyOnlyWhenItWinsByMoreThanTheBand) {
+  // Given 100 ms; a lossless candidate at 99.9 ms; a lossy one at 99.7 ms: 1 - 99.7 / 99.9 = 0.2 % < 5 %, so the
+  // lossless one is printed and the lossy one reported as passed over.
+  Recommendation rec;
+  rec.given.result.step_time_s = 0.100;
+  Candidate lossy{{}, {}, true}, lossless{{}, {}, false};
+  lossy.eval.result.step_time_s = 0.0997;
+  lossless.eval.result.step_time_s = 0.0999;
+  rec.ranked = {lossy, lossless};
+  std::vector<const Candidate*> top = {&rec.ranked[0], &rec.ranked[1]};
+  SnippetChoice pick = snippet_choice(rec, top, 0.05);
+  EXPECT_EQ(pick.candidate, &rec.ranked[1]);
+  EXPECT_EQ(pick.lossy_passed_over, &rec.ranked[0]);
+  EXPECT_NEAR(pick.lossy_gain, 1 - 0.0997 / 0.0999, 1e-12);
+  // At 90 ms the lossy one wins by 1 - 90 / 99.9 = 9.9 % > 5 %: printed. With a band of 15 % it is not.
+  rec.ranked[0].eval.result.step_time_s = 0.090;
+  EXPECT_EQ(snippet_choice(rec, top, 0.05).candidate, &rec.ranked[0]);
+  EXPECT_EQ(snippet_choice(rec, top, 0.15).candidate, &rec.ranked[1]);
+  // No lossless candidate faster than the given settings: the given ones are printed (nullptr).
+  rec.ranked = {lossy};
+  rec.ranked[0].eval.result.step_time_s = 0.099;  // 1 % faster than the given 100 ms, within 5 %
+  top = {&rec.ranked[0]};
+  pick = snippet_choice(rec, top, 0.05);
+  EXPECT_EQ(pick.candidate, nullptr);
+  EXPECT_EQ(pick.lossy_passed_over, &rec.ranked[0]);
 }
 
 // Writes a baseline next to a scenario reference that resolves from the scratch directory.

@@ -154,19 +154,37 @@ TEST(Streams, HelpOnlyWhenOneStreamCannotFillTheLink) {
 TEST(Hierarchy, BeatsFlatRingWhenInterNodeIsSlow) {
   // Intra-node 100 GB/s, inter-node 1 GB/s, one 16 MiB bucket (m), alpha = 0.
   // Flat ring over 4 ranks: 2(p-1) steps of m/4 through the slowest hop: 1.5 m / 1e9 = 25.17 ms.
-  // Hierarchical with 2 leaders (Paddle hierarchical_allreduce_inter_nranks = 2): group allreduce 2 x (m/2)/100e9
-  // = 0.168 ms, leaders' allreduce 2 x (m/2)/1e9 = 16.78 ms, group broadcast in 32 pipelined 512 KiB pieces
-  // 32 x 512 KiB/100e9 = 0.168 ms: 17.11 ms.
+  // Hierarchical with 2 leaders (groups of 2 ranks; Paddle hierarchical_allreduce_inter_nranks = 2): group allreduce 2
+  // x (m/2)/100e9 = 0.168 ms, leaders' allreduce 2 x (m/2)/1e9 = 16.78 ms, group broadcast in 32 pipelined 512 KiB
+  // pieces 32 x 512 KiB/100e9 = 0.168 ms: 17.11 ms.
   const std::string t = cluster(100e9, 1e9, 0);
   const double m = 16 * kMiB;
   const Result flat = simulate(scenario(t, {{"fusion", kOneBucket}, {"overlap", false}}));
   const Result hier = simulate(scenario(t, {{"fusion", kOneBucket},
                                             {"overlap", false},
                                             {"use_hierarchical_allreduce", true},
-                                            {"hierarchical_allreduce_inter_nranks", 2}}));
+                                            {"hierarchical_allreduce_leaders", 2}}));
   EXPECT_NEAR(flat.comm_s, 1.5 * m / 1e9, 1e-6);
   EXPECT_NEAR(hier.comm_s, m / 100e9 + m / 1e9 + m / 100e9, 1e-6);
   EXPECT_LT(hier.step_time_s, flat.step_time_s);
+}
+
+TEST(Hierarchy, GroupSizeIsPaddlesInterNranksAndLeadersItsInverse) {
+  // 2 nodes x 4 GPUs = 8 ranks. Paddle's inter_nranks is the ranks per group (gen_nccl_id_op.cc: inter_trainer_id =
+  // trainer_id % inter_nranks), so group_size 4 is 8 / 4 = 2 leaders and group_size 2 is 4 leaders: each pair of
+  // spellings is the same plan, and 2 leaders (one per node, the leaders' allreduce over 2 ranks) differ from 4.
+  const std::string t = cluster(100e9, 1e9, 0, 4);
+  auto hier = [&](const char* field, int value) {
+    return simulate(scenario(
+        t, {{"fusion", kOneBucket}, {"overlap", false}, {"use_hierarchical_allreduce", true}, {field, value}}));
+  };
+  const Result two_leaders = hier("hierarchical_allreduce_leaders", 2),
+               groups_of_4 = hier("hierarchical_allreduce_group_size", 4);
+  const Result four_leaders = hier("hierarchical_allreduce_leaders", 4),
+               groups_of_2 = hier("hierarchical_allreduce_group_size", 2);
+  EXPECT_EQ(two_leaders.step_time_s, groups_of_4.step_time_s);
+  EXPECT_EQ(four_leaders.step_time_s, groups_of_2.step_time_s);
+  EXPECT_NE(two_leaders.step_time_s, four_leaders.step_time_s);
 }
 
 TEST(Dgc, MovesTheBytesTheFormulaSays) {
@@ -208,7 +226,24 @@ TEST(Dgc, RampUpShowsInTheStepTimes) {
   ASSERT_EQ(r.steps_s.size(), 4u);
   EXPECT_EQ(r.steps_s[0], r.steps_s[1]);
   EXPECT_GT(r.steps_s[1], r.steps_s[2]);
-  EXPECT_EQ(r.steady_from, 3);  // the ramp ends at rampup_begin_step + rampup_step
+  // One sparsity is final from rampup_begin_step: Paddle's index int((2 - 2) x 1 / 1) = 0 is already the last.
+  EXPECT_EQ(r.steady_from, 2);
+}
+
+TEST(Dgc, StepTimesFollowPaddlesRampUpIndex) {
+  // rampup_step 10 over 3 sparsities: Paddle's idx = int(s x 3 / 10) gives steps 0-3 / 4-6 / 7+ (schedules_test.cpp).
+  // One bucket, no overlap: each step's gather carries (1 - sparsity) of the 16 MiB, so the three sparsities give
+  // three different step times, equal within each run of steps; the steady state starts at step 7.
+  const std::string t = cluster(10e9, 1e9, 0);
+  const Json dgc = {{"rampup_begin_step", 0}, {"rampup_step", 10}, {"sparsity", {0.9, 0.99, 0.999}}};
+  const Result r = simulate(scenario(t, {{"fusion", kOneBucket}, {"overlap", false}, {"dgc", dgc}}, 10));
+  ASSERT_EQ(r.steps_s.size(), 10u);
+  EXPECT_EQ(r.steps_s[0], r.steps_s[3]);
+  EXPECT_GT(r.steps_s[3], r.steps_s[4]);  // sparser from step 4
+  EXPECT_EQ(r.steps_s[4], r.steps_s[6]);
+  EXPECT_GT(r.steps_s[6], r.steps_s[7]);  // sparser again from step 7
+  EXPECT_EQ(r.steps_s[7], r.steps_s[9]);
+  EXPECT_EQ(r.steady_from, 7);
 }
 
 TEST(Dgc, LocalWorkIsPricedFromMemoryBandwidth) {
@@ -238,6 +273,20 @@ TEST(LocalSgd, KFourCommunicatesAQuarterAsOften) {
   EXPECT_GT(r.steps_s[7], kComputeS);
   // Bytes: two allreduces of 16 MiB in 8 steps: 2 x 1.5 x 16 MiB / 8 per step on average.
   EXPECT_DOUBLE_EQ(r.bytes_sent_per_rank, 2 * 1.5 * 16 * kMiB / 8);
+}
+
+TEST(LocalSgd, AdaptiveInitKStepsIsTheFirstInterval) {
+  // adaptive_localsgd init_k_steps 16 from begin_step 0 (accepted: Paddle does not cap the first interval): the
+  // first average after step 15, then k = ceil(sqrt(16)) = 4 with constant lr and loss: after steps 19 and 23. Of 24
+  // steps, these 3 communicate; the steady state starts after the first interval, at step 16.
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Result r = simulate(
+      scenario(t, {{"fusion", kOneBucket}, {"adaptive_localsgd", {{"init_k_steps", 16}, {"begin_step", 0}}}}, 24));
+  std::vector<int> communicating;
+  for (int s = 0; s < 24; ++s)
+    if (r.steps_s[s] > kComputeS + 1e-9) communicating.push_back(s);
+  EXPECT_EQ(communicating, (std::vector<int>{15, 19, 23}));
+  EXPECT_EQ(r.steady_from, 16);
 }
 
 TEST(LocalSgd, AdaptiveIntervalFollowsPaddlesFormula) {
@@ -312,6 +361,30 @@ TEST(Sharding, Stage3RegathersEveryGroupButTheLastBeforeBackward) {
   EXPECT_NEAR(zero3.step_time_s, kComputeS + 2 * 0.75 * 4 * kMiB / 10e9, 1e-9);
 }
 
+TEST(Sharding, Stage3PrefetchDepthBoundsHowFarGathersRunAhead) {
+  // Four 4 MiB layers, each its own all-gather and reduce-scatter bucket (4 MB), one stream. At 3 MiB/ms a ring
+  // all-gather or reduce-scatter of 4 MiB (0.75 x 4 MiB per rank) takes 1 ms, as long as a layer's forward.
+  // Unlimited prefetch: gathers at 0-1, 1-2, 2-3, 3-4 ms, forward 1-5; re-gathers 5-6, 6-7, 7-8 behind the 2 ms
+  // backwards (5-7, 7-9, 9-11, 11-13); each reduce-scatter, after its layer's backward and the last re-gather on
+  // the stream: 8-9, 9-10, 11-12, 13-14. 14 ms = 12 + 2 (as in the test above).
+  // One bucket ahead (FSDP forward_prefetch / BACKWARD_PRE): forward as above (a gather waits for the compute of the
+  // bucket before it to begin, and 1 ms gathers keep pace); re-gathers 5-6, after B3 7-8, after B2 9-10, each
+  // before the backward that needs it; reduce-scatters 10-11, 11-12, 12-13, 13-14: 14 ms too.
+  // On demand (0): each forward gather waits for the previous layer (0-1, F0 1-2, 2-3, F1 3-4, 4-5, F2 5-6, 6-7,
+  // F3 7-8), each re-gather for the backward after it (B3 8-10, 10-11, B2 11-13, 13-14, B1 14-16, 16-17, B0 17-19),
+  // and the reduce-scatters queue behind the last one: 17-18, 18-19, 19-20, 20-21. 21 ms.
+  const std::string t = cluster(0.75 * 4 * kMiB / 1e-3, 0.75 * 4 * kMiB / 1e-3, 0);
+  auto zero3 = [&](Json prefetch) {
+    Json sharding = {{"stage", 3}, {"allgather_fusion_mb", 4}, {"reducescatter_fusion_mb", 4}};
+    if (!prefetch.is_null()) sharding["prefetch_buckets"] = prefetch;
+    return simulate(scenario(t, {{"sharding", sharding}})).step_time_s;
+  };
+  EXPECT_NEAR(zero3(nullptr), 0.014, 1e-9);  // the default is unlimited
+  EXPECT_NEAR(zero3("unlimited"), 0.014, 1e-9);
+  EXPECT_NEAR(zero3(1), 0.014, 1e-9);
+  EXPECT_NEAR(zero3(0), 0.021, 1e-9);
+}
+
 TEST(Fidelity, FlowAgreesWithAnalyticalOnAnUncontendedCluster) {
   // One bucket, one stream, uniform links: the flow network sees one ring at a time, so both fidelities give the
   // closed form (the aggregate ring and the step-by-step ring agree on an uncontended network).
@@ -364,8 +437,8 @@ TEST(BadScenario, EachIsOneClearError) {
   };
   // The last case: 2 nodes x 1 GPU is fine for a flat ring; make it too small by asking for 4 leaders.
   cases[5].doc["strategy"]["use_hierarchical_allreduce"] = true;
-  cases[5].doc["strategy"]["hierarchical_allreduce_inter_nranks"] = 4;
-  cases[5].expected = "hierarchical_allreduce_inter_nranks: 4 leaders do not divide 2 ranks";
+  cases[5].doc["strategy"]["hierarchical_allreduce_leaders"] = 4;
+  cases[5].expected = "hierarchical_allreduce_leaders: 4 leaders do not divide 2 ranks";
   for (const Case& c : cases) {
     try {
       simulate(c.doc);
