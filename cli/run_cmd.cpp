@@ -20,6 +20,9 @@
 #include "hw/mpi/launcher.hpp"
 #include "hw/mpi/mpi_backend.hpp"
 #endif
+#ifdef COMMSIM_HAVE_NCCL_PLAN
+#include "hw/nccl/launch_plan.hpp"
+#endif
 #ifdef COMMSIM_HAVE_NCCL
 #include "hw/nccl/nccl_backend.hpp"
 #endif
@@ -35,7 +38,7 @@ struct RunCommand {
   std::string scenario, json, trace, backend = "mpi", impl = "schedule";
   std::vector<std::string> sets;
   int steps = 0, warmup = 2;
-  bool check = false, cluster = false;
+  bool check = false, cluster = false, dry_run = false;
   double timeout_s = 0;
 };
 
@@ -124,15 +127,40 @@ int run_mpi(const RunCommand& o) {
 #endif
 }
 
-int run_nccl(const RunCommand& o) {
-#ifdef COMMSIM_HAVE_NCCL
+#ifdef COMMSIM_HAVE_NCCL_PLAN
+// The scenario (with --set and --steps), its topology and Plan, for the NCCL backend.
+SimulationRun load_nccl_run(const RunCommand& o, Json& document) {
   std::vector<std::string> sets = o.sets;
   if (o.steps > 0) sets.push_back("steps=" + std::to_string(o.steps));
   SimulationRun run;
-  const Json document = apply_overrides(read_json_file(o.scenario), sets, o.scenario);
+  document = apply_overrides(read_json_file(o.scenario), sets, o.scenario);
   run.scenario = parse_scenario(document, o.scenario);
   run.topology = load_topology(run.scenario.topology_path, run.scenario.nodes);
   run.plan = build_plan(run.scenario, *run.topology);
+  return run;
+}
+#endif
+
+// --dry-run: the NCCL calls of each step kind, as every rank would make them; needs no GPU.
+int print_nccl_program(const RunCommand& o) {
+#ifdef COMMSIM_HAVE_NCCL_PLAN
+  Json document;
+  const SimulationRun run = load_nccl_run(o, document);
+  std::fputs(nccl::format_program(run.plan, nccl::translate_plan(run.plan, run.topology->ranks_per_node())).c_str(),
+             stdout);
+  return 0;
+#else
+  (void)o;
+  std::fprintf(stderr, "commsim: this build has no NCCL backend (COMMSIM_NCCL=OFF), so no --dry-run\n");
+  return 2;
+#endif
+}
+
+int run_nccl(const RunCommand& o) {
+  if (o.dry_run) return print_nccl_program(o);
+#ifdef COMMSIM_HAVE_NCCL
+  Json document;
+  SimulationRun run = load_nccl_run(o, document);
   nccl::NcclOptions options;
   options.check = o.check;
   options.warmup_steps = o.warmup;
@@ -178,9 +206,15 @@ void register_run(CLI::App& app, int& exit_code) {
       ->check(number_in(1, kMaxSteps));
   cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)")
       ->allow_extra_args(false);
+  cmd->add_flag("--dry-run", o->dry_run,
+                "nccl: print the NCCL calls each step makes (communicators, counts, streams, the Plan task of each) "
+                "and exit, without a GPU");
   cmd->add_option("--timeout-s", o->timeout_s, "mpi: stop the job after this many seconds (0 = no limit)")
       ->check(number_in(0));
-  cmd->callback([o, &exit_code] { exit_code = o->backend == "nccl" ? run_nccl(*o) : run_mpi(*o); });
+  cmd->callback([o, &exit_code] {
+    if (o->dry_run && o->backend != "nccl") throw InputError("--dry-run: only with --backend nccl");
+    exit_code = o->backend == "nccl" ? run_nccl(*o) : run_mpi(*o);
+  });
 }
 
 }  // namespace

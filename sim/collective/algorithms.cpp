@@ -207,8 +207,7 @@ void double_tree(Gen& g, const std::vector<int>& order, Bytes bytes, int chunks)
 void halving_doubling(Gen& g, const std::vector<int>& order, Bytes bytes) {
   const int p = static_cast<int>(order.size());
   if (p < 2) return;
-  int q = 1;
-  while (q * 2 <= p) q *= 2;
+  const int q = largest_power_of_two_at_most(p);
   std::vector<OpId> state(p);
   for (int i = 0; i < p; ++i) state[i] = g.frontier[order[i]];
   for (int i = q; i < p; ++i) {
@@ -303,6 +302,16 @@ double busbw_factor(Collective op, int n) {
   return 1.0;
 }
 
+int hierarchy_group_count(const CollectiveSpec& spec, int ranks) {
+  return spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, ranks / spec.ranks_per_node);
+}
+
+int largest_power_of_two_at_most(int p) {
+  int q = 1;
+  while (q * 2 <= p) q *= 2;
+  return q;
+}
+
 void check_supported(const CollectiveSpec& spec, int ranks, const std::string& field) {
   const std::string algo(to_string(spec.algorithm));
   if (ranks < 1) throw InputError(field, "", "a collective needs at least one rank");
@@ -314,7 +323,7 @@ void check_supported(const CollectiveSpec& spec, int ranks, const std::string& f
         field, "algo",
         algo + " is implemented for allreduce only (use ring for " + std::string(to_string(spec.op)) + ")");
   if (spec.algorithm == Algorithm::Hierarchical) {
-    const int groups = spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, ranks / spec.ranks_per_node);
+    const int groups = hierarchy_group_count(spec, ranks);
     if (ranks % groups != 0)
       throw InputError(
           field, "hierarchical_allreduce_leaders",
@@ -340,7 +349,7 @@ void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& sc
   check_supported(s, p, "collective");
 
   if (s.algorithm == Algorithm::Hierarchical) {
-    const int groups = s.hierarchy_groups > 0 ? s.hierarchy_groups : std::max(1, p / s.ranks_per_node);
+    const int groups = hierarchy_group_count(s, p);
     const int size = p / groups;
     CollectiveSpec inner = s;
     inner.algorithm = Algorithm::Ring;

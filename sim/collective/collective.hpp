@@ -73,6 +73,12 @@ struct CollectiveSpec {
 // nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw * factor.
 double busbw_factor(Collective op, int ranks);
 
+// Paddle's hierarchical allreduce over `ranks`: the number of groups (one leader each) the spec asks for, else one
+// group per node.
+int hierarchy_group_count(const CollectiveSpec& spec, int ranks);
+// The largest power of two <= p (p >= 1): the core of halving-doubling, the rest folded in and out.
+int largest_power_of_two_at_most(int p);
+
 // Checks that the algorithm supports the collective and the rank count; throws InputError naming `field`.
 void check_supported(const CollectiveSpec& spec, int ranks, const std::string& field);
 

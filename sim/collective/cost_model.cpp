@@ -146,8 +146,7 @@ struct Model {
     const int p = static_cast<int>(order.size());
     if (p < 2) return 0;
     bytes = ceil_div(bytes, channels);
-    int q = 1;
-    while (q * 2 <= p) q *= 2;
+    const int q = largest_power_of_two_at_most(p);
     TimePs total = 0;
     if (q < p) {
       TimePs fold = 0;
@@ -206,7 +205,7 @@ TimePs step_closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
     case Algorithm::HalvingDoubling:
       return m.halving_doubling(ranks, spec.bytes);
     case Algorithm::Hierarchical: {
-      const int groups = spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, p / spec.ranks_per_node);
+      const int groups = hierarchy_group_count(spec, p);
       const int size = p / groups;
       TimePs intra = 0, broadcast = 0;
       std::vector<int> leaders;
@@ -304,7 +303,7 @@ LibraryPrediction library_prediction(const CollectiveSpec& spec, const Topology&
   const std::vector<int> ranks = all_ranks(spec, topology);
   const int p = static_cast<int>(ranks.size());
   check_supported(spec, p, "collective");
-  const int groups = spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, p / spec.ranks_per_node);
+  const int groups = hierarchy_group_count(spec, p);
   const int size = p / groups;
   CollectiveSpec phase = spec;
   phase.hierarchy_groups = 0;
@@ -363,12 +362,11 @@ double total_transfer_bytes(const CollectiveSpec& spec, int p) {
     case Algorithm::Tree:
       return 2.0 * (p - 1) * m;  // two trees, each m/2 up and down p-1 edges
     case Algorithm::HalvingDoubling: {
-      int q = 1;
-      while (q * 2 <= p) q *= 2;
+      const int q = largest_power_of_two_at_most(p);
       return 2.0 * (q - 1) * m + 2.0 * (p - q) * m;  // halving + doubling, plus the fold in and out
     }
     case Algorithm::Hierarchical: {
-      const int groups = spec.hierarchy_groups > 0 ? spec.hierarchy_groups : std::max(1, p / spec.ranks_per_node);
+      const int groups = hierarchy_group_count(spec, p);
       const int g = p / groups;
       return groups * 2.0 * (g - 1) * m + 2.0 * (groups - 1) * m + groups * (g - 1.0) * m;
     }

@@ -9,8 +9,13 @@
 // sets nccl_comm_num. Each test loads it through the simulate-free pieces (load_scenario, load_topology,
 // build_plan) with --set style overrides and checks the translation against the Plan it came from.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -377,6 +382,23 @@ TEST(NcclTranslate, FormatsTheProgram) {
   EXPECT_NE(text.find("(s1 inter)"), std::string::npos);
   EXPECT_NE(text.find("[bucket 0]"), std::string::npos);
   EXPECT_NE(text.find("32 ranks, hierarchy groups of 8"), std::string::npos);
+}
+
+// `commsim run --backend nccl --dry-run` prints that program without a GPU: on 2 DGX A100 nodes (8 GPUs each) the
+// header counts 2 x 8 = 16 ranks, and ResNet-50's buckets are ncclAllReduce calls on the world communicator.
+TEST(NcclTranslate, CliDryRunPrintsTheProgram) {
+  const std::string out_file = ::testing::TempDir() + "commsim-dry-run.txt";
+  const int status = std::system((std::string(COMMSIM_CLI_PATH) +
+                                  " run --backend nccl scenarios/resnet50-dgx-a100.json --set nodes=2 --dry-run > " +
+                                  out_file)
+                                     .c_str());
+  std::ifstream in(out_file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(out_file.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_EQ(text.rfind("# 16 ranks", 0), 0u) << text;
+  EXPECT_NE(text.find("ncclAllReduce comm"), std::string::npos) << text;
+  EXPECT_NE(text.find("[bucket 0]"), std::string::npos) << text;
 }
 
 }  // namespace
