@@ -37,7 +37,7 @@ bool starts_with(const std::string& s, const char* prefix) { return s.rfind(pref
 
 }  // namespace
 
-nlohmann::json kineto_trace(const Result& result, const Plan& plan, bool concatenated) {
+nlohmann::json kineto_trace(const Result& result, const Plan& plan) {
   nlohmann::json events = nlohmann::json::array();
   events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", result.scenario + " rank 0"}}}});
   for (int s = 0; s <= plan.streams; ++s)
@@ -45,7 +45,6 @@ nlohmann::json kineto_trace(const Result& result, const Plan& plan, bool concate
                       {"args", {{"name", s == 0 ? std::string("compute") : "comm stream " + std::to_string(s)}}}});
   const int elem_bytes = dtype_bytes(plan.scenario.strategy.comm_dtype);
   std::size_t next = 0;
-  double offset_s = 0;
   std::int64_t sequence = 0, collective_seq = 0;
   for (std::size_t step = 0; step < result.steps_s.size() && next < result.trace.size(); ++step) {
     const StepPlan& kind = plan.kinds[static_cast<std::size_t>(plan.step_kind[step])];
@@ -57,14 +56,13 @@ nlohmann::json kineto_trace(const Result& result, const Plan& plan, bool concate
       first_start = std::min(first_start, result.trace[i].start_s);
       last_end = std::max(last_end, result.trace[i].start_s + result.trace[i].duration_s);
     }
-    const double shift = concatenated ? 0 : offset_s;
-    events.push_back(span("ProfilerStep#" + std::to_string(step), "user_annotation", 1, first_start + shift,
+    events.push_back(span("ProfilerStep#" + std::to_string(step), "user_annotation", 1, first_start,
                           last_end - first_start));
     std::map<std::string, std::int64_t> forward_sequence;  // layer -> its forward op's sequence number
     for (std::size_t i = 0; i < kind.tasks.size() && next < result.trace.size(); ++i, ++next) {
       const Task& t = kind.tasks[i];
       const TraceEvent& e = result.trace[next];
-      const double start = e.start_s + shift;
+      const double start = e.start_s;
       if (t.kind == TaskKind::Compute && starts_with(t.label, "fwd ")) {
         const std::string layer = t.label.substr(4);
         forward_sequence[layer] = sequence;
@@ -96,7 +94,6 @@ nlohmann::json kineto_trace(const Result& result, const Plan& plan, bool concate
         events.push_back(span(t.label, "cpu_op", t.stream + 1, start, e.duration_s));
       }
     }
-    offset_s += last_end;
   }
   return {{"schemaVersion", 1},
           {"traceName", result.scenario},

@@ -12,9 +12,8 @@
 
 namespace commsim {
 
-// `result.trace` holds the first steps of rank 0, each step's tasks in plan order. `concatenated`: the events'
-// start times already run on from step to step (the MPI backend's trace); otherwise each step starts at 0 (the
-// simulator's) and is placed after the previous one.
-nlohmann::json kineto_trace(const Result& result, const Plan& plan, bool concatenated);
+// `result.trace` holds the first steps of rank 0 on one clock (the simulator's and the MPI backend's both run on
+// from step to step), each step's tasks in plan order.
+nlohmann::json kineto_trace(const Result& result, const Plan& plan);
 
 }  // namespace commsim

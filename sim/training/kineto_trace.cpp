@@ -10,6 +10,9 @@ namespace commsim {
 namespace {
 
 constexpr double kUs = 1e-6;  // Chrome trace times are microseconds
+// Spans that touch (one ends where the next begins) may overlap by a rounding error of their microsecond times:
+// nesting is decided with this slack (1 ns, below any profiler's resolution).
+constexpr double kSlack_s = 1e-9;
 const std::string kModulePrefix = "nn.Module: ";
 const std::string kBackwardPrefix = "autograd::engine::evaluate_function: ";
 
@@ -163,8 +166,9 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   std::vector<const Span*> leaves;
   for (std::size_t i = 0; i < modules.size(); ++i) {
     bool leaf = true;
-    for (std::size_t j = i + 1; j < modules.size() && modules[j]->start_s < modules[i]->end_s; ++j)
-      leaf &= !(modules[j]->tid == modules[i]->tid && modules[j]->pid == modules[i]->pid);
+    for (std::size_t j = i + 1; j < modules.size() && modules[j]->start_s < modules[i]->end_s - kSlack_s; ++j)
+      leaf &= !(modules[j]->tid == modules[i]->tid && modules[j]->pid == modules[i]->pid &&
+                modules[j]->end_s <= modules[i]->end_s + kSlack_s);
     if (leaf && step_of(modules[i]->start_s) >= 0) leaves.push_back(modules[i]);
   }
   const double steps = static_cast<double>(trace.steps.size());
@@ -181,7 +185,7 @@ KinetoTrace read_kineto_trace(const std::string& path) {
       if (s.start_s < m->start_s) continue;
       if (s.start_s > m->end_s) break;
       const Json* seq = arg(s, "Sequence number");
-      if (s.tid == m->tid && s.pid == m->pid && seq && seq->is_number_integer() && s.end_s <= m->end_s)
+      if (s.tid == m->tid && s.pid == m->pid && seq && seq->is_number_integer() && s.end_s <= m->end_s + kSlack_s)
         module_of_sequence.try_emplace(seq->get<std::int64_t>(), it->second);
     }
   }

@@ -61,7 +61,7 @@ TEST(DeviceLibrary, ExplicitNumbersWinOverTheLibrary) {
 TEST(DeviceLibrary, BadDevicesNameTheField) {
   auto error = [](const Json& device) {
     try {
-      parse_scenario(tiny_with_device(device), "s.json");
+      parse_scenario(tiny_with_device(device), "scenarios/emulated-tiny.json");
     } catch (const InputError& e) {
       return std::string(e.what());
     }

@@ -87,8 +87,8 @@ TEST(HfConfig, TensorsAreInForwardOrderWithStateDictNamesAndShapes) {
   for (std::size_t i = 1; i < m.tensors.size(); ++i) EXPECT_GE(m.tensors[i].layer, m.tensors[i - 1].layer);
   // GPT-2's Conv1D stores [in, out]: c_attn maps 768 to 3 x 768.
   const Model g = model_from_hf_config("tests/data/hf/gpt2.json");
-  EXPECT_EQ(g.tensors[3].name, "h.0.attn.c_attn.weight");
-  EXPECT_EQ(g.tensors[3].shape, (std::vector<u64>{768, 2304}));
+  EXPECT_EQ(g.tensors[4].name, "h.0.attn.c_attn.weight");  // after wte, wpe, ln_1.weight, ln_1.bias
+  EXPECT_EQ(g.tensors[4].shape, (std::vector<u64>{768, 2304}));
 }
 
 TEST(HfConfig, FlopsFollowTheZooConventions) {
