@@ -248,6 +248,9 @@ Model model_from_hf_config(const std::string& path, const HfImport& options) {
   Config c(root, path);
   const std::string type = c.text("model_type");
   if (type.empty()) c.fail("model_type", "missing (llama, mistral, mixtral, qwen2, gpt2, bert)");
+  const bool gated = type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2";
+  if (!gated && type != "gpt2" && type != "bert")
+    c.fail("model_type", "\"" + type + "\" is not supported (llama, mistral, mixtral, qwen2, gpt2, bert)");
   Model m;
   const std::string given = c.text("_name_or_path");
   m.name = !options.name.empty() ? options.name
@@ -256,6 +259,8 @@ Model model_from_hf_config(const std::string& path, const HfImport& options) {
   const std::string url = c.text("_source_url");  // optional: where the config was published
   m.source = "HuggingFace config " + std::filesystem::path(path).filename().string() +
              (url.empty() ? "" : " (" + url + ")") + ", model_type " + type + ", imported by commsim model from-hf";
+  // The architecture's size first (the error a truncated config most likely has), then the context length.
+  if (gated) c.required("hidden_size", 1, kMaxWidth);
   std::int64_t ctx = 0;
   if (type == "gpt2")
     ctx = c.required_any({"n_positions", "n_ctx", "max_position_embeddings"}, 1, std::int64_t{1} << 24);
@@ -265,14 +270,12 @@ Model model_from_hf_config(const std::string& path, const HfImport& options) {
   if ((type == "gpt2" || type == "bert") && seq > ctx)
     throw InputError("--seq", "", std::to_string(seq) + " tokens exceed the learned positions of " + path + " (" +
                                       std::to_string(ctx) + ")");
-  if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2")
+  if (gated)
     gated_decoder(c, type, seq, m);
   else if (type == "gpt2")
     gpt2(c, seq, ctx, m);
-  else if (type == "bert")
-    bert(c, seq, ctx, m);
   else
-    c.fail("model_type", "\"" + type + "\" is not supported (llama, mistral, mixtral, qwen2, gpt2, bert)");
+    bert(c, seq, ctx, m);
   m.description = type + " model from " + std::filesystem::path(path).filename().string() + ", " +
                   std::to_string(m.tensors.size()) + " parameter tensors in forward order (state_dict names); " +
                   "one sample = one " + m.sample + ". FLOPs: linear 2*in*out per token, attention scores and context " +
