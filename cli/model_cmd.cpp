@@ -31,7 +31,8 @@ void emit(const Model& m, const ModelOptions& o) {
 }  // namespace
 
 void register_model(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand("model", "Write a model file from a HuggingFace config or a PyTorch profiler trace");
+  CLI::App* cmd =
+      app.add_subcommand("model", "Write a model file from a HuggingFace config or a PyTorch profiler trace");
   cmd->require_subcommand(1);
 
   auto hf = std::make_shared<ModelOptions>();
@@ -48,11 +49,10 @@ void register_model(CLI::App& app, int& exit_code) {
   });
 
   auto trace = std::make_shared<ModelOptions>();
-  CLI::App* from_trace =
-      cmd->add_subcommand("from-trace", "model file with measured compute times from a PyTorch profiler (Kineto) trace");
+  CLI::App* from_trace = cmd->add_subcommand(
+      "from-trace", "model file with measured compute times from a PyTorch profiler (Kineto) trace");
   from_trace->add_option("trace", trace->input, "Chrome trace JSON (torch.profiler export_chrome_trace)")->required();
-  from_trace->add_option("-o,--output", trace->output, "model file to write (default: stdout)")
-      ->check(writable_file());
+  from_trace->add_option("-o,--output", trace->output, "model file to write (default: stdout)")->check(writable_file());
   from_trace->add_option("--name", trace->name, "model name (default: the trace file's name)");
   from_trace->add_option("--batch", trace->batch, "samples per traced step and rank (times are divided by it)")
       ->check(number_in(1, 1 << 20));

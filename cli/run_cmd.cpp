@@ -47,9 +47,10 @@ std::string absolute(const std::string& path) { return path.empty() ? path : std
 void write_measured(const RunCommand& o, const SimulationRun& run) {
   if (!o.json.empty()) write_json(o.json, run.result.to_json(), "--json");
   if (o.trace.empty()) return;
-  write_json(o.trace, o.trace_format == "kineto" ? kineto_trace(run.result, run.plan)
-                                                 : chrome_trace(run.result, run.plan.streams),
-             "--trace");
+  write_json(
+      o.trace,
+      o.trace_format == "kineto" ? kineto_trace(run.result, run.plan) : chrome_trace(run.result, run.plan.streams),
+      "--trace");
 }
 
 // The measured result as `commsim simulate` prints a prediction, plus its spread, notes and the check's outcome.

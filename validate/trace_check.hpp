@@ -18,8 +18,8 @@ struct TraceRow {
 };
 
 struct TraceComparison {
-  std::vector<TraceRow> rows;       // step time, exposed communication, then one per collective
-  std::vector<std::string> notes;   // mismatches worth saying (collective counts, sizes)
+  std::vector<TraceRow> rows;      // step time, exposed communication, then one per collective
+  std::vector<std::string> notes;  // mismatches worth saying (collective counts, sizes)
 };
 
 TraceComparison compare_with_trace(const KinetoTrace& trace, const SimulationRun& run);

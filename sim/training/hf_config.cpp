@@ -31,8 +31,8 @@ class Config {
     if (!v->is_number_integer()) fields_.fail(key, "must be an integer");
     const auto value = v->get<std::int64_t>();
     if (value < min || value > max)
-      fields_.fail(key, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
-                            std::to_string(value));
+      fields_.fail(
+          key, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + std::to_string(value));
     return value;
   }
   std::int64_t required(const std::string& key, std::int64_t min, std::int64_t max) {
@@ -189,7 +189,8 @@ void gpt2(Config& c, std::int64_t seq, std::int64_t ctx, Model& m) {
   for (std::int64_t i = 0; i < layers; ++i) {
     const std::string p = "h." + std::to_string(i) + ".";
     ln(p + "ln_1");
-    b.layer(p + "attn", 2 * f(d) * 3 * f(d) * f(seq) + 2 * 2 * f(seq) * f(seq) * f(d), conv1d(p + "attn.c_attn", d, 3 * d));
+    b.layer(p + "attn", 2 * f(d) * 3 * f(d) * f(seq) + 2 * 2 * f(seq) * f(seq) * f(d),
+            conv1d(p + "attn.c_attn", d, 3 * d));
     b.layer(p + "attn.c_proj", 2 * f(d) * f(d) * f(seq), conv1d(p + "attn.c_proj", d, d));
     ln(p + "ln_2");
     b.layer(p + "mlp.c_fc", 2 * f(d) * f(ff) * f(seq), conv1d(p + "mlp.c_fc", d, ff));
@@ -215,7 +216,9 @@ void bert(Config& c, std::int64_t seq, std::int64_t ctx, Model& m) {
   auto linear = [](const std::string& name, std::int64_t in, std::int64_t out) {
     return std::vector<Param>{{name + ".weight", {u(out), u(in)}}, {name + ".bias", {u(out)}}};
   };
-  auto ln = [&](const std::string& name) { return std::vector<Param>{{name + ".weight", {u(d)}}, {name + ".bias", {u(d)}}}; };
+  auto ln = [&](const std::string& name) {
+    return std::vector<Param>{{name + ".weight", {u(d)}}, {name + ".bias", {u(d)}}};
+  };
   const std::string e = "embeddings.";
   std::vector<Param> embeddings{{e + "word_embeddings.weight", {u(vocab), u(d)}},
                                 {e + "position_embeddings.weight", {u(ctx), u(d)}},
@@ -253,9 +256,7 @@ Model model_from_hf_config(const std::string& path, const HfImport& options) {
     c.fail("model_type", "\"" + type + "\" is not supported (llama, mistral, mixtral, qwen2, gpt2, bert)");
   Model m;
   const std::string given = c.text("_name_or_path");
-  m.name = !options.name.empty() ? options.name
-           : !given.empty()      ? given
-                                 : std::filesystem::path(path).stem().string();
+  m.name = !options.name.empty() ? options.name : !given.empty() ? given : std::filesystem::path(path).stem().string();
   const std::string url = c.text("_source_url");  // optional: where the config was published
   m.source = "HuggingFace config " + std::filesystem::path(path).filename().string() +
              (url.empty() ? "" : " (" + url + ")") + ", model_type " + type + ", imported by commsim model from-hf";
@@ -268,8 +269,9 @@ Model model_from_hf_config(const std::string& path, const HfImport& options) {
     ctx = c.required("max_position_embeddings", 1, std::int64_t{1} << 24);
   const std::int64_t seq = options.seq > 0 ? options.seq : ctx;
   if ((type == "gpt2" || type == "bert") && seq > ctx)
-    throw InputError("--seq", "", std::to_string(seq) + " tokens exceed the learned positions of " + path + " (" +
-                                      std::to_string(ctx) + ")");
+    throw InputError(
+        "--seq", "",
+        std::to_string(seq) + " tokens exceed the learned positions of " + path + " (" + std::to_string(ctx) + ")");
   if (gated)
     gated_decoder(c, type, seq, m);
   else if (type == "gpt2")

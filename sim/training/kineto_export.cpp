@@ -9,28 +9,37 @@ namespace {
 // PyTorch's names: c10::ScalarType for "dtype", and the "Collective name" each ProcessGroup call records.
 const char* scalar_type(CommDtype d) {
   switch (d) {
-    case CommDtype::Fp16: return "Half";
-    case CommDtype::Bf16: return "BFloat16";
-    case CommDtype::Fp8: return "Float8_e4m3fn";
-    case CommDtype::Fp32: break;
+    case CommDtype::Fp16:
+      return "Half";
+    case CommDtype::Bf16:
+      return "BFloat16";
+    case CommDtype::Fp8:
+      return "Float8_e4m3fn";
+    case CommDtype::Fp32:
+      break;
   }
   return "Float";
 }
 
 const char* collective_name(Collective op) {
   switch (op) {
-    case Collective::AllReduce: return "allreduce";
-    case Collective::ReduceScatter: return "_reduce_scatter_base";
-    case Collective::AllGather: return "_allgather_base";
-    case Collective::Broadcast: return "broadcast";
-    case Collective::Reduce: return "reduce";
+    case Collective::AllReduce:
+      return "allreduce";
+    case Collective::ReduceScatter:
+      return "_reduce_scatter_base";
+    case Collective::AllGather:
+      return "_allgather_base";
+    case Collective::Broadcast:
+      return "broadcast";
+    case Collective::Reduce:
+      return "reduce";
   }
   return "allreduce";
 }
 
 nlohmann::json span(const std::string& name, const char* cat, int tid, double start_s, double duration_s) {
-  return {{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 0}, {"tid", tid},
-          {"ts", start_s * 1e6}, {"dur", duration_s * 1e6}};
+  return {{"ph", "X"},  {"cat", cat},          {"name", name},           {"pid", 0},
+          {"tid", tid}, {"ts", start_s * 1e6}, {"dur", duration_s * 1e6}};
 }
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
@@ -39,9 +48,13 @@ bool starts_with(const std::string& s, const char* prefix) { return s.rfind(pref
 
 nlohmann::json kineto_trace(const Result& result, const Plan& plan) {
   nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", result.scenario + " rank 0"}}}});
+  events.push_back(
+      {{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", result.scenario + " rank 0"}}}});
   for (int s = 0; s <= plan.streams; ++s)
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", s + 1},
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", 0},
+                      {"tid", s + 1},
                       {"args", {{"name", s == 0 ? std::string("compute") : "comm stream " + std::to_string(s)}}}});
   const int elem_bytes = dtype_bytes(plan.scenario.strategy.comm_dtype);
   std::size_t next = 0;
@@ -56,8 +69,8 @@ nlohmann::json kineto_trace(const Result& result, const Plan& plan) {
       first_start = std::min(first_start, result.trace[i].start_s);
       last_end = std::max(last_end, result.trace[i].start_s + result.trace[i].duration_s);
     }
-    events.push_back(span("ProfilerStep#" + std::to_string(step), "user_annotation", 1, first_start,
-                          last_end - first_start));
+    events.push_back(
+        span("ProfilerStep#" + std::to_string(step), "user_annotation", 1, first_start, last_end - first_start));
     std::map<std::string, std::int64_t> forward_sequence;  // layer -> its forward op's sequence number
     for (std::size_t i = 0; i < kind.tasks.size() && next < result.trace.size(); ++i, ++next) {
       const Task& t = kind.tasks[i];
@@ -71,15 +84,16 @@ nlohmann::json kineto_trace(const Result& result, const Plan& plan) {
         op["args"] = {{"Sequence number", sequence++}};
         events.push_back(op);
       } else if (t.kind == TaskKind::Compute && starts_with(t.label, "bwd ")) {
-        nlohmann::json op = span("autograd::engine::evaluate_function: commsim::emulated_computeBackward", "cpu_op",
-                                 1, start, e.duration_s);
+        nlohmann::json op = span("autograd::engine::evaluate_function: commsim::emulated_computeBackward", "cpu_op", 1,
+                                 start, e.duration_s);
         const auto it = forward_sequence.find(t.label.substr(4));
         if (it != forward_sequence.end()) op["args"] = {{"Sequence number", it->second}};
         events.push_back(op);
       } else if (t.kind == TaskKind::Collective) {
         const auto elements = static_cast<std::int64_t>(t.collective.bytes / static_cast<Bytes>(elem_bytes));
         const int group = t.collective.ranks.empty() ? plan.ranks : static_cast<int>(t.collective.ranks.size());
-        const bool gather = t.collective.op == Collective::AllGather, scatter = t.collective.op == Collective::ReduceScatter;
+        const bool gather = t.collective.op == Collective::AllGather,
+                   scatter = t.collective.op == Collective::ReduceScatter;
         nlohmann::json op = span("record_param_comms", "cpu_op", t.stream + 1, start, e.duration_s);
         op["args"] = {{"Collective name", collective_name(t.collective.op)},
                       {"In msg nelems", gather ? elements / group : elements},

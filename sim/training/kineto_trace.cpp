@@ -28,9 +28,9 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 // c10::ScalarType names as record_param_comms writes them ("dtype"), and their sizes.
 int dtype_bytes(const std::string& dtype) {
-  static const std::map<std::string, int> sizes{
-      {"Float", 4},     {"Half", 2},  {"BFloat16", 2}, {"Double", 8}, {"Int", 4}, {"Long", 8}, {"Short", 2},
-      {"Byte", 1},      {"Char", 1},  {"Bool", 1},     {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}};
+  static const std::map<std::string, int> sizes{{"Float", 4}, {"Half", 2}, {"BFloat16", 2},      {"Double", 8},
+                                                {"Int", 4},   {"Long", 8}, {"Short", 2},         {"Byte", 1},
+                                                {"Char", 1},  {"Bool", 1}, {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}};
   const auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -193,7 +193,8 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   for (const Span& s : spans) gpu_kernels |= s.cat == "kernel";
   for (const Span& s : spans) {
     if (step_of(s.start_s) < 0) continue;
-    const bool nccl = s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") || starts_with(s.name, "ncclKernel_"));
+    const bool nccl =
+        s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") || starts_with(s.name, "ncclKernel_"));
     if (starts_with(s.name, kBackwardPrefix)) {
       const Json* seq = arg(s, "Sequence number");
       if (seq && seq->is_number_integer()) {
@@ -214,9 +215,9 @@ KinetoTrace read_kineto_trace(const std::string& path) {
     any_nccl |= s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") || starts_with(s.name, "ncclKernel_"));
   trace.collective_source = any_nccl ? "nccl kernels" : "record_param_comms";
   for (const Span& s : spans) {
-    const bool take = any_nccl ? s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") ||
-                                                       starts_with(s.name, "ncclKernel_"))
-                               : s.name == "record_param_comms";
+    const bool take =
+        any_nccl ? s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") || starts_with(s.name, "ncclKernel_"))
+                 : s.name == "record_param_comms";
     const int step = step_of(s.start_s);
     if (!take || step < 0) continue;
     TracedCollective c = collective_of(s, path);

@@ -22,19 +22,19 @@
 namespace commsim {
 
 struct TracedModule {
-  std::string name;         // as in the trace, without "nn.Module: "
-  double forward_s = 0;     // per step, mean over the traced steps
-  double backward_s = 0;    // per step, mean
+  std::string name;                  // as in the trace, without "nn.Module: "
+  double forward_s = 0;              // per step, mean over the traced steps
+  double backward_s = 0;             // per step, mean
   double first_backward_end_s = -1;  // when its backward ended in the first step (-1: it has none)
 };
 
 struct TracedCollective {
-  std::string name;          // "Collective name" (allreduce, _allgather_base, ...)
-  std::string dtype;         // "Float", "BFloat16", ...
+  std::string name;            // "Collective name" (allreduce, _allgather_base, ...)
+  std::string dtype;           // "Float", "BFloat16", ...
   std::uint64_t elements = 0;  // max(In msg nelems, Out msg nelems)
   int bytes_per_element = 4;
   int group_size = 0;
-  int step = 0;              // index into KinetoTrace::steps
+  int step = 0;  // index into KinetoTrace::steps
   double start_s = 0, duration_s = 0;
 };
 
@@ -45,10 +45,10 @@ struct TracedStep {
 };
 
 struct KinetoTrace {
-  std::vector<TracedStep> steps;               // in time order
-  std::vector<TracedModule> modules;           // leaf modules, forward order of the first step
-  std::vector<TracedCollective> collectives;   // every traced step, in time order
-  std::string collective_source;               // "nccl kernels" or "record_param_comms"
+  std::vector<TracedStep> steps;              // in time order
+  std::vector<TracedModule> modules;          // leaf modules, forward order of the first step
+  std::vector<TracedCollective> collectives;  // every traced step, in time order
+  std::string collective_source;              // "nccl kernels" or "record_param_comms"
 
   double mean_step_s() const;
   // Step time minus compute, per step, mean: the simulator's exposed communication (Result::exposed_comm_s).

@@ -25,8 +25,8 @@ std::vector<std::uint64_t> read_shape(JsonFields& p, std::uint64_t elements) {
     product *= shape.back();
   }
   if (shape.empty() || product != elements)
-    p.fail("shape", "the dimensions multiply to " + std::to_string(product) + ", not elements = " +
-                        std::to_string(elements));
+    p.fail("shape",
+           "the dimensions multiply to " + std::to_string(product) + ", not elements = " + std::to_string(elements));
   return shape;
 }
 
@@ -56,8 +56,10 @@ Model load_model(const std::string& path) {
     const Json& params = f.array("params");
     for (std::size_t j = 0; j < params.size(); ++j) {
       JsonFields p(params[j], path, f.field_path("params[" + std::to_string(j) + "]"));
-      Tensor t{p.string("name"), static_cast<std::uint64_t>(p.integer("elements", 1, std::int64_t{1} << 50)),
-               static_cast<int>(i), {}};
+      Tensor t{p.string("name"),
+               static_cast<std::uint64_t>(p.integer("elements", 1, std::int64_t{1} << 50)),
+               static_cast<int>(i),
+               {}};
       if (p.has("shape")) t.shape = read_shape(p, t.elements);
       p.reject_unknown();
       layer.tensors.push_back(static_cast<int>(model.tensors.size()));

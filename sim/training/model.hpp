@@ -11,8 +11,8 @@ namespace commsim {
 struct Tensor {
   std::string name;
   std::uint64_t elements = 0;
-  int layer = 0;                        // index of its layer in forward order
-  std::vector<std::uint64_t> shape;     // optional, as the framework stores it (product = elements)
+  int layer = 0;                     // index of its layer in forward order
+  std::vector<std::uint64_t> shape;  // optional, as the framework stores it (product = elements)
 };
 
 struct Layer {

@@ -1,5 +1,6 @@
 // The device library (devices/*.json, compiled in) and scenarios that name a device instead of giving numbers.
 #include "sim/training/device_library.hpp"
+
 #include "sim/training/simulation.hpp"
 #include "tests/sim/test_util.hpp"
 
@@ -39,8 +40,11 @@ TEST(DeviceLibrary, ANamedDevicePredictsExactlyWhatItsNumbersPredict) {
   // The same device given by name and by the library's own numbers: the plan sees the same doubles, so the step
   // times must be bit-identical (this is what lets the shipped scenarios name their device).
   const Json named = tiny_with_device({{"name", "a100-sxm-80gb"}, {"dtype", "bf16"}, {"efficiency", 0.25}});
-  const Json explicit_numbers = tiny_with_device({{"name", "A100"}, {"peak_flops", 312e12}, {"efficiency", 0.25},
-                                                  {"memory_Bps", 2039e9}, {"source", "datasheet"}});
+  const Json explicit_numbers = tiny_with_device({{"name", "A100"},
+                                                  {"peak_flops", 312e12},
+                                                  {"efficiency", 0.25},
+                                                  {"memory_Bps", 2039e9},
+                                                  {"source", "datasheet"}});
   const SimulationRun a = simulate_document(named, "scenarios/emulated-tiny.json", Fidelity::Analytical);
   const SimulationRun b = simulate_document(explicit_numbers, "scenarios/emulated-tiny.json", Fidelity::Analytical);
   EXPECT_EQ(a.scenario.device.peak_flops, 312e12);
@@ -72,9 +76,9 @@ TEST(DeviceLibrary, BadDevicesNameTheField) {
   EXPECT_NE(error({{"name", "v100-sxm2"}, {"dtype", "bf16"}, {"efficiency", 0.5}}).find("device.dtype"),
             std::string::npos);  // V100 has no bf16
   EXPECT_NE(error({{"name", "h100-sxm"}, {"efficiency", 0.5}}).find("device.dtype"), std::string::npos);
-  EXPECT_NE(error({{"name", "h100-sxm"}, {"dtype", "bf16"}, {"efficiency", 0.5}, {"memory_Bps", 1e12}})
-                .find("device.source"),
-            std::string::npos);  // a number given here needs its source
+  EXPECT_NE(
+      error({{"name", "h100-sxm"}, {"dtype", "bf16"}, {"efficiency", 0.5}, {"memory_Bps", 1e12}}).find("device.source"),
+      std::string::npos);  // a number given here needs its source
 }
 
 }  // namespace

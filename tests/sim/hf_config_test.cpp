@@ -2,9 +2,10 @@
 // config.json named in its _source_url). For every config the parameter count is derived here from the
 // architecture's formula, must equal the importer's count exactly, and must match the published total within one
 // unit of the published figure's last digit (the published figures are the exact counts rounded).
+#include "sim/training/hf_config.hpp"
+
 #include <cmath>
 
-#include "sim/training/hf_config.hpp"
 #include "sim/training/model_json.hpp"
 #include "tests/sim/test_util.hpp"
 
@@ -38,9 +39,9 @@ u64 bert_count(u64 d, u64 layers, u64 vocab, u64 positions, u64 types) {
 
 struct Published {
   const char* config;
-  u64 derived;       // from the formula above
-  double published;  // as the source states it
-  double last_digit; // one unit of its last digit
+  u64 derived;        // from the formula above
+  double published;   // as the source states it
+  double last_digit;  // one unit of its last digit
   const char* source;
 };
 

@@ -5,8 +5,9 @@
 //   tests/data/trace/emulated-tiny-mpi.json recorded on the development machine by
 //       commsim run --backend mpi scenarios/emulated-tiny.json --cluster --trace F --trace-format kineto
 //   a trace of a prediction, written and read back here.
-#include "sim/training/kineto_export.hpp"
 #include "sim/training/kineto_trace.hpp"
+
+#include "sim/training/kineto_export.hpp"
 #include "sim/training/model_json.hpp"
 #include "sim/training/simulation.hpp"
 #include "tests/sim/test_util.hpp"
