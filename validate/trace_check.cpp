@@ -53,11 +53,11 @@ TraceComparison compare_with_trace(const KinetoTrace& trace, const SimulationRun
     for (const TracedCollective& t : trace.collectives)
       if (t.step == 0 && seen++ == k) first_elements = t.elements;
     const std::uint64_t predicted_elements = predicted.front()[k].elements;
-    if (first_elements != predicted_elements)
+    if (first_elements != 0 && first_elements != predicted_elements)
       c.notes.push_back("collective " + std::to_string(k) + ": " + std::to_string(first_elements) +
                         " elements traced, " + std::to_string(predicted_elements) + " predicted");
-    c.rows.push_back({"collective " + std::to_string(k) + " (" + std::to_string(first_elements) + " elements)",
-                      trace.mean_collective_s(k), sum / n});
+    const std::string size = first_elements ? std::to_string(first_elements) + " elements" : "size not traced";
+    c.rows.push_back({"collective " + std::to_string(k) + " (" + size + ")", trace.mean_collective_s(k), sum / n});
   }
   return c;
 }

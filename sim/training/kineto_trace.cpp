@@ -115,6 +115,48 @@ double union_within(std::vector<std::pair<double, double>> spans, double from, d
   return covered;
 }
 
+bool is_nccl_kernel(const Span& s) {
+  return s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") || starts_with(s.name, "ncclKernel_"));
+}
+
+// The collectives of the traced steps. Durations: NCCL kernels when there are any; else the gloo work spans
+// ("gloo:all_reduce", on gloo's threads), which run the collective where record_param_comms only enqueues it; else
+// record_param_comms (the MPI backend's traces, whose spans cover the collective). Sizes: from the args of the
+// same span, or for gloo of the n-th record_param_comms span; a trace without them (PyTorch before 2.1, or without
+// Kineto) leaves the size unknown (0).
+template <typename StepOf>
+void add_collectives(const std::vector<Span>& spans, const std::string& path, const StepOf& step_of,
+                     KinetoTrace& trace) {
+  bool nccl = false, gloo = false;
+  for (const Span& s : spans) {
+    nccl |= is_nccl_kernel(s);
+    gloo |= starts_with(s.name, "gloo:");
+  }
+  trace.collective_source = nccl ? "nccl kernels" : gloo ? "gloo work spans" : "record_param_comms";
+  std::vector<const Span*> described;  // record_param_comms, in time order (gloo sizes)
+  for (const Span& s : spans)
+    if (s.name == "record_param_comms" && step_of(s.start_s) >= 0) described.push_back(&s);
+  std::size_t next_described = 0;
+  for (const Span& s : spans) {
+    const int step = step_of(s.start_s);
+    const bool take = nccl ? is_nccl_kernel(s) : gloo ? starts_with(s.name, "gloo:") : s.name == "record_param_comms";
+    if (!take || step < 0) continue;
+    TracedCollective c;
+    if (!gloo) {
+      c = collective_of(s, path);
+    } else if (next_described < described.size()) {
+      c = collective_of(*described[next_described++], path);
+    } else {
+      c.name = s.name.substr(5);  // size not in the trace
+      c.bytes_per_element = 0;
+    }
+    c.start_s = s.start_s;
+    c.duration_s = s.end_s - s.start_s;
+    c.step = step;
+    trace.collectives.push_back(std::move(c));
+  }
+}
+
 }  // namespace
 
 double KinetoTrace::mean_step_s() const {
@@ -145,14 +187,27 @@ double KinetoTrace::mean_collective_s(std::size_t index) const {
 
 KinetoTrace read_kineto_trace(const std::string& path) {
   const Json root = read_json_file(path);
-  if (!root.is_object()) throw InputError(path, "", "a Kineto trace is a JSON object with traceEvents");
-  JsonFields top(root, path, "");
-  const std::vector<Span> spans = complete_events(top.array("traceEvents"), path);
+  // Kineto writes {"traceEvents": [...]}; builds without Kineto (the legacy profiler, e.g. Debian's python3-torch
+  // 1.13) write the bare array of events, without categories or args.
+  if (!root.is_object() && !root.is_array())
+    throw InputError(path, "", "a profiler trace is a JSON object with traceEvents (or the legacy array of events)");
+  std::vector<Span> spans;
+  if (root.is_array()) {
+    spans = complete_events(root, path);
+  } else {
+    JsonFields top(root, path, "");
+    spans = complete_events(top.array("traceEvents"), path);
+  }
   KinetoTrace trace;
+  const Span* main_thread = nullptr;  // the thread that runs the steps
   for (const Span& s : spans)
-    if (starts_with(s.name, "ProfilerStep#")) trace.steps.push_back({s.name, s.start_s, s.end_s - s.start_s, 0});
+    if (starts_with(s.name, "ProfilerStep#")) {
+      trace.steps.push_back({s.name, s.start_s, s.end_s - s.start_s, 0});
+      main_thread = main_thread ? main_thread : &s;
+    }
   if (trace.steps.empty())
-    top.fail("traceEvents", "no \"ProfilerStep#N\" span (profile with a schedule and call prof.step() every step)");
+    throw InputError(path, "traceEvents",
+                     "no \"ProfilerStep#N\" span (profile with a schedule and call prof.step() every step)");
   auto step_of = [&](double t) {
     int k = -1;
     for (std::size_t i = 0; i < trace.steps.size() && trace.steps[i].start_s <= t; ++i) k = static_cast<int>(i);
@@ -210,20 +265,15 @@ KinetoTrace read_kineto_trace(const std::string& path) {
       compute.push_back({s.start_s, s.end_s});
     }
   }
-  bool any_nccl = false;
-  for (const Span& s : spans)
-    any_nccl |= s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") || starts_with(s.name, "ncclKernel_"));
-  trace.collective_source = any_nccl ? "nccl kernels" : "record_param_comms";
-  for (const Span& s : spans) {
-    const bool take =
-        any_nccl ? s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") || starts_with(s.name, "ncclKernel_"))
-                 : s.name == "record_param_comms";
-    const int step = step_of(s.start_s);
-    if (!take || step < 0) continue;
-    TracedCollective c = collective_of(s, path);
-    c.step = step;
-    trace.collectives.push_back(std::move(c));
-  }
+  // Without kernels and without module spans (a legacy CPU trace), compute is what the steps' thread runs, less the
+  // communication calls on it: the gaps are waits.
+  if (!gpu_kernels && leaves.empty())
+    for (const Span& s : spans)
+      if (s.tid == main_thread->tid && s.pid == main_thread->pid && step_of(s.start_s) >= 0 &&
+          !starts_with(s.name, "ProfilerStep#") && !starts_with(s.name, "c10d::") && !starts_with(s.name, "gloo:") &&
+          s.name != "record_param_comms")
+        compute.push_back({s.start_s, s.end_s});
+  add_collectives(spans, path, step_of, trace);
   for (TracedStep& st : trace.steps) st.compute_s = union_within(compute, st.start_s, st.start_s + st.duration_s);
   return trace;
 }
@@ -234,6 +284,11 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
                      "no \"nn.Module: NAME\" span (profile with with_stack=True or with_modules=True)");
   if (trace.collectives_per_step() == 0)
     throw InputError(path, "traceEvents", "the first step has no collective (NCCL kernel or record_param_comms)");
+  for (const TracedCollective& c : trace.collectives)
+    if (c.elements == 0)
+      throw InputError(path, "traceEvents",
+                       "the collectives' sizes are not in the trace (record_param_comms args: PyTorch 2.1 or later, "
+                       "with Kineto)");
   Model m;
   m.name = name.empty() ? std::filesystem::path(path).stem().string() : name;
   m.source = "PyTorch profiler trace " + std::filesystem::path(path).filename().string() + ", " +

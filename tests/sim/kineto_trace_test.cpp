@@ -4,6 +4,7 @@
 //                                           below is derived from the event times written in it (in microseconds)
 //   tests/data/trace/emulated-tiny-mpi.json recorded on the development machine by
 //       commsim run --backend mpi scenarios/emulated-tiny.json --cluster --trace F --trace-format kineto
+//   tests/data/trace/ddp-gloo-mlp-small.json recorded with PyTorch by scripts/trace_ddp_gloo.py (see the test)
 //   a trace of a prediction, written and read back here.
 #include "sim/training/kineto_trace.hpp"
 
@@ -79,6 +80,36 @@ TEST(KinetoTrace, RecordedMpiRunMatchesItsPlan) {
       simulate_scenario("tests/data/trace/emulated-tiny-traced.json", {}, 0, Fidelity::Analytical);
   EXPECT_EQ(traced_run.plan.buckets.size(), run.plan.buckets.size());
   EXPECT_GT(traced_run.result.step_time_s, 0);
+}
+
+TEST(KinetoTrace, RealPyTorchDdpGlooTrace) {
+  // tests/data/trace/ddp-gloo-mlp-small.json: PyTorch 1.13 (Debian's python3-torch, built without Kineto, so the
+  // legacy array format without args) running scripts/trace_ddp_gloo.py: mlp-small under DDP with gloo, 4 ranks on
+  // this machine, bucket_cap_mb=1; the schedule records 3 active steps. DDP fills buckets in reverse parameter order
+  // up to 1 MiB (its first bucket's limit, dist._DEFAULT_FIRST_BUCKET_BYTES, and bucket_cap_mb): fc3 and fc2
+  // (267 786 floats = 1.07 MB) close the first, fc1 (401 920 floats) the second, so 2 gloo allreduces per step.
+  const KinetoTrace t = read_kineto_trace("tests/data/trace/ddp-gloo-mlp-small.json");
+  ASSERT_EQ(t.steps.size(), 3u);
+  EXPECT_EQ(t.collective_source, "gloo work spans");
+  EXPECT_EQ(t.collectives_per_step(), 2u);
+  // 5, not 6: the last step's second gloo span is not in the file (the profiler stopped with the step, before gloo's
+  // worker thread had closed its span); the reader counts what is there.
+  EXPECT_EQ(t.collectives.size(), 5u);
+  for (const TracedCollective& c : t.collectives) {
+    EXPECT_EQ(c.name, "all_reduce");
+    EXPECT_EQ(c.elements, 0u);  // this PyTorch writes no sizes
+    EXPECT_GT(c.duration_s, 0);
+  }
+  for (const TracedStep& s : t.steps) EXPECT_LE(s.compute_s, s.duration_s);
+  EXPECT_GT(t.mean_exposed_comm_s(), 0);
+  EXPECT_LT(t.mean_exposed_comm_s(), t.mean_step_s());
+  // No module spans and no sizes: not enough for a model, and the error says which.
+  try {
+    model_from_trace(t, "ddp-gloo-mlp-small.json", "", 64);
+    ADD_FAILURE() << "a model from a trace without modules";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("nn.Module"), std::string::npos);
+  }
 }
 
 TEST(KinetoTrace, APredictionComparedWithItsOwnTraceHasNoError) {
