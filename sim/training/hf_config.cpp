@@ -118,7 +118,9 @@ void gated_decoder(Config& c, const std::string& type, std::int64_t seq, Model& 
     per_token = c.required("num_experts_per_tok", 1, experts);
   }
   // Mistral's sliding window: each query attends to at most `window` keys.
-  const std::int64_t window = c.optional("sliding_window", 1, std::int64_t{1} << 30).value_or(seq);
+  // Qwen2 configs carry a window with use_sliding_window false (then unused).
+  const bool windowed = c.flag("use_sliding_window", true);
+  const std::int64_t window = windowed ? c.optional("sliding_window", 1, std::int64_t{1} << 30).value_or(seq) : seq;
   const double keys = f(std::min(seq, window));
 
   Builder b(m);

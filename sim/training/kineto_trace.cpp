@@ -236,9 +236,11 @@ KinetoTrace read_kineto_trace(const std::string& path) {
     if (added) trace.modules.push_back({name, 0, 0, -1});
     trace.modules[it->second].forward_s += (m->end_s - m->start_s) / steps;
     compute.push_back({m->start_s, m->end_s});
-    for (const Span& s : spans) {  // forward ops inside this module on its thread
-      if (s.start_s < m->start_s) continue;
-      if (s.start_s > m->end_s) break;
+    // Forward ops inside this module on its thread (spans are sorted by start).
+    auto first =
+        std::lower_bound(spans.begin(), spans.end(), m->start_s, [](const Span& x, double t) { return x.start_s < t; });
+    for (auto it_span = first; it_span != spans.end() && it_span->start_s <= m->end_s; ++it_span) {
+      const Span& s = *it_span;
       const Json* seq = arg(s, "Sequence number");
       if (s.tid == m->tid && s.pid == m->pid && seq && seq->is_number_integer() && s.end_s <= m->end_s + kSlack_s)
         module_of_sequence.try_emplace(seq->get<std::int64_t>(), it->second);
