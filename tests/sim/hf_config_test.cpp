@@ -112,6 +112,18 @@ TEST(HfConfig, FlopsFollowTheZooConventions) {
   EXPECT_DOUBLE_EQ(moe.forward_flops_per_sample, 4096.0 * (2 * 4096 * 8 + 2 * 2 * 3 * 4096.0 * 14336));
 }
 
+TEST(HfConfig, SlidingWindowBoundsTheKeysPerQuery) {
+  // Mistral 7B (sliding_window 4096) at 8192 tokens: each query attends to 4096 keys, so the attention layer is the
+  // q/k/v projections 2 * d * (H + 2 KV) * hd * seq plus 2 * 2 * seq * 4096 * H * hd (not seq * seq).
+  const Model m = model_from_hf_config("tests/data/hf/mistral-7b-v0.1.json", {8192, ""});
+  const double d = 4096, seq = 8192, hd = 128;
+  EXPECT_DOUBLE_EQ(m.layers[2].forward_flops_per_sample, 2 * d * (32 + 16) * hd * seq + 4 * seq * 4096 * 32 * hd);
+  // Qwen2-7B's config carries sliding_window 131072 with use_sliding_window false: the window is not applied.
+  const Model q = model_from_hf_config("tests/data/hf/qwen2-7b.json", {262144, ""});
+  EXPECT_DOUBLE_EQ(q.layers[2].forward_flops_per_sample,
+                   2 * 3584.0 * (28 + 8) * 128 * 262144 + 4 * 262144.0 * 262144 * 28 * 128);
+}
+
 TEST(HfConfig, ReproducesTheZoosGpt2XlAndBertLarge) {
   // scripts/gen_models.py wrote these two from the published shapes independently of the importer: the same
   // tensors (names, element counts, order) and the same FLOPs per layer must come out.
