@@ -23,6 +23,7 @@ void register_regress(CLI::App& app, int& exit_code);    // cli/regress_cmd.cpp
 void register_report(CLI::App& app, int& exit_code);     // cli/report_cmd.cpp
 void register_calibrate(CLI::App& app, int& exit_code);  // cli/calibrate_cmd.cpp
 void register_validate(CLI::App& app, int& exit_code);   // cli/validate_cmd.cpp
+void register_model(CLI::App& app, int& exit_code);      // cli/model_cmd.cpp: model from-hf, from-trace
 
 void print_result(const SimulationRun& run);
 // Writes `doc` to `path` (indented); a path that cannot be written is bad input of the option `flag`.

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   commsim::cli::register_report(app, exit_code);
   commsim::cli::register_calibrate(app, exit_code);
   commsim::cli::register_validate(app, exit_code);
+  commsim::cli::register_model(app, exit_code);
   // CLI11 reports a mistyped command as "A subcommand is required": name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     std::string known;

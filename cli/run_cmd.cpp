@@ -13,6 +13,7 @@
 #include "hw/common/emulation.hpp"
 #include "hw/common/plan_buffers.hpp"
 #include "sim/core/error.hpp"
+#include "sim/training/kineto_export.hpp"
 
 #ifdef COMMSIM_HAVE_MPI
 #include <mpi.h>
@@ -35,7 +36,7 @@ void register_cluster(CLI::App& app, int& exit_code);  // cli/cluster_cmd.cpp
 namespace {
 
 struct RunCommand {
-  std::string scenario, json, trace, backend = "mpi", impl = "schedule";
+  std::string scenario, json, trace, backend = "mpi", impl = "schedule", trace_format = "chrome";
   std::vector<std::string> sets;
   int steps = 0, warmup = 2;
   bool check = false, cluster = false, dry_run = false;
@@ -48,7 +49,11 @@ std::string absolute(const std::string& path) { return path.empty() ? path : std
 // rank 0, one thread per stream, so the two open side by side in Perfetto).
 void write_measured(const RunCommand& o, const SimulationRun& run) {
   if (!o.json.empty()) write_json(o.json, run.result.to_json(), "--json");
-  if (!o.trace.empty()) write_json(o.trace, chrome_trace(run.result, run.plan.streams), "--trace");
+  if (o.trace.empty()) return;
+  write_json(
+      o.trace,
+      o.trace_format == "kineto" ? kineto_trace(run.result, run.plan) : chrome_trace(run.result, run.plan.streams),
+      "--trace");
 }
 
 // The measured result as `commsim simulate` prints a prediction, plus its spread, notes and the check's outcome.
@@ -110,7 +115,7 @@ int launch_run(const RunCommand& o) {
   for (const std::string& s : o.sets) a.insert(a.end(), {"--set", s});
   if (o.check) a.push_back("--check");
   if (!o.json.empty()) a.insert(a.end(), {"--json", absolute(o.json)});
-  if (!o.trace.empty()) a.insert(a.end(), {"--trace", absolute(o.trace)});
+  if (!o.trace.empty()) a.insert(a.end(), {"--trace", absolute(o.trace), "--trace-format", o.trace_format});
   return hw::launch_mpi_job(launch);
 }
 #endif
@@ -195,6 +200,9 @@ void register_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", o->json, "write the measured result JSON")->check(writable_file());
   cmd->add_option("--trace", o->trace, "write a Chrome trace of the first measured steps (open in Perfetto)")
       ->check(writable_file());
+  cmd->add_option("--trace-format", o->trace_format,
+                  "chrome (one thread per stream) | kineto (as PyTorch's profiler writes it; commsim model from-trace)")
+      ->check(CLI::IsMember({"chrome", "kineto"}));
   cmd->add_flag("--check", o->check, "verifiable inputs; count wrong elements after every collective (exit 1 if any)");
   cmd->add_option("--impl", o->impl,
                   "mpi: schedule (the simulator's schedules, point-to-point) | native (Open MPI's collectives)")

@@ -7,13 +7,14 @@
 
 #include "cli/commands.hpp"
 #include "sim/core/error.hpp"
+#include "sim/training/kineto_export.hpp"
 #include "sim/training/simulation.hpp"
 
 namespace commsim::cli {
 namespace {
 
 struct SimulateOptions {
-  std::string scenario, json, trace, fidelity = "analytical";
+  std::string scenario, json, trace, fidelity = "analytical", trace_format = "chrome";
   std::vector<std::string> sets;
   int steps = 0;
 };
@@ -72,6 +73,8 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
   cmd->add_option("--json", o->json, "write the result JSON")->check(writable_file());
   cmd->add_option("--trace", o->trace, "write a Chrome trace (open in Perfetto)")->check(writable_file());
+  cmd->add_option("--trace-format", o->trace_format, "chrome | kineto (as PyTorch's profiler writes it)")
+      ->check(CLI::IsMember({"chrome", "kineto"}));
   cmd->callback([o, &exit_code] {
     Fidelity fidelity;
     if (!parse_fidelity(o->fidelity, fidelity))
@@ -79,7 +82,11 @@ void register_simulate(CLI::App& app, int& exit_code) {
     SimulationRun run = simulate_scenario(o->scenario, o->sets, o->steps, fidelity);
     print_result(run);
     if (!o->json.empty()) write_json(o->json, run.result.to_json(), "--json");
-    if (!o->trace.empty()) write_json(o->trace, chrome_trace(run.result, run.plan.streams), "--trace");
+    if (!o->trace.empty())
+      write_json(
+          o->trace,
+          o->trace_format == "kineto" ? kineto_trace(run.result, run.plan) : chrome_trace(run.result, run.plan.streams),
+          "--trace");
     exit_code = 0;
   });
 }

@@ -9,6 +9,7 @@
 #include "validate/calibrate_run.hpp"
 #include "validate/process.hpp"
 #include "validate/report.hpp"
+#include "validate/trace_check.hpp"
 #include "validate/validate_run.hpp"
 
 namespace commsim::cli {
@@ -34,17 +35,35 @@ int validate_suite(const validate::ValidateOptions& options) {
   return outcome.exit_code;
 }
 
+// `--trace`: the positional argument is a scenario, predicted and compared with the traced steps.
+int validate_trace(const std::string& scenario, const std::string& trace_path) {
+  const KinetoTrace trace = read_kineto_trace(trace_path);
+  const SimulationRun run = simulate_scenario(scenario, {}, 0, Fidelity::Analytical);
+  std::printf("%s against %s (%zu traced steps, collectives from %s)\n", run.scenario.name.c_str(), trace_path.c_str(),
+              trace.steps.size(), trace.collective_source.c_str());
+  std::printf("%s", validate::trace_table(validate::compare_with_trace(trace, run)).c_str());
+  return 0;
+}
+
 }  // namespace
 
 void register_validate(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<validate::ValidateOptions>();
-  CLI::App* cmd = app.add_subcommand("validate", "Measure a suite of scenarios, predict them with a calibrated topology, report errors and speedup signs");
-  cmd->add_option("suite", o->suite, "validation suite JSON (validate/suites/*.json)")->required();
-  cmd->add_option("--calibration", o->calibrations, "calibrated topology from `commsim calibrate` (repeatable; missing ones are calibrated now)");
+  CLI::App* cmd = app.add_subcommand(
+      "validate",
+      "Measure a suite of scenarios, predict them with a calibrated topology, report errors and speedup signs");
+  cmd->add_option("suite", o->suite, "validation suite JSON (validate/suites/*.json); with --trace, a scenario")
+      ->required();
+  auto trace = std::make_shared<std::string>();
+  cmd->add_option("--trace", *trace, "PyTorch profiler (Kineto) trace: compare the scenario's prediction with it");
+  cmd->add_option("--calibration", o->calibrations,
+                  "calibrated topology from `commsim calibrate` (repeatable; missing ones are calibrated now)");
   cmd->add_option("--report", o->report_dir, "report folder (default: validation-SUITE)");
   cmd->add_flag("--cluster", o->cluster, "run on the emulated cluster (network namespaces, tc; needs CAP_NET_ADMIN)");
-  cmd->add_option("--measured", o->measured_dir, "re-judge earlier runs: read measured-SCENARIO.json from this folder instead of running");
-  cmd->callback([o, &exit_code] { exit_code = validate_suite(*o); });
+  cmd->add_option("--measured", o->measured_dir,
+                  "re-judge earlier runs: read measured-SCENARIO.json from this folder instead of running");
+  cmd->callback(
+      [o, trace, &exit_code] { exit_code = trace->empty() ? validate_suite(*o) : validate_trace(o->suite, *trace); });
 }
 
 }  // namespace commsim::cli

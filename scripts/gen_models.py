@@ -114,7 +114,7 @@ def close(value, published, rel):
 # =============================================================================================
 
 def resnet50_body(m, prefix, h, w, bn_params, bn_flops_per_element, first_layer_no_input_grad,
-                  frozen=lambda name: False, backward_override=None):
+                  frozen=lambda name: False, backward_override=None, blocks=(3, 4, 6, 3)):
     """Adds conv1 ... layer4 of torchvision's ResNet-50 (v1.5) to model m.
 
     Source: He et al. 2016, "Deep Residual Learning for Image Recognition", arXiv:1512.03385,
@@ -128,6 +128,7 @@ def resnet50_body(m, prefix, h, w, bn_params, bn_flops_per_element, first_layer_
     bn_params: whether BN layers carry (weight, bias) parameters (False for FrozenBatchNorm2d).
     frozen(name): True if the conv's weight is frozen (requires_grad False: not listed as a tensor).
     backward_override(name, fwd_flops, is_conv): None or backward FLOPs for the layer.
+    blocks: bottleneck blocks per stage ((3, 4, 23, 3) is ResNet-101, same Table 1).
     Returns (h, w, channels) of every stage output: [C2, C3, C4, C5].
     """
     outputs = []
@@ -157,7 +158,7 @@ def resnet50_body(m, prefix, h, w, bn_params, bn_flops_per_element, first_layer_
     m.layer(prefix + "maxpool", fwd, [], bw("maxpool", fwd, False))
 
     inplanes = 64
-    for stage, (planes, blocks, stride) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)], 1):
+    for stage, (planes, blocks, stride) in enumerate(zip((64, 128, 256, 512), blocks, (1, 2, 2, 2)), 1):
         for b in range(blocks):
             s = stride if b == 0 else 1
             p = "layer%d.%d." % (stage, b)

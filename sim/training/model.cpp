@@ -10,14 +10,36 @@ std::uint64_t Model::parameters() const {
   return total;
 }
 
+namespace {
+
+// A tensor's shape: positive dimensions whose product is its element count.
+std::vector<std::uint64_t> read_shape(JsonFields& p, std::uint64_t elements) {
+  const Json& dims = p.array("shape");
+  std::vector<std::uint64_t> shape;
+  std::uint64_t product = 1;
+  for (const Json& d : dims) {
+    if (!d.is_number_integer() || d.get<std::int64_t>() < 1 || d.get<std::int64_t>() > (std::int64_t{1} << 50))
+      p.fail("shape", "every dimension must be an integer in [1, 2^50]");
+    shape.push_back(d.get<std::uint64_t>());
+    if (product > (std::uint64_t{1} << 50) / shape.back()) p.fail("shape", "the dimensions multiply past 2^50");
+    product *= shape.back();
+  }
+  if (shape.empty() || product != elements)
+    p.fail("shape",
+           "the dimensions multiply to " + std::to_string(product) + ", not elements = " + std::to_string(elements));
+  return shape;
+}
+
+}  // namespace
+
 Model load_model(const std::string& path) {
   Json root = read_json_file(path);
   JsonFields top(root, path, "");
   Model model;
   model.name = top.string("name");
   model.source = top.string("source");
-  top.string_or("description", "");
-  top.string_or("sample", "");
+  model.description = top.string_or("description", "");
+  model.sample = top.string_or("sample", "");
   const Json& layers = top.array("layers");
   if (layers.empty()) top.fail("layers", "a model needs at least one layer");
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -34,8 +56,11 @@ Model load_model(const std::string& path) {
     const Json& params = f.array("params");
     for (std::size_t j = 0; j < params.size(); ++j) {
       JsonFields p(params[j], path, f.field_path("params[" + std::to_string(j) + "]"));
-      Tensor t{p.string("name"), static_cast<std::uint64_t>(p.integer("elements", 1, std::int64_t{1} << 50)),
-               static_cast<int>(i)};
+      Tensor t{p.string("name"),
+               static_cast<std::uint64_t>(p.integer("elements", 1, std::int64_t{1} << 50)),
+               static_cast<int>(i),
+               {}};
+      if (p.has("shape")) t.shape = read_shape(p, t.elements);
       p.reject_unknown();
       layer.tensors.push_back(static_cast<int>(model.tensors.size()));
       model.tensors.push_back(t);

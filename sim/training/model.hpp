@@ -11,7 +11,8 @@ namespace commsim {
 struct Tensor {
   std::string name;
   std::uint64_t elements = 0;
-  int layer = 0;  // index of its layer in forward order
+  int layer = 0;                     // index of its layer in forward order
+  std::vector<std::uint64_t> shape;  // optional, as the framework stores it (product = elements)
 };
 
 struct Layer {
@@ -26,6 +27,8 @@ struct Layer {
 struct Model {
   std::string name;
   std::string source;
+  std::string description;  // optional
+  std::string sample;       // optional: what one sample is ("sequence of 8192 tokens")
   std::vector<Layer> layers;
   std::vector<Tensor> tensors;  // forward order
   std::uint64_t parameters() const;

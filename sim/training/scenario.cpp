@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "sim/core/limits.hpp"
+#include "sim/training/device_library.hpp"
 
 namespace commsim {
 
@@ -237,13 +238,7 @@ Scenario parse_scenario(const Json& document, const std::string& file) {
   s.model_path = existing_file(top, "model", resolve(file, top.string("model")));
   {
     JsonFields d = top.object("device");
-    s.device.name = d.string("name");
-    s.device.peak_flops = d.positive("peak_flops");
-    s.device.efficiency = d.positive("efficiency");
-    if (s.device.efficiency > 1) d.fail("efficiency", "must be in (0, 1]");
-    s.device.memory_Bps = d.positive("memory_Bps");
-    d.string("source");
-    d.reject_unknown();
+    s.device = parse_device(d);  // explicit numbers, or a device of the library (sim/training/device_library.hpp)
   }
   s.batch_per_gpu = static_cast<int>(top.integer("batch_per_gpu", 1, 1 << 20));
   s.steps = static_cast<int>(top.integer_or("steps", 10, 1, kMaxSteps));

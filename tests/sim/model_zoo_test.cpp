@@ -69,5 +69,40 @@ TEST(ModelZoo, PublishedParameterCounts) {
   EXPECT_EQ(gpt2.parameters, 1'557'611'200u);
 }
 
+// Published totals are rounded; each is checked to one unit of its last digit against a count derived here.
+TEST(ModelZoo, ResNet101InceptionV3AndLlama3) {
+  // ResNet-101 = ResNet-50 + 17 more bottleneck blocks in stage 4 (Table 1: 6 -> 23 blocks of 1x1 1024->256,
+  // 3x3 256->256, 1x1 256->1024, each conv followed by a BatchNorm with weight and bias):
+  // 17 x (1024*256 + 9*256*256 + 256*1024 + 2*(256 + 256 + 1024)) = 17 x 1 117 184 = 18 992 128 more than
+  // ResNet-50's 25 557 032, i.e. 44 549 160; published 44.5 M (torchvision resnet101).
+  const Totals r101 = count(load("scenarios/models/resnet101.json"));
+  EXPECT_EQ(r101.parameters, 25'557'032u + 17u * (1024 * 256 + 9 * 256 * 256 + 256 * 1024 + 2 * (256 + 256 + 1024)));
+  EXPECT_NEAR(static_cast<double>(r101.parameters), 44.5e6, 0.1e6);
+  EXPECT_EQ(r101.tensors, 161u + 17 * 9);
+  // Inception-v3 (torchvision): 27 161 264 with the auxiliary classifier; without it 23.8 M. The auxiliary head is
+  // conv0 1x1 768->128 + BN, conv1 5x5 128->768 + BN, fc 768->1000:
+  // 768*128 + 2*128 + 25*128*768 + 2*768 + 768*1000 + 1000 = 3 326 696.
+  const json inception = load("scenarios/models/inception-v3.json");
+  const Totals v3 = count(inception);
+  EXPECT_NEAR(static_cast<double>(v3.parameters), 27.2e6, 0.1e6);
+  std::uint64_t aux = 0;
+  for (const json& layer : inception.at("layers"))
+    if (layer.at("name").get<std::string>().rfind("AuxLogits.", 0) == 0)
+      for (const json& p : layer.at("params")) aux += p.at("elements").get<std::uint64_t>();
+  EXPECT_EQ(aux, 768u * 128 + 2 * 128 + 25 * 128 * 768 + 2 * 768 + 768 * 1000 + 1000);
+  EXPECT_NEAR(static_cast<double>(v3.parameters - aux), 23.8e6, 0.1e6);
+  // Llama 3 (Meta-Llama-3-8B / -70B config.json, untied lm_head, 8 KV heads of 128): embeddings and lm_head
+  // 2*V*d, per layer 2d (norms) + 2*d*d (Q, O) + 2*d*1024 (K, V) + 3*d*ff (gated MLP), final norm d.
+  auto llama = [](std::uint64_t d, std::uint64_t layers, std::uint64_t ff) {
+    return 2 * 128256 * d + d + layers * (2 * d + 2 * d * d + 2 * d * 1024 + 3 * d * ff);
+  };
+  const Totals l8 = count(load("scenarios/models/llama-3-8b.json"));
+  EXPECT_EQ(l8.parameters, llama(4096, 32, 14336));
+  EXPECT_NEAR(static_cast<double>(l8.parameters), 8.03e9, 0.01e9);
+  const Totals l70 = count(load("scenarios/models/llama-3-70b.json"));
+  EXPECT_EQ(l70.parameters, llama(8192, 80, 28672));
+  EXPECT_NEAR(static_cast<double>(l70.parameters), 70.6e9, 0.1e9);
+}
+
 }  // namespace
 }  // namespace commsim::test

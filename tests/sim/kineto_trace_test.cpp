@@ -1,0 +1,164 @@
+// PyTorch profiler (Kineto) traces: reading them (model from-trace, validate --trace) and writing them (run and
+// simulate --trace-format kineto). Three traces:
+//   tests/data/trace/nccl-two-buckets.json  hand-written in the shape PyTorch 2.x writes for NCCL jobs; every number
+//                                           below is derived from the event times written in it (in microseconds)
+//   tests/data/trace/emulated-tiny-mpi.json recorded on the development machine by
+//       commsim run --backend mpi scenarios/emulated-tiny.json --cluster --trace F --trace-format kineto
+//   tests/data/trace/ddp-gloo-mlp-small.json recorded with PyTorch by scripts/trace_ddp_gloo.py (see the test)
+//   a trace of a prediction, written and read back here.
+#include "sim/training/kineto_trace.hpp"
+
+#include "sim/training/kineto_export.hpp"
+#include "sim/training/model_json.hpp"
+#include "sim/training/simulation.hpp"
+#include "tests/sim/test_util.hpp"
+#include "validate/trace_check.hpp"
+
+namespace commsim::test {
+namespace {
+
+TEST(KinetoTrace, HandWrittenNcclTrace) {
+  // Two ProfilerStep spans of 10 000 us. Per step: Linear_0 forward 1000 us, Linear_1 2000 us (leaves inside
+  // Net_0, which is not a layer); backward ops joined by sequence number: Linear_1 3000 us, Linear_0 1000 us.
+  // Compute = the GPU's non-NCCL kernels [0,1] [1,3] [3,6] [6,7] ms = 7 ms, so exposed = 10 - 7 = 3 ms.
+  // Collectives come from the NCCL kernels (the 20 us record_param_comms CPU spans are left alone): 2000 us for
+  // 1 000 000 floats, 2500 us for 250 000.
+  const KinetoTrace t = read_kineto_trace("tests/data/trace/nccl-two-buckets.json");
+  ASSERT_EQ(t.steps.size(), 2u);
+  EXPECT_NEAR(t.mean_step_s(), 10e-3, 1e-12);
+  ASSERT_EQ(t.modules.size(), 2u);
+  EXPECT_EQ(t.modules[0].name, "Linear_0");
+  EXPECT_NEAR(t.modules[0].forward_s, 1e-3, 1e-12);
+  EXPECT_NEAR(t.modules[0].backward_s, 1e-3, 1e-12);
+  EXPECT_NEAR(t.modules[1].forward_s, 2e-3, 1e-12);
+  EXPECT_NEAR(t.modules[1].backward_s, 3e-3, 1e-12);
+  EXPECT_NEAR(t.mean_exposed_comm_s(), 3e-3, 1e-12);
+  EXPECT_EQ(t.collective_source, "nccl kernels");
+  ASSERT_EQ(t.collectives_per_step(), 2u);
+  EXPECT_EQ(t.collectives[0].elements, 1'000'000u);
+  EXPECT_EQ(t.collectives[0].bytes_per_element, 4);
+  EXPECT_NEAR(t.mean_collective_s(0), 2e-3, 1e-12);
+  EXPECT_NEAR(t.mean_collective_s(1), 2.5e-3, 1e-12);
+
+  // As a model: the first bucket starts at +6 ms, when Linear_1's backward has just ended (Linear_0's ends at
+  // +7 ms), so it is Linear_1's gradient; the second starts at +7 ms: Linear_0's. Times per sample: / 4.
+  const Model m = model_from_trace(t, "nccl-two-buckets.json", "net", 4);
+  ASSERT_EQ(m.layers.size(), 2u);
+  ASSERT_EQ(m.layers[1].tensors.size(), 1u);
+  EXPECT_EQ(m.tensors[static_cast<std::size_t>(m.layers[1].tensors[0])].elements, 1'000'000u);
+  ASSERT_EQ(m.layers[0].tensors.size(), 1u);
+  EXPECT_EQ(m.tensors[static_cast<std::size_t>(m.layers[0].tensors[0])].elements, 250'000u);
+  EXPECT_NEAR(m.layers[1].backward_s_per_sample, 3e-3 / 4, 1e-15);
+}
+
+TEST(KinetoTrace, RecordedMpiRunMatchesItsPlan) {
+  // The recorded run executed emulated-tiny's plan: its 3 traced steps (the MPI backend traces the first 3), the
+  // layers of mlp-small, and one collective per bucket with exactly the bucket's gradient elements.
+  const KinetoTrace t = read_kineto_trace("tests/data/trace/emulated-tiny-mpi.json");
+  const SimulationRun run = simulate_scenario("scenarios/emulated-tiny.json", {}, 0, Fidelity::Analytical);
+  ASSERT_EQ(t.steps.size(), 3u);
+  ASSERT_EQ(t.modules.size(), run.plan.model.layers.size());
+  for (std::size_t i = 0; i < t.modules.size(); ++i) EXPECT_EQ(t.modules[i].name, run.plan.model.layers[i].name);
+  ASSERT_EQ(t.collectives_per_step(), run.plan.buckets.size());
+  std::uint64_t traced = 0, planned = 0;
+  for (std::size_t k = 0; k < run.plan.buckets.size(); ++k) {
+    traced += t.collectives[k].elements;
+    planned += run.plan.buckets[k].elements;
+  }
+  EXPECT_EQ(traced, planned);
+  EXPECT_EQ(traced, 669'706u);  // mlp-small's parameters: every gradient communicated once per step
+  // The backend waits at least each layer's scenario time (FLOPs x 64 / 1e10 FLOP/s), never less.
+  for (std::size_t i = 0; i < t.modules.size(); ++i) {
+    const Layer& l = run.plan.model.layers[i];
+    EXPECT_GE(t.modules[i].forward_s, l.forward_flops_per_sample * 64 / 1e10);
+    EXPECT_GE(t.modules[i].backward_s, l.backward_flops_per_sample * 64 / 1e10);
+  }
+  // Its model: mlp-small's parameter count in the traced buckets, and it simulates.
+  const Model m = model_from_trace(t, "emulated-tiny-mpi.json", "traced", 64);
+  EXPECT_EQ(m.parameters(), 669'706u);
+  const SimulationRun traced_run =
+      simulate_scenario("tests/data/trace/emulated-tiny-traced.json", {}, 0, Fidelity::Analytical);
+  EXPECT_EQ(traced_run.plan.buckets.size(), run.plan.buckets.size());
+  EXPECT_GT(traced_run.result.step_time_s, 0);
+}
+
+TEST(KinetoTrace, RealPyTorchDdpGlooTrace) {
+  // tests/data/trace/ddp-gloo-mlp-small.json: PyTorch 1.13 (Debian's python3-torch, built without Kineto, so the
+  // legacy array format without args) running scripts/trace_ddp_gloo.py: mlp-small under DDP with gloo, 4 ranks on
+  // this machine, bucket_cap_mb=1; the schedule records 3 active steps. DDP fills buckets in reverse parameter order
+  // up to 1 MiB (its first bucket's limit, dist._DEFAULT_FIRST_BUCKET_BYTES, and bucket_cap_mb): fc3 and fc2
+  // (267 786 floats = 1.07 MB) close the first, fc1 (401 920 floats) the second, so 2 gloo allreduces per step.
+  const KinetoTrace t = read_kineto_trace("tests/data/trace/ddp-gloo-mlp-small.json");
+  ASSERT_EQ(t.steps.size(), 3u);
+  EXPECT_EQ(t.collective_source, "gloo work spans");
+  EXPECT_EQ(t.collectives_per_step(), 2u);
+  // 5, not 6: the last step's second gloo span is not in the file (the profiler stopped with the step, before gloo's
+  // worker thread had closed its span); the reader counts what is there.
+  EXPECT_EQ(t.collectives.size(), 5u);
+  for (const TracedCollective& c : t.collectives) {
+    EXPECT_EQ(c.name, "all_reduce");
+    EXPECT_EQ(c.elements, 0u);  // this PyTorch writes no sizes
+    EXPECT_GT(c.duration_s, 0);
+  }
+  for (const TracedStep& s : t.steps) EXPECT_LE(s.compute_s, s.duration_s);
+  EXPECT_GT(t.mean_exposed_comm_s(), 0);
+  EXPECT_LT(t.mean_exposed_comm_s(), t.mean_step_s());
+  // No module spans and no sizes: not enough for a model, and the error says which.
+  try {
+    model_from_trace(t, "ddp-gloo-mlp-small.json", "", 64);
+    ADD_FAILURE() << "a model from a trace without modules";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("nn.Module"), std::string::npos);
+  }
+}
+
+TEST(KinetoTrace, APredictionComparedWithItsOwnTraceHasNoError) {
+  // simulate --trace-format kineto writes what `validate --trace` reads: the step time, exposed communication
+  // (step minus compute, Result's definition) and every collective must come back as predicted.
+  const SimulationRun run = simulate_scenario("scenarios/emulated-tiny.json", {}, 0, Fidelity::Analytical);
+  TempDir dir;
+  const std::string path = (dir.path() / "predicted.json").string();
+  {
+    std::ofstream out(path);
+    out << kineto_trace(run.result, run.plan).dump();
+  }
+  const KinetoTrace t = read_kineto_trace(path);
+  const validate::TraceComparison c = validate::compare_with_trace(t, run);
+  ASSERT_EQ(c.rows.size(), 2 + run.plan.buckets.size());
+  for (const validate::TraceRow& r : c.rows) EXPECT_NEAR(r.error(), 0, 1e-9) << r.what;
+  EXPECT_TRUE(c.notes.empty());
+}
+
+TEST(KinetoTrace, BadTracesNameTheEventAndField) {
+  TempDir dir;
+  auto error_of = [&](const std::string& text) {
+    const std::string path = (dir.path() / "t.json").string();
+    std::ofstream(path) << text;
+    try {
+      read_kineto_trace(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of(R"({"traceEvents": []})").find("ProfilerStep"), std::string::npos);
+  EXPECT_NE(error_of(R"({"events": []})").find("traceEvents"), std::string::npos);
+  const std::string step = R"({"ph":"X","name":"ProfilerStep#1","ts":0,"dur":10})";
+  EXPECT_NE(error_of(R"({"traceEvents": [)" + step +
+                     R"(,{"ph":"X","name":"record_param_comms","cat":"cpu_op","ts":1,"dur":1,
+                        "args":{"Collective name":"allreduce","dtype":"Float","Out msg nelems":4}}]})")
+                .find("traceEvents[1].args.In msg nelems"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"traceEvents": [)" + step + R"(,{"ph":"X","name":"x","ts":1,"dur":-1}]})")
+                .find("traceEvents[1].dur"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"traceEvents": [)" + step +
+                     R"(,{"ph":"X","name":"record_param_comms","ts":1,"dur":1,
+                        "args":{"Collective name":"allreduce","dtype":"Quaternion","In msg nelems":4,
+                                "Out msg nelems":4}}]})")
+                .find("traceEvents[1].args.dtype"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace commsim::test

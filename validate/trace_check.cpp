@@ -1,0 +1,79 @@
+#include "validate/trace_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace commsim::validate {
+namespace {
+
+// The predicted collectives of each traced step, in start order: durations and sizes in elements.
+struct PredictedCollective {
+  double start_s, duration_s;
+  std::uint64_t elements;
+};
+
+std::vector<std::vector<PredictedCollective>> predicted_collectives(const SimulationRun& run) {
+  const Result& r = run.result;
+  const Plan& plan = run.plan;
+  const auto elem_bytes = static_cast<Bytes>(dtype_bytes(plan.scenario.strategy.comm_dtype));
+  std::vector<std::vector<PredictedCollective>> steps;
+  std::size_t next = 0;
+  for (std::size_t s = 0; s < r.steps_s.size() && next < r.trace.size(); ++s) {
+    const StepPlan& kind = plan.kinds[static_cast<std::size_t>(plan.step_kind[s])];
+    std::vector<PredictedCollective> step;
+    for (std::size_t i = 0; i < kind.tasks.size() && next < r.trace.size(); ++i, ++next)
+      if (kind.tasks[i].kind == TaskKind::Collective)
+        step.push_back({r.trace[next].start_s, r.trace[next].duration_s, kind.tasks[i].collective.bytes / elem_bytes});
+    std::sort(step.begin(), step.end(), [](auto& a, auto& b) { return a.start_s < b.start_s; });
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+}  // namespace
+
+TraceComparison compare_with_trace(const KinetoTrace& trace, const SimulationRun& run) {
+  TraceComparison c;
+  c.rows.push_back({"step time", trace.mean_step_s(), run.result.step_time_s});
+  c.rows.push_back({"exposed communication", trace.mean_exposed_comm_s(), run.result.exposed_comm_s});
+  const auto predicted = predicted_collectives(run);
+  const std::size_t measured_count = trace.collectives_per_step();
+  const std::size_t predicted_count = predicted.empty() ? 0 : predicted.front().size();
+  if (measured_count != predicted_count)
+    c.notes.push_back("the trace has " + std::to_string(measured_count) + " collectives per step, the prediction " +
+                      std::to_string(predicted_count) + ": compared in start order up to the fewer");
+  for (std::size_t k = 0; k < std::min(measured_count, predicted_count); ++k) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& step : predicted)
+      if (k < step.size()) sum += step[k].duration_s, ++n;
+    std::uint64_t first_elements = 0;
+    std::size_t seen = 0;
+    for (const TracedCollective& t : trace.collectives)
+      if (t.step == 0 && seen++ == k) first_elements = t.elements;
+    const std::uint64_t predicted_elements = predicted.front()[k].elements;
+    if (first_elements != 0 && first_elements != predicted_elements)
+      c.notes.push_back("collective " + std::to_string(k) + ": " + std::to_string(first_elements) +
+                        " elements traced, " + std::to_string(predicted_elements) + " predicted");
+    const std::string size = first_elements ? std::to_string(first_elements) + " elements" : "size not traced";
+    c.rows.push_back({"collective " + std::to_string(k) + " (" + size + ")", trace.mean_collective_s(k), sum / n});
+  }
+  return c;
+}
+
+std::string trace_table(const TraceComparison& comparison) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-34s %12s %12s %9s\n", "", "traced (ms)", "predicted", "error");
+  out += line;
+  for (const TraceRow& r : comparison.rows) {
+    std::snprintf(line, sizeof line, "%-34s %12.3f %12.3f %8.1f%%\n", r.what.c_str(), r.measured_s * 1e3,
+                  r.predicted_s * 1e3, 100 * r.error());
+    out += line;
+  }
+  for (const std::string& n : comparison.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+}  // namespace commsim::validate
