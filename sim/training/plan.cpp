@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "sim/core/error.hpp"
@@ -42,6 +43,7 @@ struct Builder {
   int ranks;
   int streams;
   std::vector<double> forward_s, backward_s;
+  Overheads overheads;
 
   CollectiveSpec collective(Collective op, Bytes bytes, Algorithm algorithm) const {
     CollectiveSpec c;
@@ -73,10 +75,32 @@ struct Builder {
     if (dep >= 0) t.deps.push_back(dep);
     return add(plan, t);
   }
-  // A collective on `stream`, preceded by a cast when the gradients travel in a narrower dtype.
+  // A fixed-time task on `stream` after `deps`; returns the deps of what follows it (unchanged when it costs nothing).
+  std::vector<int> delay(StepPlan& plan, int stream, double seconds, double grid_s, std::vector<int> deps,
+                         const std::string& label, int bucket) const {
+    if (seconds <= 0 && grid_s <= 0) return deps;
+    Task t;
+    t.kind = TaskKind::Delay;
+    t.stream = stream;
+    t.seconds = seconds;
+    t.start_grid_s = grid_s;
+    t.deps = std::move(deps);
+    t.label = label;
+    t.bucket = bucket;
+    return {add(plan, t)};
+  }
+  // A collective on `stream` with its fixed costs (libraries/overheads.json), preceded by a cast when the gradients
+  // travel in a narrower dtype. Before it: the framework's per-bucket work (hook, event record/wait), the copy of the
+  // gradients into the flat buffer and the library's host-side launch, started on the framework's cycle (Horovod);
+  // after it, the copy back. The collective's own fixed latency (NCCL's baseLat and per-step hwLat, or the links'
+  // alpha) stays in its price: launch_s is only the host side that NCCL's model leaves out. Returns the last task.
   int communicate(StepPlan& plan, int stream, Collective op, std::uint64_t elements, double bytes_per_element,
                   std::vector<int> deps, const std::string& label, int bucket, const std::vector<int>& tensors,
                   Algorithm algorithm) const {
+    const Overheads& o = overheads;
+    const double gradient_bytes = 4.0 * static_cast<double>(elements);  // the fp32 gradients the buckets hold
+    deps = delay(plan, stream, o.per_bucket_s + o.launch_s + o.copy_in_passes * gradient_bytes / sc.device.memory_Bps,
+                 o.cycle_s, std::move(deps), "launch " + label, bucket);
     if (sc.strategy.comm_dtype != CommDtype::Fp32) {
       // Cast down before and up after: read 4 + write b bytes, then read b + write 4, per element.
       Task cast;
@@ -99,7 +123,10 @@ struct Builder {
     t.label = label;
     t.bucket = bucket;
     t.tensors = tensors;
-    return add(plan, t);
+    const int collective_task = add(plan, t);
+    const std::vector<int> after = delay(plan, stream, o.copy_out_passes * gradient_bytes / sc.device.memory_Bps, 0,
+                                         {collective_task}, "copy out " + label, bucket);
+    return after.front();
   }
 
   // Forward compute, each layer after the previous one; returns the last layer's task. A gate >= 0 is a task the
@@ -214,7 +241,7 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
       throw InputError(sc.file, "strategy.stragglers.slow_ranks." + std::to_string(rank),
                        "no such rank (the cluster has " + std::to_string(plan.ranks) + ")");
 
-  Builder b{sc, model, topo, plan.ranks, plan.streams, {}, {}};
+  Builder b{sc, model, topo, plan.ranks, plan.streams, {}, {}, resolve_overheads(sc.framework, topo.library().kind)};
   const double rate = sc.device.peak_flops * sc.device.efficiency;
   for (const Layer& l : model.layers) {
     b.forward_s.push_back(l.forward_s_per_sample >= 0 ? l.forward_s_per_sample * sc.batch_per_gpu
@@ -233,6 +260,16 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
   const Strategy& st = sc.strategy;
   plan.notes.push_back("compute: FLOPs / (" + sc.device.name +
                        " peak x efficiency); backward = 2x forward unless the model says otherwise");
+  {
+    const Overheads& o = b.overheads;
+    char note[256];
+    std::snprintf(note, sizeof note,
+                  "fixed costs (libraries/overheads.json): framework %s, %.3g us launch per collective, %.3g us per "
+                  "bucket, copies of %.3g passes over a bucket, cycle %.3g ms",
+                  sc.framework.name.c_str(), o.launch_s * 1e6, o.per_bucket_s * 1e6,
+                  o.copy_in_passes + o.copy_out_passes, o.cycle_s * 1e3);
+    plan.notes.push_back(note);
+  }
   plan.notes.push_back("stragglers: synchronous steps wait for the slowest rank; Local SGD only at each averaging");
   plan.notes.push_back(
       "flow fidelity: rings of more than 32768 transfers run as one flow per ring edge (same uncontended time)");

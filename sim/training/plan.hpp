@@ -21,6 +21,7 @@ struct Task {
   TaskKind kind = TaskKind::Compute;
   int stream = 0;
   double seconds = 0;         // Compute / Delay
+  double start_grid_s = 0;    // Delay: starts at the next multiple of this after it is ready (Horovod's cycle)
   CollectiveSpec collective;  // Collective
   double bytes_sent_per_rank = 0;
   std::vector<int> deps;      // earlier tasks of the same step

@@ -4,8 +4,10 @@
 #include <map>
 #include <tuple>
 
+#include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
+#include "sim/training/interference.hpp"
 
 namespace commsim {
 namespace {
@@ -72,7 +74,11 @@ class SharedBandwidth final : public EventHandler {
 class StepRunner final : public EventHandler {
  public:
   StepRunner(const Plan& plan, const Topology& topo, Fidelity fidelity)
-      : plan_(plan), topo_(topo), fidelity_(fidelity), shared_(queue_, [this](int t) { finish(t); }) {
+      : plan_(plan),
+        topo_(topo),
+        fidelity_(fidelity),
+        shared_(queue_, [this](int t) { finish(t); }),
+        compute_(queue_, topo.library().sms, [this](int t) { finish(t); }) {
     if (fidelity == Fidelity::Flow) network_ = make_network(Fidelity::Flow, topo, queue_);
   }
 
@@ -89,6 +95,7 @@ class StepRunner final : public EventHandler {
     head_.assign(plan_.streams + 1, 0);
     busy_.assign(plan_.streams + 1, false);
     runs_.clear();
+    channels_.assign(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
       const Task& t = step.tasks[i];
       pending_[i] = static_cast<int>(t.deps.size());
@@ -153,14 +160,20 @@ class StepRunner final : public EventHandler {
     const Task& t = step_->tasks[id];
     switch (t.kind) {
       case TaskKind::Compute:
-        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds * factor_, "compute time of " + t.label)), this,
+        compute_.start(id, seconds_to_ps(t.seconds * factor_, "compute time of " + t.label));
+        break;
+      case TaskKind::Delay: {
+        TimePs begin = queue_.now();
+        if (t.start_grid_s > 0) {  // waits for the next cycle boundary (Horovod's background loop)
+          const TimePs grid = std::max<TimePs>(1, seconds_to_ps(t.start_grid_s, "cycle of " + t.label));
+          begin = (begin + grid - 1) / grid * grid;
+        }
+        queue_.schedule(add_ps(begin, seconds_to_ps(t.seconds, "time of " + t.label)), this,
                         static_cast<std::uint64_t>(id) << 1);
         break;
-      case TaskKind::Delay:
-        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds, "time of " + t.label)), this,
-                        static_cast<std::uint64_t>(id) << 1);
-        break;
+      }
       case TaskKind::Collective:
+        if (topo_.library().sms > 0) compute_.add_channels(channels_[id] = channels_of(t.collective));
         if (fidelity_ == Fidelity::Analytical) {
           auto [latency, total] = closed_form(t.collective);
           bandwidth_work_[id] = total - latency;
@@ -180,6 +193,7 @@ class StepRunner final : public EventHandler {
     --remaining_;
     const int stream = step_->tasks[id].stream;
     busy_[stream] = false;
+    if (channels_[id] > 0) compute_.add_channels(-channels_[id]);
     for (int d : dependents_[id])
       if (--pending_[d] == 0) try_start(step_->tasks[d].stream);
     try_start(stream);
@@ -199,6 +213,13 @@ class StepRunner final : public EventHandler {
     const TimePs latency = seconds_to_ps(closed_form_seconds(zero, topo_), "collective latency");
     const TimePs total = std::max(latency, seconds_to_ps(closed_form_seconds(c, topo_), "collective time"));
     return closed_cache_[key] = {latency, total};
+  }
+  // The SMs a collective occupies: NCCL's channels launched for its size (one CTA each), else the spec's channels.
+  int channels_of(const CollectiveSpec& c) {
+    auto key = key_of(c);
+    if (auto it = channels_cache_.find(key); it != channels_cache_.end()) return it->second;
+    const bool nccl_alone = uses_library_model(c, topo_) && c.algorithm != Algorithm::Hierarchical;
+    return channels_cache_[key] = std::max(1, nccl_alone ? nccl::predict(c, topo_).channels : c.channels);
   }
   const Schedule& schedule_for(const CollectiveSpec& c) {
     auto key = key_of(c);
@@ -220,6 +241,9 @@ class StepRunner final : public EventHandler {
   EventQueue queue_;
   std::unique_ptr<NetworkModel> network_;
   SharedBandwidth shared_;
+  SlowedCompute compute_;
+  std::vector<int> channels_;  // per task: the channels of a running collective that slow compute
+  std::map<ScheduleKey, int> channels_cache_;
   const StepPlan* step_ = nullptr;
   double factor_ = 1;
   std::vector<int> pending_;
