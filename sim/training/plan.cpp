@@ -269,6 +269,10 @@ Plan build_plan(const Scenario& sc, const Topology& topo) {
                   sc.framework.name.c_str(), o.launch_s * 1e6, o.per_bucket_s * 1e6,
                   o.copy_in_passes + o.copy_out_passes, o.cycle_s * 1e3);
     plan.notes.push_back(note);
+    if (const int sms = topo.library().sms; sms > 0)
+      plan.notes.push_back("interference: while collectives of K channels in all run, compute runs at (" +
+                           std::to_string(sms) + " - K) / " + std::to_string(sms) +
+                           " of its speed (one SM per NCCL channel); compute time includes it");
   }
   plan.notes.push_back("stragglers: synchronous steps wait for the slowest rank; Local SGD only at each averaging");
   plan.notes.push_back(
