@@ -75,32 +75,14 @@ struct Builder {
     if (dep >= 0) t.deps.push_back(dep);
     return add(plan, t);
   }
-  // A fixed-time task on `stream` after `deps`; returns the deps of what follows it (unchanged when it costs nothing).
-  std::vector<int> delay(StepPlan& plan, int stream, double seconds, double grid_s, std::vector<int> deps,
-                         const std::string& label, int bucket) const {
-    if (seconds <= 0 && grid_s <= 0) return deps;
-    Task t;
-    t.kind = TaskKind::Delay;
-    t.stream = stream;
-    t.seconds = seconds;
-    t.start_grid_s = grid_s;
-    t.deps = std::move(deps);
-    t.label = label;
-    t.bucket = bucket;
-    return {add(plan, t)};
-  }
   // A collective on `stream` with its fixed costs (libraries/overheads.json), preceded by a cast when the gradients
   // travel in a narrower dtype. Before it: the framework's per-bucket work (hook, event record/wait), the copy of the
   // gradients into the flat buffer and the library's host-side launch, started on the framework's cycle (Horovod);
   // after it, the copy back. The collective's own fixed latency (NCCL's baseLat and per-step hwLat, or the links'
-  // alpha) stays in its price: launch_s is only the host side that NCCL's model leaves out. Returns the last task.
+  // alpha) stays in its price: launch_s is only the host side that NCCL's model leaves out.
   int communicate(StepPlan& plan, int stream, Collective op, std::uint64_t elements, double bytes_per_element,
                   std::vector<int> deps, const std::string& label, int bucket, const std::vector<int>& tensors,
                   Algorithm algorithm) const {
-    const Overheads& o = overheads;
-    const double gradient_bytes = 4.0 * static_cast<double>(elements);  // the fp32 gradients the buckets hold
-    deps = delay(plan, stream, o.per_bucket_s + o.launch_s + o.copy_in_passes * gradient_bytes / sc.device.memory_Bps,
-                 o.cycle_s, std::move(deps), "launch " + label, bucket);
     if (sc.strategy.comm_dtype != CommDtype::Fp32) {
       // Cast down before and up after: read 4 + write b bytes, then read b + write 4, per element.
       Task cast;
@@ -123,10 +105,12 @@ struct Builder {
     t.label = label;
     t.bucket = bucket;
     t.tensors = tensors;
-    const int collective_task = add(plan, t);
-    const std::vector<int> after = delay(plan, stream, o.copy_out_passes * gradient_bytes / sc.device.memory_Bps, 0,
-                                         {collective_task}, "copy out " + label, bucket);
-    return after.front();
+    const Overheads& o = overheads;
+    const double gradient_bytes = 4.0 * static_cast<double>(elements);  // the fp32 gradients the buckets hold
+    t.start_grid_s = o.cycle_s;
+    t.overhead_before_s = o.per_bucket_s + o.launch_s + o.copy_in_passes * gradient_bytes / sc.device.memory_Bps;
+    t.overhead_after_s = o.copy_out_passes * gradient_bytes / sc.device.memory_Bps;
+    return add(plan, t);
   }
 
   // Forward compute, each layer after the previous one; returns the last layer's task. A gate >= 0 is a task the

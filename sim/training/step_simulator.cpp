@@ -77,7 +77,7 @@ class StepRunner final : public EventHandler {
       : plan_(plan),
         topo_(topo),
         fidelity_(fidelity),
-        shared_(queue_, [this](int t) { finish(t); }),
+        shared_(queue_, [this](int t) { collective_done(t); }),
         compute_(queue_, topo.library().sms, [this](int t) { finish(t); }) {
     if (fidelity == Fidelity::Flow) network_ = make_network(Fidelity::Flow, topo, queue_);
   }
@@ -136,13 +136,20 @@ class StepRunner final : public EventHandler {
     return queue_.now() - begin;
   }
 
+  // Payload: task << 2 | phase.
+  enum Phase : std::uint64_t { kDone = 0, kLatencyOver = 1, kOverheadBeforeOver = 2, kOverheadAfterOver = 3 };
   void on_event(std::uint64_t payload) override {
-    const int task = static_cast<int>(payload >> 1);
-    if (payload & 1) {  // latency phase of an analytical collective is over: its bandwidth term now shares
-      shared_.add(task, bandwidth_work_[task]);
-      return;
+    const int task = static_cast<int>(payload >> 2);
+    switch (payload & 3) {
+      case kLatencyOver:  // latency phase of an analytical collective is over: its bandwidth term now shares
+        shared_.add(task, bandwidth_work_[task]);
+        return;
+      case kOverheadBeforeOver:
+        start_collective(task);
+        return;
+      default:
+        finish(task);
     }
-    finish(task);
   }
 
   const LinkUsage* usage() const { return network_ ? &network_->usage() : nullptr; }
@@ -162,30 +169,51 @@ class StepRunner final : public EventHandler {
       case TaskKind::Compute:
         compute_.start(id, seconds_to_ps(t.seconds * factor_, "compute time of " + t.label));
         break;
-      case TaskKind::Delay: {
+      case TaskKind::Delay:
+        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds, "time of " + t.label)), this, event(id, kDone));
+        break;
+      case TaskKind::Collective: {
+        // The fixed costs before it: a wait for the next cycle boundary (Horovod's background loop), then the
+        // framework's and the library's work on this stream.
         TimePs begin = queue_.now();
-        if (t.start_grid_s > 0) {  // waits for the next cycle boundary (Horovod's background loop)
+        if (t.start_grid_s > 0) {
           const TimePs grid = std::max<TimePs>(1, seconds_to_ps(t.start_grid_s, "cycle of " + t.label));
           begin = (begin + grid - 1) / grid * grid;
         }
-        queue_.schedule(add_ps(begin, seconds_to_ps(t.seconds, "time of " + t.label)), this,
-                        static_cast<std::uint64_t>(id) << 1);
+        begin = add_ps(begin, seconds_to_ps(t.overhead_before_s, "fixed cost before " + t.label));
+        if (begin == queue_.now())
+          start_collective(id);
+        else
+          queue_.schedule(begin, this, event(id, kOverheadBeforeOver));
         break;
       }
-      case TaskKind::Collective:
-        if (topo_.library().sms > 0) compute_.add_channels(channels_[id] = channels_of(t.collective));
-        if (fidelity_ == Fidelity::Analytical) {
-          auto [latency, total] = closed_form(t.collective);
-          bandwidth_work_[id] = total - latency;
-          queue_.schedule(add_ps(queue_.now(), latency), this, (static_cast<std::uint64_t>(id) << 1) | 1);
-        } else {
-          const Schedule& schedule = schedule_for(t.collective);
-          runs_.push_back(std::make_unique<ScheduleRun>(schedule, t.collective.reduce_Bps, *network_, queue_,
-                                                        [this, id] { finish(id); }));
-          runs_.back()->start();
-        }
-        break;
     }
+  }
+  static std::uint64_t event(int task, Phase phase) { return (static_cast<std::uint64_t>(task) << 2) | phase; }
+
+  void start_collective(int id) {
+    const Task& t = step_->tasks[id];
+    if (topo_.library().sms > 0) compute_.add_channels(channels_[id] = channels_of(t.collective));
+    if (fidelity_ == Fidelity::Analytical) {
+      auto [latency, total] = closed_form(t.collective);
+      bandwidth_work_[id] = total - latency;
+      queue_.schedule(add_ps(queue_.now(), latency), this, event(id, kLatencyOver));
+    } else {
+      const Schedule& schedule = schedule_for(t.collective);
+      runs_.push_back(std::make_unique<ScheduleRun>(schedule, t.collective.reduce_Bps, *network_, queue_,
+                                                    [this, id] { collective_done(id); }));
+      runs_.back()->start();
+    }
+  }
+  // The collective's transfers are over: it frees its SMs; the stream still pays the fixed cost after it.
+  void collective_done(int id) {
+    if (channels_[id] > 0) compute_.add_channels(-channels_[id]), channels_[id] = 0;
+    const double after_s = step_->tasks[id].overhead_after_s;
+    if (after_s > 0)
+      queue_.schedule(add_ps(queue_.now(), seconds_to_ps(after_s, "fixed cost after " + step_->tasks[id].label)), this,
+                      event(id, kOverheadAfterOver));
+    else
+      finish(id);
   }
 
   void finish(int id) {
@@ -193,7 +221,6 @@ class StepRunner final : public EventHandler {
     --remaining_;
     const int stream = step_->tasks[id].stream;
     busy_[stream] = false;
-    if (channels_[id] > 0) compute_.add_channels(-channels_[id]);
     for (int d : dependents_[id])
       if (--pending_[d] == 0) try_start(step_->tasks[d].stream);
     try_start(stream);
