@@ -35,6 +35,8 @@ struct CommLibrary {
   int channels = 0;      // NCCL's channel count for rings/trees (comm->nChannels); 0 = 2 per NIC of a node
   bool nvls = false;     // NVLink SHARP: NVSwitch gen3+ reduces in the switch (NCCL's NVLS algorithms)
   bool collnet = false;  // SHARP in the network switches (NCCL's CollNet algorithms)
+  int sms = 0;           // streaming multiprocessors per GPU: a collective's channels take SMs from compute
+                         // (sim/training/interference.hpp); 0 = not stated, compute is not slowed
   // Fitted scales by "collective/algorithm/protocol" (e.g. "allreduce/ring/ll128"), from `commsim calibrate
   // --from-nccl-tests`; they replace the library table's fitted scales for this GPU generation.
   std::map<std::string, ModelScale> fitted;

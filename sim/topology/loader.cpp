@@ -51,6 +51,9 @@ LinkParams parse_link_params(JsonFields& f, LinkClass c) {
   p.bandwidth_Bps = f.positive("bandwidth_Bps");
   p.efficiency = f.number_or("efficiency", 1.0);
   if (!(p.efficiency > 0 && p.efficiency <= 1)) f.fail("efficiency", "must be in (0, 1]");
+  p.per_flow_Bps = f.positive_or("per_flow_Bps", 0);
+  if (f.has("flows") && p.per_flow_Bps <= 0) f.fail("flows", "needs per_flow_Bps (what one flow reaches)");
+  p.flows = static_cast<int>(f.integer_or("flows", 1, 1, 4096));
   return p;
 }
 
@@ -79,6 +82,7 @@ CommLibrary parse_library(JsonFields& top) {
     lib.nvls = f.boolean_or("nvls", false);
     if (lib.nvls && lib.gpu_arch < GpuArch::Hopper) f.fail("nvls", "NVLink SHARP needs Hopper or later");
     lib.collnet = f.boolean_or("collnet", false);
+    lib.sms = static_cast<int>(f.integer_or("sms", 0, 1, 1024));
     if (const Json* fitted = f.raw_optional("fitted")) {
       JsonFields scales = f.object("fitted");
       for (auto& [key, value] : fitted->items()) {

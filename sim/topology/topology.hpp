@@ -36,7 +36,15 @@ struct LinkParams {
   double latency_s = 0;      // alpha: time from first byte sent to first byte received
   double bandwidth_Bps = 0;  // beta: datasheet rate, bytes per second, per direction
   double efficiency = 1;     // fraction of bandwidth_Bps the communication library achieves (named, not hidden)
-  double effective_Bps() const { return bandwidth_Bps * efficiency; }
+  // Transports that move a link's bytes over separate connections (TCP): what one connection reaches (a cloud's
+  // per-flow cap, or what one socket of the transport sustains) and how many the transport keeps busy on the link
+  // at once (NCCL's socket transport: channels x NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD). 0 = no such cap.
+  double per_flow_Bps = 0;
+  int flows = 1;
+  double effective_Bps() const {
+    const double rate = bandwidth_Bps * efficiency;
+    return per_flow_Bps > 0 && per_flow_Bps * flows < rate ? per_flow_Bps * flows : rate;
+  }
 };
 
 using LinkId = std::uint32_t;  // a directed link

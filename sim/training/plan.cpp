@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "sim/core/error.hpp"
@@ -20,6 +21,7 @@ struct Builder {
   int ranks;
   int streams;
   std::vector<double> forward_s, backward_s;
+  Overheads overheads;
 
   CollectiveSpec collective(Collective op, Bytes bytes, Algorithm algorithm) const {
     CollectiveSpec c;
@@ -51,7 +53,11 @@ struct Builder {
     if (dep >= 0) t.deps.push_back(dep);
     return add(plan, t);
   }
-  // A collective on `stream`, preceded by a cast when the gradients travel in a narrower dtype.
+  // A collective on `stream` with its fixed costs (libraries/overheads.json), preceded by a cast when the gradients
+  // travel in a narrower dtype. Before it: the framework's per-bucket work (hook, event record/wait), the copy of the
+  // gradients into the flat buffer and the library's host-side launch, started on the framework's cycle (Horovod);
+  // after it, the copy back. The collective's own fixed latency (NCCL's baseLat and per-step hwLat, or the links'
+  // alpha) stays in its price: launch_s is only the host side that NCCL's model leaves out.
   int communicate(StepPlan& plan, int stream, Collective op, std::uint64_t elements, double bytes_per_element,
                   std::vector<int> deps, const std::string& label, int bucket, const std::vector<int>& tensors,
                   Algorithm algorithm) const {
@@ -77,6 +83,11 @@ struct Builder {
     t.label = label;
     t.bucket = bucket;
     t.tensors = tensors;
+    const Overheads& o = overheads;
+    const double gradient_bytes = 4.0 * static_cast<double>(elements);  // the fp32 gradients the buckets hold
+    t.start_grid_s = o.cycle_s;
+    t.overhead_before_s = o.per_bucket_s + o.launch_s + o.copy_in_passes * gradient_bytes / sc.device.memory_Bps;
+    t.overhead_after_s = o.copy_out_passes * gradient_bytes / sc.device.memory_Bps;
     return add(plan, t);
   }
 
@@ -205,7 +216,7 @@ Plan build_plan(const Scenario& given, const Topology& topo) {
       throw InputError(sc.file, "strategy.stragglers.slow_ranks." + std::to_string(rank),
                        "no such rank (the cluster has " + std::to_string(plan.ranks) + ")");
 
-  Builder b{sc, model, topo, plan.ranks, plan.streams, {}, {}};
+  Builder b{sc, model, topo, plan.ranks, plan.streams, {}, {}, resolve_overheads(sc.framework, topo.library().kind)};
   const double rate = sc.device.peak_flops * sc.device.efficiency;
   for (const Layer& l : model.layers) {
     b.forward_s.push_back(l.forward_s_per_sample >= 0 ? l.forward_s_per_sample * sc.batch_per_gpu
@@ -224,6 +235,20 @@ Plan build_plan(const Scenario& given, const Topology& topo) {
   const Strategy& st = sc.strategy;
   plan.notes.push_back("compute: FLOPs / (" + sc.device.name +
                        " peak x efficiency); backward = 2x forward unless the model says otherwise");
+  {
+    const Overheads& o = b.overheads;
+    char note[256];
+    std::snprintf(note, sizeof note,
+                  "fixed costs (libraries/overheads.json): framework %s, %.3g us launch per collective, %.3g us per "
+                  "bucket, copies of %.3g passes over a bucket, cycle %.3g ms",
+                  sc.framework.name.c_str(), o.launch_s * 1e6, o.per_bucket_s * 1e6,
+                  o.copy_in_passes + o.copy_out_passes, o.cycle_s * 1e3);
+    plan.notes.push_back(note);
+    if (const int sms = topo.library().sms; sms > 0)
+      plan.notes.push_back("interference: while collectives of K channels in all run, compute runs at (" +
+                           std::to_string(sms) + " - K) / " + std::to_string(sms) +
+                           " of its speed (one SM per NCCL channel); compute time includes it");
+  }
   plan.notes.push_back("stragglers: synchronous steps wait for the slowest rank; Local SGD only at each averaging");
   plan.notes.push_back(
       "flow fidelity: rings of more than 32768 transfers run as one flow per ring edge (same uncontended time)");

@@ -22,6 +22,11 @@ struct Task {
   TaskKind kind = TaskKind::Compute;
   int stream = 0;
   double seconds = 0;         // Compute / Delay
+  // Collective: fixed costs the simulator charges on its stream around it (libraries/overheads.json): it starts at
+  // the next multiple of start_grid_s after it is ready (Horovod's cycle), pays overhead_before_s (framework hook,
+  // copy into the flat buffer, library launch), then overhead_after_s (copy back). The hardware backends pay their
+  // own such costs for real and ignore these.
+  double start_grid_s = 0, overhead_before_s = 0, overhead_after_s = 0;
   CollectiveSpec collective;  // Collective
   double bytes_sent_per_rank = 0;
   std::vector<int> deps;      // earlier tasks of the same step

@@ -243,6 +243,7 @@ Scenario parse_scenario(const Json& document, const std::string& file) {
   s.batch_per_gpu = static_cast<int>(top.integer("batch_per_gpu", 1, 1 << 20));
   s.steps = static_cast<int>(top.integer_or("steps", 10, 1, kMaxSteps));
   if (top.has("strategy")) s.strategy = parse_strategy(top.object("strategy"));
+  if (top.has("framework")) s.framework = parse_framework(top.object("framework"));
   top.reject_unknown();
   return s;
 }

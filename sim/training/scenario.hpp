@@ -11,6 +11,7 @@
 #include "sim/collective/collective.hpp"
 #include "sim/core/json_fields.hpp"
 #include "sim/training/model.hpp"
+#include "sim/training/overheads.hpp"
 
 namespace commsim {
 
@@ -94,6 +95,7 @@ struct Scenario {
   int batch_per_gpu = 1;
   int steps = 10;
   Strategy strategy;
+  Framework framework;  // fixed per-collective and per-bucket costs (libraries/overheads.json); absent: "none"
 };
 
 // Loads a scenario; `overrides` are "dotted.key=value" pairs applied to the JSON first (value parsed as JSON,

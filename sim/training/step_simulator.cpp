@@ -4,8 +4,10 @@
 #include <map>
 #include <tuple>
 
+#include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
+#include "sim/training/interference.hpp"
 
 namespace commsim {
 namespace {
@@ -72,7 +74,11 @@ class SharedBandwidth final : public EventHandler {
 class StepRunner final : public EventHandler {
  public:
   StepRunner(const Plan& plan, const Topology& topo, Fidelity fidelity)
-      : plan_(plan), topo_(topo), fidelity_(fidelity), shared_(queue_, [this](int t) { finish(t); }) {
+      : plan_(plan),
+        topo_(topo),
+        fidelity_(fidelity),
+        shared_(queue_, [this](int t) { collective_done(t); }),
+        compute_(queue_, topo.library().sms, [this](int t) { finish(t); }) {
     if (fidelity == Fidelity::Flow) network_ = make_network(Fidelity::Flow, topo, queue_);
   }
 
@@ -89,6 +95,7 @@ class StepRunner final : public EventHandler {
     head_.assign(plan_.streams + 1, 0);
     busy_.assign(plan_.streams + 1, false);
     runs_.clear();
+    channels_.assign(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
       const Task& t = step.tasks[i];
       pending_[i] = static_cast<int>(t.deps.size());
@@ -129,13 +136,20 @@ class StepRunner final : public EventHandler {
     return queue_.now() - begin;
   }
 
+  // Payload: task << 2 | phase.
+  enum Phase : std::uint64_t { kDone = 0, kLatencyOver = 1, kOverheadBeforeOver = 2, kOverheadAfterOver = 3 };
   void on_event(std::uint64_t payload) override {
-    const int task = static_cast<int>(payload >> 1);
-    if (payload & 1) {  // latency phase of an analytical collective is over: its bandwidth term now shares
-      shared_.add(task, bandwidth_work_[task]);
-      return;
+    const int task = static_cast<int>(payload >> 2);
+    switch (payload & 3) {
+      case kLatencyOver:  // latency phase of an analytical collective is over: its bandwidth term now shares
+        shared_.add(task, bandwidth_work_[task]);
+        return;
+      case kOverheadBeforeOver:
+        start_collective(task);
+        return;
+      default:
+        finish(task);
     }
-    finish(task);
   }
 
   const LinkUsage* usage() const { return network_ ? &network_->usage() : nullptr; }
@@ -153,26 +167,53 @@ class StepRunner final : public EventHandler {
     const Task& t = step_->tasks[id];
     switch (t.kind) {
       case TaskKind::Compute:
-        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds * factor_, "compute time of " + t.label)), this,
-                        static_cast<std::uint64_t>(id) << 1);
+        compute_.start(id, seconds_to_ps(t.seconds * factor_, "compute time of " + t.label));
         break;
       case TaskKind::Delay:
-        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds, "time of " + t.label)), this,
-                        static_cast<std::uint64_t>(id) << 1);
+        queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds, "time of " + t.label)), this, event(id, kDone));
         break;
-      case TaskKind::Collective:
-        if (fidelity_ == Fidelity::Analytical) {
-          auto [latency, total] = closed_form(t.collective);
-          bandwidth_work_[id] = total - latency;
-          queue_.schedule(add_ps(queue_.now(), latency), this, (static_cast<std::uint64_t>(id) << 1) | 1);
-        } else {
-          const Schedule& schedule = schedule_for(t.collective);
-          runs_.push_back(std::make_unique<ScheduleRun>(schedule, t.collective.reduce_Bps, *network_, queue_,
-                                                        [this, id] { finish(id); }));
-          runs_.back()->start();
+      case TaskKind::Collective: {
+        // The fixed costs before it: a wait for the next cycle boundary (Horovod's background loop), then the
+        // framework's and the library's work on this stream.
+        TimePs begin = queue_.now();
+        if (t.start_grid_s > 0) {
+          const TimePs grid = std::max<TimePs>(1, seconds_to_ps(t.start_grid_s, "cycle of " + t.label));
+          begin = (begin + grid - 1) / grid * grid;
         }
+        begin = add_ps(begin, seconds_to_ps(t.overhead_before_s, "fixed cost before " + t.label));
+        if (begin == queue_.now())
+          start_collective(id);
+        else
+          queue_.schedule(begin, this, event(id, kOverheadBeforeOver));
         break;
+      }
     }
+  }
+  static std::uint64_t event(int task, Phase phase) { return (static_cast<std::uint64_t>(task) << 2) | phase; }
+
+  void start_collective(int id) {
+    const Task& t = step_->tasks[id];
+    if (topo_.library().sms > 0) compute_.add_channels(channels_[id] = channels_of(t.collective));
+    if (fidelity_ == Fidelity::Analytical) {
+      auto [latency, total] = closed_form(t.collective);
+      bandwidth_work_[id] = total - latency;
+      queue_.schedule(add_ps(queue_.now(), latency), this, event(id, kLatencyOver));
+    } else {
+      const Schedule& schedule = schedule_for(t.collective);
+      runs_.push_back(std::make_unique<ScheduleRun>(schedule, t.collective.reduce_Bps, *network_, queue_,
+                                                    [this, id] { collective_done(id); }));
+      runs_.back()->start();
+    }
+  }
+  // The collective's transfers are over: it frees its SMs; the stream still pays the fixed cost after it.
+  void collective_done(int id) {
+    if (channels_[id] > 0) compute_.add_channels(-channels_[id]), channels_[id] = 0;
+    const double after_s = step_->tasks[id].overhead_after_s;
+    if (after_s > 0)
+      queue_.schedule(add_ps(queue_.now(), seconds_to_ps(after_s, "fixed cost after " + step_->tasks[id].label)), this,
+                      event(id, kOverheadAfterOver));
+    else
+      finish(id);
   }
 
   void finish(int id) {
@@ -200,6 +241,13 @@ class StepRunner final : public EventHandler {
     const TimePs total = std::max(latency, seconds_to_ps(closed_form_seconds(c, topo_), "collective time"));
     return closed_cache_[key] = {latency, total};
   }
+  // The SMs a collective occupies: NCCL's channels launched for its size (one CTA each), else the spec's channels.
+  int channels_of(const CollectiveSpec& c) {
+    auto key = key_of(c);
+    if (auto it = channels_cache_.find(key); it != channels_cache_.end()) return it->second;
+    const bool nccl_alone = uses_library_model(c, topo_) && c.algorithm != Algorithm::Hierarchical;
+    return channels_cache_[key] = std::max(1, nccl_alone ? nccl::predict(c, topo_).channels : c.channels);
+  }
   const Schedule& schedule_for(const CollectiveSpec& c) {
     auto key = key_of(c);
     auto it = schedules_.find(key);
@@ -220,6 +268,9 @@ class StepRunner final : public EventHandler {
   EventQueue queue_;
   std::unique_ptr<NetworkModel> network_;
   SharedBandwidth shared_;
+  SlowedCompute compute_;
+  std::vector<int> channels_;  // per task: the channels of a running collective that slow compute
+  std::map<ScheduleKey, int> channels_cache_;
   const StepPlan* step_ = nullptr;
   double factor_ = 1;
   std::vector<int> pending_;

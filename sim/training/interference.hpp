@@ -1,0 +1,42 @@
+// Compute-communication interference on a GPU. NCCL runs a collective as one kernel whose grid has one block (CTA)
+// per channel, each block on an SM of its own for the kernel's life (NVIDIA/nccl src/enqueue.cc: the launch grid is
+// {nChannels, 1, 1}; src/device/common.h: a block is one channel's work, NCCL_MAX_NTHREADS = 640 threads). So while
+// collectives with K channels in all run, a compute kernel that would fill all S SMs gets S - K of them: it runs at
+// (S - K) / S of its speed, and the compute stream is slowed by the factor S / (S - K). The memory bandwidth the
+// collective takes from memory-bound compute, and the collective's own slowdown when compute saturates memory, are
+// not modelled. S is the topology library's `sms`; without it compute runs at full speed.
+#pragma once
+
+#include <functional>
+
+#include "sim/engine/event_queue.hpp"
+
+namespace commsim {
+
+// The running compute task of the compute stream, progressing at the rate the collectives leave it.
+class SlowedCompute final : public EventHandler {
+ public:
+  SlowedCompute(EventQueue& queue, int sms, std::function<void(int)> done)
+      : queue_(queue), sms_(sms), done_(std::move(done)) {}
+  // Starts compute task `task` that would take `work_ps` at full speed.
+  void start(int task, TimePs work_ps);
+  // A collective with `channels` channels started (+) or finished (-).
+  void add_channels(int channels);
+  // The fraction of full speed compute runs at now: (S - K) / S, at least 1 / S.
+  double rate() const;
+  void on_event(std::uint64_t version) override;
+
+ private:
+  void advance();
+  void reschedule();
+  EventQueue& queue_;
+  int sms_ = 0;
+  std::function<void(int)> done_;
+  int channels_ = 0;
+  int task_ = -1;
+  double remaining_ps_ = 0;
+  TimePs last_ = 0;
+  std::uint64_t version_ = 0;
+};
+
+}  // namespace commsim

@@ -1,0 +1,199 @@
+// How a step really runs around its collectives: fixed per-bucket costs (libraries/overheads.json), Horovod's
+// negotiation cycle, and compute slowed by the SMs a collective occupies. Expectations derived in the comments.
+//
+// The cluster: two nodes of two GPUs, every link 10 GB/s; no latency unless a test says so.
+//
+//   gpu0 ─┐                            ┌─ gpu2
+//         sw0 ─ nic0 ══ switch ══ nic1 ─ sw1      (══: TCP)
+//   gpu1 ─┘                            └─ gpu3
+//
+// On the generic library a ring allreduce of m bytes over p = 4 ranks takes 2(p-1) steps of m/p bytes:
+// 6 x (m/4) / 1e10 s (gamma is negligible: memory 3e18 B/s).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/collective/nccl_model.hpp"
+#include "sim/training/simulation.hpp"
+#include "tests/sim/test_util.hpp"
+
+namespace commsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kMiB = 1048576.0;
+
+std::string temp_dir() {
+  static const test::TempDir dir;
+  return dir.path().string();
+}
+
+std::string write(const std::string& name, const Json& doc) {
+  const std::string path = temp_dir() + "/" + name;
+  std::ofstream(path) << doc.dump(2);
+  return path;
+}
+
+// The cluster above; `library` (a topology "library" block) when not null; `network` adds fields to the class of
+// the links between nodes.
+std::string cluster(double latency_s, const Json& library = nullptr, const Json& network = Json::object()) {
+  auto cls = [&] { return Json{{"latency_s", latency_s}, {"bandwidth_Bps", 10e9}, {"source", "test"}}; };
+  Json between = cls();
+  between.update(network);
+  Json t = {{"name", "test-cluster"},
+            {"link_classes", {{"nvswitch", cls()}, {"pcie", cls()}, {"tcp", between}}},
+            {"node",
+             {{"devices",
+               {{{"name", "gpu0"}, {"kind", "gpu"}},
+                {{"name", "gpu1"}, {"kind", "gpu"}},
+                {{"name", "sw"}, {"kind", "nvswitch"}},
+                {{"name", "nic0"}, {"kind", "nic"}}}},
+              {"links",
+               {{{"a", "gpu0"}, {"b", "sw"}, {"class", "nvswitch"}},
+                {{"a", "gpu1"}, {"b", "sw"}, {"class", "nvswitch"}},
+                {{"a", "nic0"}, {"b", "sw"}, {"class", "pcie"}}}}}},
+            {"nodes", 2},
+            {"fabric", {{"kind", "single_switch"}, {"link_class", "tcp"}}}};
+  if (!library.is_null()) t["library"] = library;
+  static int files = 0;
+  return write("cluster-" + std::to_string(files++) + ".json", t);
+}
+
+Json scenario(const std::string& topology, const std::string& model, Json strategy, Json framework = nullptr) {
+  Json s = {
+      {"name", "test"},
+      {"topology", topology},
+      {"model", fs::absolute("tests/data/training/" + model).string()},
+      {"device", {{"name", "test"}, {"peak_flops", 1e12}, {"efficiency", 1}, {"memory_Bps", 3e18}, {"source", "test"}}},
+      {"batch_per_gpu", 1},
+      {"steps", 1},
+      {"strategy", strategy}};
+  if (!framework.is_null()) s["framework"] = framework;
+  return s;
+}
+
+Result simulate(const Json& doc, Fidelity fidelity = Fidelity::Analytical) {
+  return simulate_document(doc, write("scenario.json", doc), fidelity).result;
+}
+
+TEST(FixedCosts, BucketSizeHasTheOptimumDerivedByHand) {
+  // model-16x1m: N = 16 layers, one 1 MiB gradient each, forward 100 us and backward b = 100 us per layer.
+  // Buckets of k MiB hold k gradients (size_mb = k closes a bucket at exactly k MiB). Each bucket costs a fixed
+  // f = 400 us (the framework's per_bucket_us, the only fixed cost: alpha = 0, copies negligible at 3e18 B/s)
+  // plus its transfer k x s, s = 6 x (1 MiB / 4) / 1e10 = 157.2864 us > b: communication is the bottleneck, so
+  // once the first bucket is ready (after forward F = 1.6 ms and k backward layers) the buckets run back to back:
+  //   T(k) = F + k b + (N / k)(f + k s) = F + N s + k b + N f / k,
+  // whose minimum over k is at k* = sqrt(N f / b) = sqrt(16 x 400 / 100) = 8. Over the sweep k = 1..16:
+  // k b + N f / k = 6500, 3400, 2000, 1600, 2000 us: the interior k = 8 wins.
+  const std::string t = cluster(0);
+  const double N = 16, b = 100e-6, f = 400e-6, s = 6 * (kMiB / 4) / 1e10, F = 16 * 100e-6;
+  const Json framework = {{"name", "pytorch_ddp"}, {"per_bucket_us", 400}};
+  double best_s = 1e9;
+  int best_k = 0;
+  for (int k : {1, 2, 4, 8, 16}) {
+    const Json strategy = {{"fusion", {{"mode", "size"}, {"size_mb", k}}}, {"overlap", true}};
+    const Result r = simulate(scenario(t, "model-16x1m.json", strategy, framework));
+    EXPECT_NEAR(r.step_time_s, F + N * s + k * b + N * f / k, 1e-9) << "k = " << k;
+    if (r.step_time_s < best_s) best_s = r.step_time_s, best_k = k;
+  }
+  EXPECT_EQ(best_k, 8);
+  // Without the fixed cost the same sweep has no interior optimum: T(k) = F + N s + k b, smallest buckets win.
+  const Result free1 = simulate(scenario(t, "model-16x1m.json", {{"fusion", {{"mode", "size"}, {"size_mb", 1}}}}));
+  const Result free8 = simulate(scenario(t, "model-16x1m.json", {{"fusion", {{"mode", "size"}, {"size_mb", 8}}}}));
+  EXPECT_NEAR(free1.step_time_s, F + N * s + 1 * b, 1e-9);
+  EXPECT_LT(free1.step_time_s, free8.step_time_s);
+}
+
+TEST(FixedCosts, CopiesArePassesOverTheBucketAtMemoryBandwidth) {
+  // One bucket of the four 4 MiB gradients (16 MiB), after backward (overlap off), memory 1e10 B/s: DDP copies the
+  // bucket in (2 passes: read the gradients, write the bucket) and out (2 passes), 4 x 16 MiB / 1e10 = 6.71 ms more
+  // than the same step with no copies (the allreduce and its reductions are the same in both).
+  const std::string t = cluster(0);
+  auto step_s = [&](int passes) {
+    Json doc = scenario(
+        t, "model-4x1m.json", {{"fusion", {{"mode", "size"}, {"size_mb", 1000}}}, {"overlap", false}},
+        {{"name", "pytorch_ddp"}, {"per_bucket_us", 0}, {"copy_in_passes", passes}, {"copy_out_passes", passes}});
+    doc["device"]["memory_Bps"] = 1e10;
+    return simulate(doc).step_time_s;
+  };
+  EXPECT_NEAR(step_s(2) - step_s(0), 4 * 16 * kMiB / 1e10, 1e-9);
+}
+
+TEST(FixedCosts, HorovodStartsEachBucketOnItsCycle) {
+  // HOROVOD_CYCLE_TIME = 5 ms (overridden): the single bucket is ready when backward ends at 12 ms and its
+  // collective starts at the next cycle boundary, 15 ms; it takes 6 x 4 MiB / 1e10 (copies negligible, per-bucket
+  // cost set to 0 to isolate the cycle).
+  const std::string t = cluster(0);
+  const Json strategy = {{"fusion", {{"mode", "size"}, {"size_mb", 1000}}}, {"overlap", false}};
+  const Result r =
+      simulate(scenario(t, "model-4x1m.json", strategy, {{"name", "horovod"}, {"per_bucket_us", 0}, {"cycle_ms", 5}}));
+  EXPECT_NEAR(r.step_time_s, 0.015 + 6 * 4 * kMiB / 1e10, 1e-9);
+}
+
+TEST(FixedCosts, NcclLaunchIsChargedOncePerCollectiveBesideItsBaseLatency) {
+  // On an NCCL topology with no framework, each collective pays the library's launch (libraries/overheads.json,
+  // 5 us) on top of NCCL's own estimate, which keeps its baseLat: four separate buckets after backward cost 4 x 5 us
+  // more than with the launch overridden to 0.
+  const Json library = {{"name", "nccl"}, {"version", "2.18"}, {"gpu_arch", "ampere"}, {"source", "test"}};
+  const std::string t = cluster(1e-6, library);
+  const Json strategy = {{"fusion", {{"mode", "none"}}}, {"overlap", false}};
+  const Result with = simulate(scenario(t, "model-4x1m.json", strategy));
+  const Result without = simulate(scenario(t, "model-4x1m.json", strategy, {{"name", "none"}, {"launch_us", 0}}));
+  EXPECT_NEAR(with.step_time_s - without.step_time_s, 4 * 5e-6, 1e-11);
+}
+
+TEST(Transports, TcpCarriesNoMoreThanItsFlowsReach) {
+  // The links between nodes are TCP at 10 GB/s, but one flow reaches 1 GB/s and the transport keeps 2 flows busy
+  // (a socket per channel, 2 channels): the class carries min(10, 2 x 1) = 2 GB/s, so the ring's inter-node hop
+  // is 5x slower. One 16 MiB bucket after backward: 6 x 4 MiB / 2e9 instead of 6 x 4 MiB / 1e10.
+  const Json strategy = {{"fusion", {{"mode", "size"}, {"size_mb", 1000}}}, {"overlap", false}};
+  const Result line = simulate(scenario(cluster(0), "model-4x1m.json", strategy));
+  const Result capped =
+      simulate(scenario(cluster(0, nullptr, {{"per_flow_Bps", 1e9}, {"flows", 2}}), "model-4x1m.json", strategy));
+  EXPECT_NEAR(line.step_time_s, 0.012 + 6 * 4 * kMiB / 1e10, 1e-9);
+  EXPECT_NEAR(capped.step_time_s, 0.012 + 6 * 4 * kMiB / 2e9, 1e-9);
+  // Enough flows to fill the line: no cap (12 x 1 GB/s > 10 GB/s).
+  const Result filled =
+      simulate(scenario(cluster(0, nullptr, {{"per_flow_Bps", 1e9}, {"flows", 12}}), "model-4x1m.json", strategy));
+  EXPECT_NEAR(filled.step_time_s, line.step_time_s, 1e-12);
+}
+
+class Interference : public ::testing::TestWithParam<Fidelity> {};
+
+TEST_P(Interference, OverlappedStepIsSlowerByTheSmsTheChannelsTake) {
+  // model-4x1m, one bucket per layer, overlapped; backward 2 ms per layer. Each bucket's allreduce takes M < 2 ms
+  // (measured below without interference: step - 12 ms, since only the last bucket is exposed). With S SMs and a
+  // collective of K channels (one CTA per SM each), compute runs at r = (S - K) / S while it overlaps: buckets 3, 2
+  // and 1 each overlap the next layer's backward entirely, so layers 2, 1 and 0 each take (1 - r) M longer, and
+  //   step = 12 ms + 3 (K / S) M + M  =  max(compute, comm) + 3 (K / S) M   (compute 12 ms > comm 4 M).
+  const Json library = {{"name", "nccl"}, {"version", "2.18"}, {"gpu_arch", "hopper"}, {"source", "test"}};
+  Json with_sms = library;
+  with_sms["sms"] = 132;  // H100 SXM5 [NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs]
+  const std::string plain = cluster(1e-6, library), slowed = cluster(1e-6, with_sms);
+  const Json strategy = {{"fusion", {{"mode", "none"}}}, {"overlap", true}};
+  const Json no_launch = {{"name", "none"}, {"launch_us", 0}};  // M is then the collective alone
+  const Result base = simulate(scenario(plain, "model-4x1m.json", strategy, no_launch), GetParam());
+  const Result r = simulate(scenario(slowed, "model-4x1m.json", strategy, no_launch), GetParam());
+  const double M = base.step_time_s - 0.012;
+  ASSERT_GT(M, 0);
+  ASSERT_LT(M, 0.002);
+  // K: the channels NCCL launches for one 4 MiB allreduce on this machine.
+  const auto topo = load_topology(slowed);
+  CollectiveSpec c;
+  c.op = Collective::AllReduce;
+  c.algorithm = Algorithm::Ring;
+  c.bytes = static_cast<Bytes>(4 * kMiB);
+  c.channels = topo->default_channels();
+  c.ranks_per_node = topo->ranks_per_node();
+  const int K = nccl::predict(c, *topo).channels;
+  ASSERT_GT(K, 0);
+  EXPECT_NEAR(r.step_time_s, 0.012 + M + 3.0 * K / 132 * M, 1e-9);
+  EXPECT_GT(r.step_time_s, std::max(0.012, 4 * M));
+}
+
+INSTANTIATE_TEST_SUITE_P(BothFidelities, Interference, ::testing::Values(Fidelity::Analytical, Fidelity::Flow));
+
+}  // namespace
+}  // namespace commsim
