@@ -17,13 +17,21 @@ nlohmann::json Result::to_json() const {
           {"steps", steps_s},
           {"throughput_samples_s", throughput_samples_s},
           {"scaling_efficiency", scaling_efficiency},
-          {"breakdown", {{"compute_s", compute_s}, {"comm_s", comm_s}, {"exposed_comm_s", exposed_comm_s}, {"overlap_ratio", overlap_ratio}}},
+          {"breakdown",
+           {{"compute_s", compute_s},
+            {"comm_s", comm_s},
+            {"exposed_comm_s", exposed_comm_s},
+            {"overlap_ratio", overlap_ratio}}},
           {"stream_busy_s", stream_busy_s},
           {"link_class_busy_s", link_class_busy_s},
           {"bytes_sent", bytes_sent_per_rank},
           {"notes", notes},
-          {"provenance", {{"commsim_version", COMMSIM_VERSION}, {"scenario_hash", scenario_hash}, {"backend", backend},
-                          {"fidelity", fidelity}, {"host", host_name()}}}};
+          {"provenance",
+           {{"commsim_version", COMMSIM_VERSION},
+            {"scenario_hash", scenario_hash},
+            {"backend", backend},
+            {"fidelity", fidelity},
+            {"host", host_name()}}}};
 }
 
 Result Result::from_json(const nlohmann::json& j, const std::string& file) {
@@ -53,17 +61,6 @@ Result Result::from_json(const nlohmann::json& j, const std::string& file) {
     throw InputError(file, "", std::string("not a commsim result: ") + e.what());
   }
   return r;
-}
-
-nlohmann::json chrome_trace(const Result& r, int streams) {
-  nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", r.scenario + " (rank 0)"}}}});
-  for (int s = 0; s <= streams; ++s)
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", s},
-                      {"args", {{"name", s == 0 ? std::string("compute") : "comm stream " + std::to_string(s)}}}});
-  for (const TraceEvent& e : r.trace)
-    events.push_back({{"name", e.name}, {"ph", "X"}, {"pid", 0}, {"tid", e.stream}, {"ts", e.start_s * 1e6}, {"dur", e.duration_s * 1e6}});
-  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }
 
 }  // namespace commsim

@@ -12,13 +12,14 @@ std::string fnv1a_hex(const std::string& text) {
   return buf;
 }
 
-SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity) {
+SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity,
+                                const TraceSelection& trace) {
   SimulationRun run;
   run.scenario = parse_scenario(document, file);
   run.topology = load_topology(run.scenario.topology_path, run.scenario.nodes);
   run.plan = build_plan(run.scenario, *run.topology);
   try {
-    run.result = simulate_plan(run.plan, *run.topology, fidelity);
+    run.result = simulate_plan(run.plan, *run.topology, fidelity, trace);
   } catch (const TimeRangeError& e) {  // a rate of the scenario or its topology is out of proportion: name both files
     throw InputError(file, e.quantity(), e.detail() + " (topology " + run.scenario.topology_path + ")");
   }
@@ -27,10 +28,10 @@ SimulationRun simulate_document(const Json& document, const std::string& file, F
 }
 
 SimulationRun simulate_scenario(const std::string& path, const std::vector<std::string>& sets, int steps,
-                                Fidelity fidelity) {
+                                Fidelity fidelity, const TraceSelection& trace) {
   std::vector<std::string> all = sets;
   if (steps > 0) all.push_back("steps=" + std::to_string(steps));
-  return simulate_document(apply_overrides(read_json_file(path), all, path), path, fidelity);
+  return simulate_document(apply_overrides(read_json_file(path), all, path), path, fidelity, trace);
 }
 
 }  // namespace commsim

@@ -20,9 +20,11 @@ struct SimulationRun {
 };
 
 // `sets` are --set overrides; `steps` > 0 overrides the step count.
-SimulationRun simulate_scenario(const std::string& path, const std::vector<std::string>& sets, int steps, Fidelity fidelity);
+SimulationRun simulate_scenario(const std::string& path, const std::vector<std::string>& sets, int steps,
+                                Fidelity fidelity, const TraceSelection& trace = {});
 // The same from an already parsed document (after overrides); `file` names it and resolves its relative paths.
-SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity);
+SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity,
+                                const TraceSelection& trace = {});
 
 std::string fnv1a_hex(const std::string& text);
 
