@@ -26,6 +26,7 @@ nlohmann::json Result::to_json() const {
           {"link_class_busy_s", link_class_busy_s},
           {"bytes_sent", bytes_sent_per_rank},
           {"notes", notes},
+          {"settings", settings},
           {"provenance",
            {{"commsim_version", COMMSIM_VERSION},
             {"scenario_hash", scenario_hash},
@@ -56,6 +57,7 @@ Result Result::from_json(const nlohmann::json& j, const std::string& file) {
     r.stream_busy_s = j.value("stream_busy_s", std::vector<double>{});
     r.link_class_busy_s = j.value("link_class_busy_s", std::map<std::string, double>{});
     r.notes = j.value("notes", std::vector<std::string>{});
+    r.settings = j.value("settings", std::map<std::string, std::string>{});
     r.scenario_hash = j.at("provenance").value("scenario_hash", "");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(file, "", std::string("not a commsim result: ") + e.what());

@@ -38,6 +38,9 @@ struct Result {
   std::map<std::string, double> link_class_busy_s;                          // summed over steady steps, per step
   double bytes_sent_per_rank = 0;                                           // per step, steady-state mean
   std::vector<std::string> notes;
+  // The scenario's settings as "dotted.key" -> JSON value (nodes, batch, strategy.*), so that a report can say how
+  // two results of one scenario differ. Empty where unknown.
+  std::map<std::string, std::string> settings;
   std::vector<TraceEvent> trace;  // the traced steps and ranks (sim/training/trace.hpp)
 
   nlohmann::json to_json() const;

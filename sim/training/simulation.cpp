@@ -12,6 +12,20 @@ std::string fnv1a_hex(const std::string& text) {
   return buf;
 }
 
+std::map<std::string, std::string> scenario_settings(const Json& document) {
+  std::map<std::string, std::string> out;
+  auto walk = [&](auto& self, const Json& value, const std::string& key) -> void {
+    if (value.is_object()) {
+      for (const auto& [k, v] : value.items()) self(self, v, key.empty() ? k : key + "." + k);
+      return;
+    }
+    out[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  };
+  for (const char* key : {"nodes", "batch_per_gpu", "steps", "strategy"})
+    if (document.contains(key)) walk(walk, document[key], key);
+  return out;
+}
+
 SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity,
                                 const TraceSelection& trace) {
   SimulationRun run;
@@ -24,6 +38,7 @@ SimulationRun simulate_document(const Json& document, const std::string& file, F
     throw InputError(file, e.quantity(), e.detail() + " (topology " + run.scenario.topology_path + ")");
   }
   run.result.scenario_hash = fnv1a_hex(document.dump());
+  run.result.settings = scenario_settings(document);
   return run;
 }
 

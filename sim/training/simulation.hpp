@@ -2,6 +2,7 @@
 // predicts (simulate, sweep, recommend, regress, validate).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,5 +28,7 @@ SimulationRun simulate_document(const Json& document, const std::string& file, F
                                 const TraceSelection& trace = {});
 
 std::string fnv1a_hex(const std::string& text);
+// The settings a Result records (Result::settings): nodes, batch_per_gpu, steps and every strategy.* leaf.
+std::map<std::string, std::string> scenario_settings(const Json& document);
 
 }  // namespace commsim
