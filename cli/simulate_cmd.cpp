@@ -9,7 +9,6 @@
 #include "cli/commands.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/limits.hpp"
-#include "sim/topology/calibration_band.hpp"
 #include "sim/training/simulation.hpp"
 
 namespace commsim::cli {
@@ -62,10 +61,10 @@ void print_result(const SimulationRun& run, std::FILE* out) {
     std::fprintf(out, "  comm stream %zu busy %.3f ms\n", s, r.stream_busy_s[s] * 1e3);
   for (auto& [cls, busy] : r.link_class_busy_s)
     std::fprintf(out, "  %-8s links busy %.3f ms (summed over links)\n", cls.c_str(), busy * 1e3);
-  if (const double band = calibration_band_rel(run.scenario.topology_path); band > 0)
-    std::fprintf(out,
-                 "  error band     +-%.1f %% on communication (calibrated topology): step time in [%.3f, %.3f] ms\n",
-                 100 * band, (r.step_time_s - band * r.comm_s) * 1e3, (r.step_time_s + band * r.comm_s) * 1e3);
+  if (r.comm_band_rel > 0)
+    std::fprintf(
+        out, "  error band     +-%.1f %% on communication (calibrated topology): step time in [%.3f, %.3f] ms\n",
+        100 * r.comm_band_rel, (r.step_time_s - r.step_band_s()) * 1e3, (r.step_time_s + r.step_band_s()) * 1e3);
   bool varies = false;
   for (double s : r.steps_s) varies |= std::abs(s - r.steps_s.front()) > 1e-12 * s;
   if (varies) {

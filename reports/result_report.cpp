@@ -213,9 +213,9 @@ std::string results_html(const std::vector<ReportInput>& inputs, const std::stri
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const ReportInput& in = inputs[i];
     Series s{labels[i], {}, {}};
-    for (std::size_t i = 0; i < in.result.steps_s.size(); ++i) {
-      s.x.push_back(static_cast<double>(i));
-      s.y.push_back(in.result.steps_s[i] * 1e3);
+    for (std::size_t step = 0; step < in.result.steps_s.size(); ++step) {
+      s.x.push_back(static_cast<double>(step));
+      s.y.push_back(in.result.steps_s[step] * 1e3);
     }
     several |= s.x.size() > 1;
     steps.series.push_back(s);

@@ -106,7 +106,11 @@ def evaluate(commsim, shown, path):
         return {**res, "skip": f"commsim failed: {e}"}
     if out.get("ranks") != ranks:
         return {**res, "skip": f"{topo} gives {out.get('ranks')} ranks on {curve['nodes']} node(s), the curve has {ranks}"}
-    pred = {r["size_bytes"]: r for r in out["rows"]}
+    # Keyed by the size asked for: commsim sizes allgather / reduce-scatter as nccl-tests 2.13.12+ does (each rank's
+    # part rounded down to 16 bytes), which leaves out sizes older nccl-tests ran below 16 bytes per rank.
+    pred = {r["requested_bytes"]: r for r in out["rows"]}
+    res["dropped"] = [b for b, _ in points if b not in pred]
+    points = [(b, pub) for b, pub in points if b in pred]
     res["points"] = [(b, pub, pred[b]["busbw_GBps"], (pred[b]["busbw_GBps"] - pub) / pub,
                       f"{pred[b]['algorithm']}/{pred[b]['protocol']}") for b, pub in points]
     return res

@@ -25,6 +25,7 @@ nlohmann::json Result::to_json() const {
           {"stream_busy_s", stream_busy_s},
           {"link_class_busy_s", link_class_busy_s},
           {"bytes_sent", bytes_sent_per_rank},
+          {"comm_band_rel", comm_band_rel},
           {"notes", notes},
           {"settings", settings},
           {"provenance",
@@ -54,6 +55,7 @@ Result Result::from_json(const nlohmann::json& j, const std::string& file) {
     r.exposed_comm_s = b.at("exposed_comm_s").get<double>();
     r.overlap_ratio = b.value("overlap_ratio", 0.0);
     r.bytes_sent_per_rank = j.at("bytes_sent").get<double>();
+    r.comm_band_rel = j.value("comm_band_rel", 0.0);
     r.stream_busy_s = j.value("stream_busy_s", std::vector<double>{});
     r.link_class_busy_s = j.value("link_class_busy_s", std::map<std::string, double>{});
     r.notes = j.value("notes", std::vector<std::string>{});

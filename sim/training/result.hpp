@@ -37,6 +37,11 @@ struct Result {
   std::vector<double> stream_busy_s;                                        // per step, index 0 = compute stream
   std::map<std::string, double> link_class_busy_s;                          // summed over steady steps, per step
   double bytes_sent_per_rank = 0;                                           // per step, steady-state mean
+  // +- relative error band of every communication time on a calibrated topology (sim/topology/calibration_band.hpp),
+  // 0 when the topology was not calibrated. The step time then lies within +- comm_band_rel x comm_s: each
+  // communication span changes by at most that share, compute not at all.
+  double comm_band_rel = 0;
+  double step_band_s() const { return comm_band_rel * comm_s; }
   std::vector<std::string> notes;
   // The scenario's settings as "dotted.key" -> JSON value (nodes, batch, strategy.*), so that a report can say how
   // two results of one scenario differ. Empty where unknown.

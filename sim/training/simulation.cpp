@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "sim/topology/calibration_band.hpp"
+
 namespace commsim {
 
 std::string fnv1a_hex(const std::string& text) {
@@ -39,6 +41,7 @@ SimulationRun simulate_document(const Json& document, const std::string& file, F
   }
   run.result.scenario_hash = fnv1a_hex(document.dump());
   run.result.settings = scenario_settings(document);
+  run.result.comm_band_rel = calibration_band_rel(run.scenario.topology_path);
   return run;
 }
 

@@ -172,8 +172,8 @@ class StepRunner final : public EventHandler {
     if (t.bucket >= 0) args["bucket"] = t.bucket;
     if (t.gradient_layer >= 0) {
       nlohmann::json produced = nlohmann::json::array();
-      for (const Tensor& tensor : plan_.model.tensors)
-        if (tensor.layer == t.gradient_layer) produced.push_back(tensor.name);
+      for (int tensor : plan_.model.layers[t.gradient_layer].tensors)
+        produced.push_back(plan_.model.tensors[tensor].name);
       args["gradients"] = produced;
     }
     if (t.kind != TaskKind::Collective) return args;
@@ -182,14 +182,20 @@ class StepRunner final : public EventHandler {
     args["bytes"] = c.bytes;
     args["bytes_sent_per_rank"] = t.bytes_sent_per_rank;
     args["channels"] = c.channels;
-    if (uses_library_model(c, topo_) && c.algorithm != Algorithm::Hierarchical) {
-      const nccl::Estimate e = nccl::predict(c, topo_);
-      args["algorithm"] = std::string(to_string(e.algorithm));
-      args["protocol"] = std::string(to_string(e.protocol));
-      args["channels"] = e.channels;
-    } else {
-      args["algorithm"] = std::string(to_string(choose_algorithm(c, topo_, fidelity_ != Fidelity::Analytical)));
+    // What runs: NCCL's choice on an NCCL topology, else the closed form's; once per distinct collective.
+    auto [cached, fresh] = choice_cache_.try_emplace(key_of(c));
+    if (fresh) {
+      if (uses_library_model(c, topo_) && c.algorithm != Algorithm::Hierarchical) {
+        const nccl::Estimate e = nccl::predict(c, topo_);
+        cached->second = {{"algorithm", std::string(to_string(e.algorithm))},
+                          {"protocol", std::string(to_string(e.protocol))},
+                          {"channels", e.channels}};
+      } else {
+        cached->second = {
+            {"algorithm", std::string(to_string(choose_algorithm(c, topo_, fidelity_ != Fidelity::Analytical)))}};
+      }
     }
+    args.update(cached->second);
     nlohmann::json tensors = nlohmann::json::array();
     for (int tensor : t.tensors) tensors.push_back(plan_.model.tensors[tensor].name);
     args["tensors"] = tensors;
@@ -289,6 +295,7 @@ class StepRunner final : public EventHandler {
   std::size_t remaining_ = 0;
   std::map<int, TimePs> bandwidth_work_;
   std::map<ScheduleKey, std::pair<TimePs, TimePs>> closed_cache_;
+  std::map<ScheduleKey, nlohmann::json> choice_cache_;  // the trace's algorithm / protocol / channels
   std::map<ScheduleKey, std::unique_ptr<Schedule>> schedules_;
   std::vector<std::unique_ptr<ScheduleRun>> runs_;
 };

@@ -81,8 +81,11 @@ TEST(Schemas, RequiredKeysAndClosedObjectsMatchTheLoaders) {
       const Json::json_pointer at(object_ptr);
       ASSERT_TRUE(sample.contains(at)) << c.sample << object_ptr;
       // Each required key, removed, makes the loader fail naming it.
-      for (const Json& key : object_schema.at("required")) {
+      for (const Json& key : object_schema.value("required", Json::array())) {
         if (!sample.at(at).contains(key.get<std::string>())) continue;  // optional in this sample's variant
+        // Without "astra_sim" a topology is read as the other kind (a cluster), whose own required keys are then
+        // missing: the schema's if/then/else does the same. Not a key the loader can name as missing.
+        if (key == "astra_sim") continue;
         Json doc = sample;
         doc.at(at).erase(key.get<std::string>());
         const std::string error = load_error(c.schema, doc, c.sample);
