@@ -26,7 +26,8 @@ namespace commsim::reports {
 // The buffer nccl-tests runs for a requested size, with float elements (4 bytes). nccl-tests prints the whole
 // vector's size (max of send and receive bytes) and the per-rank parameter count: for allgather and reduce-scatter
 // the count each rank contributes, rounded down to 16 bytes (src/all_gather.cu, src/reduce_scatter.cu
-// GetCollByteCount: base = (count / nranks) & ~(16 / eltSize - 1)); for the others the whole vector's count.
+// GetCollByteCount: base = (count / nranks) & ~(16 / eltSize - 1), since v2.13.12, commit 29f4114; older
+// versions ran count / nranks); for the others the whole vector's count.
 struct NcclTestsSizing {
   Bytes bytes = 0;          // what nccl-tests prints in `size` (and what is simulated)
   std::uint64_t count = 0;  // what nccl-tests prints in `count`

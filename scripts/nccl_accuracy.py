@@ -189,6 +189,9 @@ def curve_section(r):
     if c.get("topology_note"):
         lines += [f"Topology note: {c['topology_note']}.", ""]
     lines += [f"Source: {c['source']}", "", f"Command: `{r['command']}`", ""]
+    if r.get("dropped"):
+        lines += [f"Left out: {', '.join(f'{b} B' for b in r['dropped'])} (under 16 bytes per rank, which nccl-tests "
+                  "2.13.12+ rounds to 0 and commsim, sizing as it does, does not predict).", ""]
     lines += ["| size | published busbw (GB/s) | predicted busbw (GB/s) | signed error | algo/proto |",
               "|---:|---:|---:|---:|---|"]
     lines += [f"| {fmt_size(b)} | {pub:.3g} | {pred:.3g} | {pct(err, True)} | {ap} |" for b, pub, pred, err, ap in r["points"]]
