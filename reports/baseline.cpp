@@ -126,7 +126,7 @@ std::vector<Check> check_baseline(const Baseline& b, double tolerance_pct,
     if (e.backend == "sim") {
       Fidelity fidelity = Fidelity::Analytical;
       parse_fidelity(e.fidelity, fidelity);
-      const Result r = simulate_scenario(e.scenario_path, e.sets, 0, fidelity).result;
+      const Result r = simulate_scenario(e.scenario_path, e.sets, 0, fidelity, TraceSelection::none()).result;
       checks[i] = compare(e, r.step_time_s, 0, tolerance_pct);
     } else if (auto it = measured.find(e.name); it != measured.end()) {
       if (it->second.backend != e.backend)

@@ -19,6 +19,8 @@ struct TraceSelection {
   // (no stragglers), which check_trace_ranks enforces.
   std::vector<int> ranks;
   bool traces(int step) const { return step >= first_step && step <= last_step; }
+  // No step: for the callers that keep no timeline (sweep, recommend, regress), which then pay nothing for it.
+  static TraceSelection none() { return {1, 0, {}}; }
 };
 
 // "N" (step N), "A:B" (steps A to B), "" (the default). Throws InputError naming --trace-steps.
