@@ -1,4 +1,5 @@
-// `commsim collective`: predicts one collective over a size sweep and prints an nccl-tests style table.
+// `commsim collective`: predicts one collective over a size sweep and prints it as nccl-tests does
+// (reports/collective_table.hpp).
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -6,11 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "reports/collective_table.hpp"
 #include "sim/collective/collective.hpp"
 #include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/limits.hpp"
 #include "sim/engine/executor.hpp"
+#include "sim/topology/calibration_band.hpp"
 
 namespace commsim::cli {
 
@@ -51,7 +54,8 @@ std::vector<Bytes> parse_sizes(const std::string& text) {
 namespace {
 
 struct CollectiveOptions {
-  std::string topology, op = "allreduce", algo = "ring", proto = "auto", sizes = "8:1G", fidelity = "analytical", json;
+  std::string topology, format = "nccl-tests", op = "allreduce", algo = "ring", proto = "auto", sizes = "8:1G",
+                        fidelity = "analytical", json;
   int nodes = 0, channels = 0, chunks = 0, hierarchy_groups = 0;
   double reduce_Bps = 0;
 };
@@ -84,61 +88,16 @@ int run_collective(const CollectiveOptions& o) {
   const int p = topology->ranks();
   if (fidelity != Fidelity::Analytical) check_network_size(fidelity, *topology);
   check_supported(spec, p, "--algo");
-  const std::vector<Bytes> sizes = parse_sizes(o.sizes);
-
-  std::printf("# commsim %s  %s\n# %s, fidelity %s, %d ranks\n", COMMSIM_VERSION,
-              std::string(to_string(spec.op)).c_str(), topology->summary().c_str(), o.fidelity.c_str(), p);
-  if (nccl)
-    std::printf("# library nccl %s: algorithm, protocol and channels as NCCL's tuner picks them\n",
-                topology->library().version.c_str());
-  std::printf("#%12s %12s %6s %14s %8s %4s %13s %12s %12s %7s\n", "size(B)", "count", "type", "algo", "proto", "nch",
-              "time(us)", "algbw(GB/s)", "busbw(GB/s)", "band");
-  nlohmann::json rows = nlohmann::json::array();
-  for (Bytes size : sizes) {
-    spec.bytes = size;
-    CollectiveSpec resolved = spec;
-    resolved.algorithm = choose_algorithm(spec, *topology, fidelity != Fidelity::Analytical);
-    double seconds;
-    std::string proto = "-";
-    int channels = spec.channels;
-    double band_rel = 0;
-    if (fidelity == Fidelity::Analytical && spec.algorithm == Algorithm::Hierarchical &&
-        uses_library_model(spec, *topology)) {
-      seconds = library_prediction(spec, *topology).seconds;  // three NCCL collectives, each with its own choice
-    } else if (fidelity == Fidelity::Analytical && uses_library_model(spec, *topology)) {
-      const nccl::Estimate e = nccl::predict(spec, *topology, "--algo");
-      resolved.algorithm = e.algorithm;
-      proto = to_string(e.protocol);
-      channels = e.channels;
-      seconds = e.seconds;
-      band_rel = e.band_rel;
-    } else if (fidelity == Fidelity::Analytical) {
-      seconds = closed_form_seconds(resolved, *topology);
-    } else {
-      Schedule schedule;
-      std::vector<OpId> frontier(p, kNoOp);
-      generate(resolved, *topology, schedule, frontier);
-      seconds = simulate_schedule(schedule, *topology, fidelity, spec.reduce_Bps).seconds;
-    }
-    const double algbw = static_cast<double>(size) / seconds / 1e9;
-    const double busbw = algbw * busbw_factor(spec.op, p);
-    const std::string algo(to_string(resolved.algorithm));
-    char band[16] = "-";
-    if (band_rel > 0) std::snprintf(band, sizeof band, "+-%.0f%%", band_rel * 100);
-    std::printf(" %12llu %12llu %6s %14s %8s %4d %13.2f %12.2f %12.2f %7s\n", static_cast<unsigned long long>(size),
-                static_cast<unsigned long long>(size / 4), "float", algo.c_str(), proto.c_str(), channels,
-                seconds * 1e6, algbw, busbw, band);
-    rows.push_back({{"size_bytes", size},
-                    {"count", size / 4},
-                    {"type", "float"},
-                    {"algorithm", algo},
-                    {"protocol", proto},
-                    {"channels", channels},
-                    {"band_rel", band_rel},
-                    {"time_us", seconds * 1e6},
-                    {"algbw_GBps", algbw},
-                    {"busbw_GBps", busbw}});
-  }
+  const double band_rel = calibration_band_rel(o.topology);
+  const std::vector<reports::CollectiveRow> rows =
+      reports::predict_collective(spec, *topology, fidelity, parse_sizes(o.sizes), band_rel);
+  const reports::CollectiveTableHeader header{to_string(spec.op).data(), o.topology, o.fidelity,
+                                              nccl ? "nccl " + topology->library().version : "",
+                                              o.sizes.find(':') != std::string::npos};
+  if (o.format == "commsim")
+    reports::print_commsim_table(stdout, header, *topology, rows);
+  else
+    reports::print_nccl_tests_table(stdout, header, *topology, rows);
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     if (!out) throw InputError("--json", "", "cannot write " + o.json);
@@ -148,7 +107,7 @@ int run_collective(const CollectiveOptions& o) {
                           {"op", o.op},
                           {"fidelity", o.fidelity},
                           {"channels", spec.channels},
-                          {"rows", rows}};
+                          {"rows", reports::collective_rows_json(rows)}};
     out << doc.dump(2) << "\n";
   }
   return 0;
@@ -180,6 +139,10 @@ void register_collective(CLI::App& app, int& exit_code) {
       ->check(number_in(0));
   cmd->add_option("--reduce-Bps", o->reduce_Bps, "local reduction rate gamma in bytes/s (0 = free)")
       ->check(number_in(0));
+  cmd->add_option("--format", o->format,
+                  "nccl-tests (default: all_reduce_perf's columns, commsim's choices in '#' lines) | commsim (one wide "
+                  "table with algorithm, protocol, channels and band)")
+      ->check(CLI::IsMember({"nccl-tests", "commsim"}));
   cmd->add_option("--json", o->json, "write the rows as JSON")->check(writable_file());
   cmd->callback([o, &exit_code] {
     try {

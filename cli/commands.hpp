@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
@@ -25,8 +26,9 @@ void register_calibrate(CLI::App& app, int& exit_code);  // cli/calibrate_cmd.cp
 void register_validate(CLI::App& app, int& exit_code);   // cli/validate_cmd.cpp
 void register_model(CLI::App& app, int& exit_code);      // cli/model_cmd.cpp: model from-hf, from-trace
 
-void print_result(const SimulationRun& run);
-// Writes `doc` to `path` (indented); a path that cannot be written is bad input of the option `flag`.
+void print_result(const SimulationRun& run, std::FILE* out = stdout);
+// Writes `doc` to `path` (indented), to standard output when `path` is "-"; a path that cannot be written is bad
+// input of the option `flag`.
 void write_json(const std::string& path, const nlohmann::json& doc, const std::string& flag);
 // For options that name a file to write: not a directory, and its directory must exist and be writable. Checked when
 // the command line is parsed, so a bad path is reported (exit 2, one line naming the option) before anything runs.

@@ -78,6 +78,9 @@ void run_recommend(const RecommendOptions& o) {
   const Result& g = rec.given.result;
   std::printf("\ngiven settings: %.3f ms per step, exposed communication %s of the step\n\n", g.step_time_s * 1e3,
               percent(g.exposed_comm_s / g.step_time_s).c_str());
+  if (g.comm_band_rel > 0)  // a calibrated topology: a pick must win by more than the band to be a sure win
+    std::printf("error band (calibrated topology): +-%.1f %% on communication, +-%.3f ms on the given step\n\n",
+                100 * g.comm_band_rel, g.step_band_s() * 1e3);
 
   TextTable table({"#", "step ms", "speedup", "settings (changes from the given ones)"});
   const std::vector<const Candidate*> top = top_distinct(rec, knobs, 5);

@@ -2,6 +2,7 @@
 // with the stored ones, prints a table, writes JUnit XML; exit 1 on a regression beyond the tolerance.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -76,8 +77,17 @@ int run_regress(const RegressOptions& o) {
     if (!known) throw InputError("--measured", name, "no hardware entry of that name in " + o.baseline);
     measured[name] = Result::from_json(read_json_file(file), file);
   }
-  if (!o.backend.empty())
+  if (!o.backend.empty()) {
+    // Nothing of that backend to run: re-simulating the rest instead would pass a check that was never made.
+    if (std::none_of(b.entries.begin(), b.entries.end(),
+                     [&](const BaselineEntry& e) { return e.backend == o.backend; }))
+      throw InputError(o.baseline, "scenarios",
+                       "no entry has backend \"" + o.backend +
+                           "\": nothing to run on the hardware (an entry with "
+                           "\"backend\": \"" +
+                           o.backend + "\" stores a measurement to compare with)");
     if (const int failed = measure_on_hardware(b, o, measured)) return failed;
+  }
 
   std::vector<double> seconds;
   const std::vector<Check> checks = check_baseline(b, tolerance, measured, o.jobs, seconds);

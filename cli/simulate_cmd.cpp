@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "cli/commands.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/limits.hpp"
 #include "sim/training/kineto_export.hpp"
 #include "sim/training/simulation.hpp"
 
@@ -14,7 +16,7 @@ namespace commsim::cli {
 namespace {
 
 struct SimulateOptions {
-  std::string scenario, json, trace, fidelity = "analytical", trace_format = "chrome";
+  std::string scenario, json, trace, fidelity = "analytical", trace_format = "chrome", trace_steps, trace_ranks;
   std::vector<std::string> sets;
   int steps = 0;
 };
@@ -34,33 +36,42 @@ const CLI::Validator& writable_file() {
 }
 
 void write_json(const std::string& path, const nlohmann::json& doc, const std::string& flag) {
+  if (path == "-") {
+    std::cout << doc.dump(2) << "\n" << std::flush;
+    return;
+  }
   std::ofstream out(path);
   if (!out) throw InputError(flag, "", "cannot write " + path);
   out << doc.dump(2) << "\n";
 }
 
-void print_result(const SimulationRun& run) {
+void print_result(const SimulationRun& run, std::FILE* out) {
   const Result& r = run.result;
-  std::printf("%s on %s\n", run.scenario.name.c_str(), run.topology->summary().c_str());
-  std::printf("  model %s (%.1f M parameters, %zu tensors), %zu buckets, %d stream(s), fidelity %s\n",
-              run.plan.model.name.c_str(), static_cast<double>(run.plan.model.parameters()) / 1e6,
-              run.plan.model.tensors.size(), run.plan.buckets.size(), run.plan.streams, r.fidelity.c_str());
-  std::printf("  step time      %10.3f ms   (steady-state mean from step %d)\n", r.step_time_s * 1e3, r.steady_from);
-  std::printf("  throughput     %10.1f samples/s   scaling efficiency %.1f %%\n", r.throughput_samples_s,
-              100 * r.scaling_efficiency);
-  std::printf("  compute        %10.3f ms\n  communication  %10.3f ms   exposed %.3f ms   overlap %.1f %%\n",
-              r.compute_s * 1e3, r.comm_s * 1e3, r.exposed_comm_s * 1e3, 100 * r.overlap_ratio);
-  std::printf("  bytes sent     %10.2f MB per rank per step\n", r.bytes_sent_per_rank / 1e6);
+  std::fprintf(out, "%s on %s\n", run.scenario.name.c_str(), run.topology->summary().c_str());
+  std::fprintf(out, "  model %s (%.1f M parameters, %zu tensors), %zu buckets, %d stream(s), fidelity %s\n",
+               run.plan.model.name.c_str(), static_cast<double>(run.plan.model.parameters()) / 1e6,
+               run.plan.model.tensors.size(), run.plan.buckets.size(), run.plan.streams, r.fidelity.c_str());
+  std::fprintf(out, "  step time      %10.3f ms   (steady-state mean from step %d)\n", r.step_time_s * 1e3,
+               r.steady_from);
+  std::fprintf(out, "  throughput     %10.1f samples/s   scaling efficiency %.1f %%\n", r.throughput_samples_s,
+               100 * r.scaling_efficiency);
+  std::fprintf(out, "  compute        %10.3f ms\n  communication  %10.3f ms   exposed %.3f ms   overlap %.1f %%\n",
+               r.compute_s * 1e3, r.comm_s * 1e3, r.exposed_comm_s * 1e3, 100 * r.overlap_ratio);
+  std::fprintf(out, "  bytes sent     %10.2f MB per rank per step\n", r.bytes_sent_per_rank / 1e6);
   for (std::size_t s = 1; s < r.stream_busy_s.size(); ++s)
-    std::printf("  comm stream %zu busy %.3f ms\n", s, r.stream_busy_s[s] * 1e3);
+    std::fprintf(out, "  comm stream %zu busy %.3f ms\n", s, r.stream_busy_s[s] * 1e3);
   for (auto& [cls, busy] : r.link_class_busy_s)
-    std::printf("  %-8s links busy %.3f ms (summed over links)\n", cls.c_str(), busy * 1e3);
+    std::fprintf(out, "  %-8s links busy %.3f ms (summed over links)\n", cls.c_str(), busy * 1e3);
+  if (r.comm_band_rel > 0)
+    std::fprintf(
+        out, "  error band     +-%.1f %% on communication (calibrated topology): step time in [%.3f, %.3f] ms\n",
+        100 * r.comm_band_rel, (r.step_time_s - r.step_band_s()) * 1e3, (r.step_time_s + r.step_band_s()) * 1e3);
   bool varies = false;
   for (double s : r.steps_s) varies |= std::abs(s - r.steps_s.front()) > 1e-12 * s;
   if (varies) {
-    std::printf("  steps (ms):");
-    for (std::size_t i = 0; i < r.steps_s.size() && i < 40; ++i) std::printf(" %.3f", r.steps_s[i] * 1e3);
-    std::printf("%s\n", r.steps_s.size() > 40 ? " ..." : "");
+    std::fprintf(out, "  steps (ms):");
+    for (std::size_t i = 0; i < r.steps_s.size() && i < 40; ++i) std::fprintf(out, " %.3f", r.steps_s[i] * 1e3);
+    std::fprintf(out, "%s\n", r.steps_s.size() > 40 ? " ..." : "");
   }
 }
 
@@ -71,16 +82,25 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(number_in(1, kMaxSteps));
   cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)");
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
-  cmd->add_option("--json", o->json, "write the result JSON")->check(writable_file());
-  cmd->add_option("--trace", o->trace, "write a Chrome trace (open in Perfetto)")->check(writable_file());
+  cmd->add_option("--json", o->json, "write the result JSON; - for standard output")->check(writable_file());
+  cmd->add_option("--trace", o->trace, "write a Chrome trace (open in Perfetto); - for standard output")
+      ->check(writable_file());
+  cmd->add_option("--trace-steps", o->trace_steps, "steps to trace: N or FIRST:LAST (default 0:2)");
+  cmd->add_option("--trace-ranks", o->trace_ranks,
+                  "ranks to trace, e.g. 0,5 (default: each step's critical rank, the one the simulator follows)");
   cmd->add_option("--trace-format", o->trace_format, "chrome | kineto (as PyTorch's profiler writes it)")
       ->check(CLI::IsMember({"chrome", "kineto"}));
   cmd->callback([o, &exit_code] {
     Fidelity fidelity;
     if (!parse_fidelity(o->fidelity, fidelity))
       throw InputError("--fidelity", "", "unknown fidelity \"" + o->fidelity + "\" (analytical, flow)");
-    SimulationRun run = simulate_scenario(o->scenario, o->sets, o->steps, fidelity);
-    print_result(run);
+    if (o->json == "-" && o->trace == "-") throw InputError("--trace", "", "only one of --json and --trace can be -");
+    TraceSelection trace = parse_trace_steps(o->trace_steps);
+    if (!o->trace_ranks.empty()) trace.ranks = parse_trace_ranks(o->trace_ranks, kMaxRanks);
+    SimulationRun run = simulate_scenario(o->scenario, o->sets, o->steps, fidelity, trace);
+    check_trace_ranks(trace, run.plan);
+    // A document on standard output keeps it to itself: the table goes to standard error.
+    print_result(run, o->json == "-" || o->trace == "-" ? stderr : stdout);
     if (!o->json.empty()) write_json(o->json, run.result.to_json(), "--json");
     if (!o->trace.empty())
       write_json(

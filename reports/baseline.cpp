@@ -6,6 +6,7 @@
 
 #include "reports/format.hpp"
 #include "reports/grid.hpp"
+#include "sim/core/data_path.hpp"
 #include "sim/core/json_fields.hpp"
 
 namespace commsim::reports {
@@ -32,7 +33,7 @@ Baseline load_baseline(const std::string& path, bool updating) {
     e.name = f.string("name");
     if (!names.insert(e.name).second) f.fail("name", "\"" + e.name + "\" appears twice");
     e.scenario = f.string("scenario");
-    e.scenario_path = (fs::path(path).parent_path() / e.scenario).lexically_normal().string();
+    e.scenario_path = resolve_data_path((fs::path(path).parent_path() / e.scenario).lexically_normal().string());
     if (!fs::is_regular_file(e.scenario_path)) f.fail("scenario", "no such file " + e.scenario_path);
     if (const Json* sets = f.raw_optional("set")) {
       if (!sets->is_array()) f.fail("set", "must be an array of \"key=value\" strings");
@@ -125,7 +126,7 @@ std::vector<Check> check_baseline(const Baseline& b, double tolerance_pct,
     if (e.backend == "sim") {
       Fidelity fidelity = Fidelity::Analytical;
       parse_fidelity(e.fidelity, fidelity);
-      const Result r = simulate_scenario(e.scenario_path, e.sets, 0, fidelity).result;
+      const Result r = simulate_scenario(e.scenario_path, e.sets, 0, fidelity, TraceSelection::none()).result;
       checks[i] = compare(e, r.step_time_s, 0, tolerance_pct);
     } else if (auto it = measured.find(e.name); it != measured.end()) {
       if (it->second.backend != e.backend)

@@ -51,7 +51,8 @@ Json load_base(const std::string& scenario_file, const std::vector<std::string>&
 
 Fidelity fidelity_option(const std::string& text) {
   Fidelity f;
-  if (!parse_fidelity(text, f)) throw InputError("--fidelity", "", "unknown fidelity \"" + text + "\" (analytical, flow)");
+  if (!parse_fidelity(text, f))
+    throw InputError("--fidelity", "", "unknown fidelity \"" + text + "\" (analytical, flow)");
   return f;
 }
 
@@ -82,7 +83,8 @@ std::vector<std::vector<std::string>> cartesian(const std::vector<Axis>& axes) {
   std::set<std::string> keys;
   for (const Axis& a : axes) {
     if (a.values.empty()) throw InputError("--vary", a.key, "no values: the grid is empty");
-    if (!keys.insert(a.key).second) throw InputError("--vary", a.key, "varied twice; give all its values in one --vary");
+    if (!keys.insert(a.key).second)
+      throw InputError("--vary", a.key, "varied twice; give all its values in one --vary");
   }
   std::vector<std::vector<std::string>> grid{{}};
   for (const Axis& a : axes) {
@@ -117,11 +119,12 @@ Json apply_sets(const Json& base, const std::vector<std::string>& sets, const st
   return doc;
 }
 
-Evaluation evaluate(const Json& base, const std::string& file, const std::vector<std::string>& sets, Fidelity fidelity) {
+Evaluation evaluate(const Json& base, const std::string& file, const std::vector<std::string>& sets,
+                    Fidelity fidelity) {
   Evaluation e;
   e.sets = sets;
   try {
-    SimulationRun run = simulate_document(apply_sets(base, sets, file), file, fidelity);
+    SimulationRun run = simulate_document(apply_sets(base, sets, file), file, fidelity, TraceSelection::none());
     e.scenario = std::move(run.scenario);
     e.result = std::move(run.result);
     e.buckets = static_cast<int>(run.plan.buckets.size());

@@ -22,8 +22,12 @@ void read_chrome_trace(const Json& doc, const std::string& file, ReportInput& in
       if (lanes.size() <= static_cast<std::size_t>(tid)) lanes.resize(tid + 1);
       const std::string ph = e.at("ph").get<std::string>();
       if (ph == "M" && e.at("name") == "thread_name") lanes[tid] = e.at("args").at("name").get<std::string>();
-      if (ph == "X")
-        events.push_back({e.at("name").get<std::string>(), tid, e.at("ts").get<double>() * 1e-6, e.at("dur").get<double>() * 1e-6});
+      if (ph == "X") {
+        events.push_back(
+            {e.at("name").get<std::string>(), tid, e.at("ts").get<double>() * 1e-6, e.at("dur").get<double>() * 1e-6});
+        events.back().rank = e.value("pid", 0);
+        if (e.contains("args") && e["args"].is_object()) events.back().step = e["args"].value("step", 0);
+      }
     }
     for (std::size_t i = 0; i < lanes.size(); ++i)
       if (lanes[i].empty()) lanes[i] = i == 0 ? "compute" : "stream " + std::to_string(i);
@@ -35,9 +39,27 @@ void read_chrome_trace(const Json& doc, const std::string& file, ReportInput& in
   }
 }
 
-std::string label_of(const Result& r) { return r.scenario + " (" + r.backend + (r.backend == "sim" ? ", " + r.fidelity : "") + ")"; }
+std::string base_label(const Result& r) {
+  return r.scenario + " (" + r.backend + (r.backend == "sim" ? ", " + r.fidelity : "");
+}
 
 std::string ms(double s) { return fixed(s * 1e3, 3); }
+
+// Whose step it is and where it stands: a step before the steady state (DGC's dense warm-up, the steps before
+// Local SGD begins) is not what the steady-state step time measures, and says so.
+std::string timeline_caption(const Result& r, const std::vector<TraceEvent>& events, int step) {
+  const int rank = events.empty() ? 0 : events.front().rank;
+  std::string who =
+      rank < 0 || (r.ranks > 0 && rank >= r.ranks) ? std::string("Mean of the ranks") : "Rank " + std::to_string(rank);
+  std::string when = "step " + std::to_string(step);
+  if (step >= r.steady_from)
+    when += r.steady_from > 0 ? " (steady state, from step " + std::to_string(r.steady_from) + ")" : " (steady state)";
+  else
+    when += " (before the steady state, which starts at step " + std::to_string(r.steady_from) +
+            ": e.g. DGC's dense steps before its ramp-up, or the steps before Local SGD begins; trace later steps with "
+            "simulate --trace-steps)";
+  return who + ", " + when + " (hover a box for its name and times)";
+}
 
 }  // namespace
 
@@ -47,7 +69,8 @@ std::vector<ReportInput> load_report_inputs(const std::vector<std::string>& file
     const Json doc = read_json_file(file);
     if (doc.is_object() && doc.contains("traceEvents")) {
       if (inputs.empty()) throw InputError(file, "", "a Chrome trace must follow the result it belongs to");
-      if (!inputs.back().trace_file.empty()) throw InputError(file, "", "the result before it already has a trace (" + inputs.back().trace_file + ")");
+      if (!inputs.back().trace_file.empty())
+        throw InputError(file, "", "the result before it already has a trace (" + inputs.back().trace_file + ")");
       read_chrome_trace(doc, file, inputs.back());
       continue;
     }
@@ -57,8 +80,8 @@ std::vector<ReportInput> load_report_inputs(const std::vector<std::string>& file
       try {
         int streams = 0;
         for (const Json& e : doc.at("trace")) {
-          in.result.trace.push_back({e.at("name").get<std::string>(), e.at("stream").get<int>(), e.at("start_s").get<double>(),
-                                     e.at("duration_s").get<double>()});
+          in.result.trace.push_back({e.at("name").get<std::string>(), e.at("stream").get<int>(),
+                                     e.at("start_s").get<double>(), e.at("duration_s").get<double>()});
           streams = std::max(streams, in.result.trace.back().stream);
         }
         for (int s = 0; s <= streams; ++s) in.lanes.push_back(s == 0 ? "compute" : "comm stream " + std::to_string(s));
@@ -73,31 +96,66 @@ std::vector<ReportInput> load_report_inputs(const std::vector<std::string>& file
   return inputs;
 }
 
-std::vector<TraceEvent> step_events(const Result& r) {
+std::vector<std::string> input_labels(const std::vector<ReportInput>& inputs) {
+  std::vector<std::string> labels;
+  for (const ReportInput& in : inputs) {
+    std::string differs;
+    for (const ReportInput& other : inputs) {
+      if (&other == &in || base_label(other.result) != base_label(in.result)) continue;
+      for (const auto& [key, value] : in.result.settings) {
+        const auto it = other.result.settings.find(key);
+        const std::string item = key + "=" + value;
+        if ((it == other.result.settings.end() || it->second != value) && differs.find(item) == std::string::npos)
+          differs += (differs.empty() ? "; " : ", ") + item;
+      }
+    }
+    labels.push_back(base_label(in.result) + differs + ")");
+  }
+  return labels;
+}
+
+std::vector<TraceEvent> step_events(const Result& r, int* shown_step) {
   auto window = [&](int step) {
     const double begin = std::accumulate(r.steps_s.begin(), r.steps_s.begin() + step, 0.0);
     std::vector<TraceEvent> out;
     for (const TraceEvent& e : r.trace)
-      if (e.start_s >= begin - 1e-12 && (step + 1 >= static_cast<int>(r.steps_s.size()) || e.start_s < begin + r.steps_s[step] - 1e-12))
-        out.push_back({e.name, e.stream, e.start_s - begin, e.duration_s});
+      if (e.start_s >= begin - 1e-12 &&
+          (step + 1 >= static_cast<int>(r.steps_s.size()) || e.start_s < begin + r.steps_s[step] - 1e-12)) {
+        out.push_back(e);
+        out.back().start_s -= begin;
+      }
     return out;
   };
+  if (shown_step) *shown_step = 0;
   if (r.steps_s.empty()) return r.trace;
   if (r.steady_from > 0 && r.steady_from < static_cast<int>(r.steps_s.size())) {
     std::vector<TraceEvent> steady = window(r.steady_from);
-    if (!steady.empty()) return steady;
+    if (!steady.empty()) {
+      if (shown_step) *shown_step = r.steady_from;
+      return steady;
+    }
   }
-  return window(0);
+  // The first step the trace covers (simulate --trace-steps may start later than 0).
+  for (int step = 0; step < static_cast<int>(r.steps_s.size()); ++step) {
+    std::vector<TraceEvent> events = window(step);
+    if (events.empty()) continue;
+    if (shown_step) *shown_step = step;
+    return events;
+  }
+  return {};
 }
 
 std::string results_html(const std::vector<ReportInput>& inputs, const std::string& title) {
   HtmlPage page(title);
+  const std::vector<std::string> labels = input_labels(inputs);
   std::string files;
-  for (const ReportInput& in : inputs) files += (files.empty() ? "" : ", ") + in.file + (in.trace_file.empty() || in.trace_file == in.file ? "" : " + " + in.trace_file);
+  for (const ReportInput& in : inputs)
+    files += (files.empty() ? "" : ", ") + in.file +
+             (in.trace_file.empty() || in.trace_file == in.file ? "" : " + " + in.trace_file);
   page.paragraph(std::to_string(inputs.size()) + (inputs.size() == 1 ? " result: " : " results: ") + files + ".");
 
   std::vector<std::string> header = {"quantity"};
-  for (const ReportInput& in : inputs) header.push_back(label_of(in.result));
+  header.insert(header.end(), labels.begin(), labels.end());
   std::vector<std::vector<std::string>> rows;
   auto row = [&](const std::string& name, auto cell) {
     std::vector<std::string> r = {name};
@@ -127,19 +185,24 @@ std::string results_html(const std::vector<ReportInput>& inputs, const std::stri
     for (const ReportInput& sim : inputs) {
       if (sim.result.backend != "sim" || sim.result.scenario != hw.result.scenario) continue;
       const double err = sim.result.step_time_s / hw.result.step_time_s - 1;
-      errors.push_back({hw.result.scenario, sim.result.fidelity, ms(sim.result.step_time_s), hw.result.backend,
-                        ms(hw.result.step_time_s), (err >= 0 ? "+" : "") + percent(err, 2),
-                        std::abs(sim.result.step_time_s - hw.result.step_time_s) <= hw.result.step_time_spread_s ? "yes" : "no"});
+      errors.push_back(
+          {hw.result.scenario, sim.result.fidelity, ms(sim.result.step_time_s), hw.result.backend,
+           ms(hw.result.step_time_s), (err >= 0 ? "+" : "") + percent(err, 2),
+           std::abs(sim.result.step_time_s - hw.result.step_time_s) <= hw.result.step_time_spread_s ? "yes" : "no"});
     }
   }
   if (!errors.empty()) {
     page.heading("Prediction against measurement");
-    page.table({"scenario", "fidelity", "predicted (ms)", "backend", "measured (ms)", "prediction error", "within noise band"}, errors);
+    page.table(
+        {"scenario", "fidelity", "predicted (ms)", "backend", "measured (ms)", "prediction error", "within noise band"},
+        errors);
   }
 
-  StackedBars bars{"breakdown", "Step time: compute and exposed communication", "ms", {"compute", "exposed communication"}, {}, {}};
-  for (const ReportInput& in : inputs) {
-    bars.labels.push_back(label_of(in.result));
+  StackedBars bars{
+      "breakdown", "Step time: compute and exposed communication", "ms", {"compute", "exposed communication"}, {}, {}};
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const ReportInput& in = inputs[i];
+    bars.labels.push_back(labels[i]);
     bars.values.push_back({in.result.compute_s * 1e3, in.result.exposed_comm_s * 1e3});
   }
   page.heading("Breakdown");
@@ -147,11 +210,12 @@ std::string results_html(const std::vector<ReportInput>& inputs, const std::stri
 
   LineChart steps{"step-times", "Time of each step", "step", "step time (ms)", false, {}};
   bool several = false;
-  for (const ReportInput& in : inputs) {
-    Series s{label_of(in.result), {}, {}};
-    for (std::size_t i = 0; i < in.result.steps_s.size(); ++i) {
-      s.x.push_back(static_cast<double>(i));
-      s.y.push_back(in.result.steps_s[i] * 1e3);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const ReportInput& in = inputs[i];
+    Series s{labels[i], {}, {}};
+    for (std::size_t step = 0; step < in.result.steps_s.size(); ++step) {
+      s.x.push_back(static_cast<double>(step));
+      s.y.push_back(in.result.steps_s[step] * 1e3);
     }
     several |= s.x.size() > 1;
     steps.series.push_back(s);
@@ -164,13 +228,15 @@ std::string results_html(const std::vector<ReportInput>& inputs, const std::stri
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const ReportInput& in = inputs[i];
     if (in.result.trace.empty()) continue;
-    page.heading("Timeline of one step: " + label_of(in.result));
-    page.figure(svg(Timeline{"timeline-" + std::to_string(i), "Rank 0, one step (hover a box for its name and times)", in.lanes,
-                             step_events(in.result)}));
+    int step = 0;
+    std::vector<TraceEvent> events = step_events(in.result, &step);
+    page.heading("Timeline of step " + std::to_string(step) + ": " + labels[i]);
+    page.figure(svg(Timeline{"timeline-" + std::to_string(i), timeline_caption(in.result, events, step), in.lanes,
+                             std::move(events)}));
   }
   for (const ReportInput& in : inputs) {
     if (in.result.notes.empty()) continue;
-    page.heading("Notes: " + label_of(in.result));
+    page.heading("Notes: " + labels[&in - inputs.data()]);
     for (const std::string& n : in.result.notes) page.paragraph(n);
   }
   return page.str();

@@ -21,8 +21,13 @@ struct ReportInput {
 // ({name, stream, start_s, duration_s}). Throws InputError naming the file for anything else.
 std::vector<ReportInput> load_report_inputs(const std::vector<std::string>& files);
 
-// The events of one step, shifted to start at 0: the first steady-state step if the trace covers it, else step 0.
-std::vector<TraceEvent> step_events(const Result& r);
+// The events of one step, shifted to start at 0: the first steady-state step if the trace covers it, else the first
+// traced step; `shown_step` receives which step that is.
+std::vector<TraceEvent> step_events(const Result& r, int* shown_step = nullptr);
+
+// A column label per input: scenario, backend and fidelity, and where inputs share those, the settings
+// (Result::settings) whose values differ between them, e.g. "resnet50 (sim, analytical; strategy.nccl_comm_num=2)".
+std::vector<std::string> input_labels(const std::vector<ReportInput>& inputs);
 
 std::string results_html(const std::vector<ReportInput>& inputs, const std::string& title);
 

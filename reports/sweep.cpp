@@ -49,12 +49,21 @@ bool numeric_axis(const Axis& a, std::vector<double>& values) {
 
 std::string ms(double seconds) { return fixed(seconds * 1e3, 3); }
 
+// Whether a variant ran on a calibrated topology: then the tables carry the step time's error band.
+bool any_band(const Sweep& s) {
+  for (const Evaluation& e : s.rows)
+    if (e.ok() && e.result.comm_band_rel > 0) return true;
+  return false;
+}
+
 // Header and rows for the terminal and HTML tables (units in the header, numbers formatted for reading).
 std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> display_rows(const Sweep& s) {
   std::vector<std::string> header;
   for (const Axis& a : s.axes) header.push_back(a.key);
   for (const char* h : {"step ms", "samples/s", "scaling", "compute ms", "comm ms", "exposed ms", "overlap", "MB/rank"})
     header.emplace_back(h);
+  const bool banded = any_band(s);
+  if (banded) header.emplace_back("band ms");
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
     std::vector<std::string> row;
@@ -69,6 +78,7 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> displ
            {ms(r.step_time_s), fixed(r.throughput_samples_s, 1), percent(r.scaling_efficiency), ms(r.compute_s),
             ms(r.comm_s), ms(r.exposed_comm_s), percent(r.overlap_ratio), fixed(r.bytes_sent_per_rank / 1e6, 2)})
         row.push_back(cell);
+      if (banded) row.push_back(r.comm_band_rel > 0 ? "+-" + ms(r.step_band_s()) : "-");
     }
     rows.push_back(row);
   }
@@ -90,6 +100,8 @@ std::string sweep_csv(const Sweep& s) {
   for (const char* h : {"step_time_s", "throughput_samples_s", "scaling_efficiency", "compute_s", "comm_s",
                         "exposed_comm_s", "overlap_ratio", "bytes_sent_per_rank", "buckets", "streams", "error"})
     header.emplace_back(h);
+  const bool banded = any_band(s);
+  if (banded) header.emplace_back("step_time_band_s");
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
     std::vector<std::string> row;
@@ -103,6 +115,7 @@ std::string sweep_csv(const Sweep& s) {
     row.push_back(e.ok() ? std::to_string(e.buckets) : "");
     row.push_back(e.ok() ? std::to_string(e.streams) : "");
     row.push_back(e.error);
+    if (banded) row.push_back(e.ok() ? number(r.step_band_s()) : "");
     rows.push_back(row);
   }
   return csv(header, rows);

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev
-          openmpi-bin libopenmpi-dev iproute2 python3
+          openmpi-bin libopenmpi-dev iproute2 python3 python3-jsonschema
           chromium zlib1g-dev)  # the report tests render pages in headless Chromium and decode its PNG
 missing=()
 for p in "${packages[@]}"; do

@@ -121,7 +121,11 @@ def evaluate(commsim, shown, path):
         return {**res, "skip": f"commsim failed: {e}"}
     if out.get("ranks") != ranks:
         return {**res, "skip": f"{topo} gives {out.get('ranks')} ranks on {curve['nodes']} node(s), the curve has {ranks}"}
-    pred = {r["size_bytes"]: r for r in out["rows"]}
+    # Keyed by the size asked for: commsim sizes allgather / reduce-scatter as nccl-tests 2.13.12+ does (each rank's
+    # part rounded down to 16 bytes), which leaves out sizes older nccl-tests ran below 16 bytes per rank.
+    pred = {r["requested_bytes"]: r for r in out["rows"]}
+    res["dropped"] = [b for b, _ in points if b not in pred]
+    points = [(b, pub) for b, pub in points if b in pred]
     res["points"] = [(b, pub, pred[b]["busbw_GBps"], (pred[b]["busbw_GBps"] - pub) / pub,
                       f"{pred[b]['algorithm']}/{pred[b]['protocol']}") for b, pub in points]
     return res
@@ -200,6 +204,9 @@ def curve_section(r):
     if c.get("topology_note"):
         lines += [f"Topology note: {c['topology_note']}.", ""]
     lines += [f"Source: {c['source']}", "", f"Command: `{r['command']}`", ""]
+    if r.get("dropped"):
+        lines += [f"Left out: {', '.join(f'{b} B' for b in r['dropped'])} (under 16 bytes per rank, which nccl-tests "
+                  "2.13.12+ rounds to 0 and commsim, sizing as it does, does not predict).", ""]
     lines += ["| size | published busbw (GB/s) | predicted busbw (GB/s) | signed error | algo/proto |",
               "|---:|---:|---:|---:|---|"]
     lines += [f"| {fmt_size(b)} | {pub:.3g} | {pred:.3g} | {pct(err, True)} | {ap} |" for b, pub, pred, err, ap in r["points"]]

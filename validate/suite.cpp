@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "sim/core/data_path.hpp"
 #include "sim/training/plan.hpp"
 #include "sim/training/scenario.hpp"
 
@@ -13,7 +14,7 @@ namespace {
 std::string resolve(const std::string& file, const std::string& relative) {
   const std::filesystem::path p(relative);
   if (p.is_absolute()) return relative;
-  return (std::filesystem::path(file).parent_path() / p).lexically_normal().string();
+  return resolve_data_path((std::filesystem::path(file).parent_path() / p).lexically_normal().string());
 }
 
 }  // namespace

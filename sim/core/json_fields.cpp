@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "sim/core/data_path.hpp"
 #include "sim/core/units.hpp"
 
 namespace commsim {
@@ -108,7 +109,8 @@ std::optional<Json> parse_json_value(const std::string& text, const std::string&
   return Json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
 }
 
-Json read_json_file(const std::string& path) {
+Json read_json_file(const std::string& given_path) {
+  const std::string path = resolve_data_path(given_path);  // the current directory first, then the data dirs
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, not a JSON file");
   std::ifstream in(path, std::ios::binary);

@@ -103,7 +103,10 @@ struct Builder {
   std::vector<int> backward_pass(StepPlan& plan, int last, const std::vector<int>& gate = {}) const {
     std::vector<int> backward(model.layers.size());
     for (std::size_t l = model.layers.size(); l-- > 0;)
+    {
       last = backward[l] = gated(plan, compute(plan, backward_s[l], "bwd " + model.layers[l].name, last), gate, l);
+      plan.tasks[last].gradient_layer = static_cast<int>(l);
+    }
     return backward;
   }
   std::vector<int> compute_pass(StepPlan& plan) const { return backward_pass(plan, forward_pass(plan)); }
@@ -431,7 +434,9 @@ Plan build_plan(const Scenario& given, const Topology& topo) {
   // Straggler factors: per rank and step, compute time x max(0.5, N(1, cv)) x the rank's fixed slowdown.
   const Stragglers& sg = st.stragglers;
   plan.compute_factor.assign(sc.steps, 1.0);
-  if (sg.compute_cv > 0 || !sg.slow_ranks.empty()) {
+  plan.critical_rank.assign(sc.steps, 0);
+  plan.symmetric_ranks = sg.compute_cv <= 0 && sg.slow_ranks.empty();
+  if (!plan.symmetric_ranks) {
     std::mt19937_64 rng(sg.seed);
     std::normal_distribution<double> noise(1.0, sg.compute_cv);
     std::vector<double> since_sync(plan.ranks, 0.0);
@@ -442,6 +447,7 @@ Plan build_plan(const Scenario& given, const Topology& topo) {
         double f = sg.compute_cv > 0 ? std::max(0.5, noise(rng)) : 1.0;
         if (auto it = sg.slow_ranks.find(r); it != sg.slow_ranks.end()) f *= it->second;
         since_sync[r] += f;
+        if (since_sync[r] > worst) plan.critical_rank[s] = r;
         worst = std::max(worst, since_sync[r]);
         mean += f / plan.ranks;
       }
@@ -449,6 +455,7 @@ Plan build_plan(const Scenario& given, const Topology& topo) {
       if (kind == StepKind::LocalOnly) {
         // Ranks run ahead independently: the representative timeline advances by the mean; the wait comes at sync.
         plan.compute_factor[s] = mean;
+        plan.critical_rank[s] = -1;
         mean_since_sync += mean;
         continue;
       }

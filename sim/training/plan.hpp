@@ -33,6 +33,7 @@ struct Task {
   std::string label;
   int bucket = -1;            // for the trace and for the hardware backends
   std::vector<int> tensors;   // gradient tensors this task communicates (indices into Model::tensors)
+  int gradient_layer = -1;    // Compute, backward: the layer whose gradients this task produces (for the trace)
 };
 
 struct Bucket {
@@ -59,6 +60,10 @@ struct Plan {
   std::vector<StepPlan> kinds;  // distinct step plans
   std::vector<int> step_kind;   // per step: index into kinds
   std::vector<double> compute_factor;  // per step: straggler slowdown of the critical rank
+  // Per step: the rank whose timeline the step follows (the slowest since the last synchronisation); -1 for a
+  // Local SGD local step, which follows the mean of the ranks. Without stragglers every rank is the same: 0.
+  std::vector<int> critical_rank;
+  bool symmetric_ranks = true;  // no stragglers: every rank runs the same timeline
   double compute_s = 0;                // one step's compute on an unslowed rank
   std::vector<std::string> notes;      // assumptions stated in the output
 };

@@ -17,13 +17,23 @@ nlohmann::json Result::to_json() const {
           {"steps", steps_s},
           {"throughput_samples_s", throughput_samples_s},
           {"scaling_efficiency", scaling_efficiency},
-          {"breakdown", {{"compute_s", compute_s}, {"comm_s", comm_s}, {"exposed_comm_s", exposed_comm_s}, {"overlap_ratio", overlap_ratio}}},
+          {"breakdown",
+           {{"compute_s", compute_s},
+            {"comm_s", comm_s},
+            {"exposed_comm_s", exposed_comm_s},
+            {"overlap_ratio", overlap_ratio}}},
           {"stream_busy_s", stream_busy_s},
           {"link_class_busy_s", link_class_busy_s},
           {"bytes_sent", bytes_sent_per_rank},
+          {"comm_band_rel", comm_band_rel},
           {"notes", notes},
-          {"provenance", {{"commsim_version", COMMSIM_VERSION}, {"scenario_hash", scenario_hash}, {"backend", backend},
-                          {"fidelity", fidelity}, {"host", host_name()}}}};
+          {"settings", settings},
+          {"provenance",
+           {{"commsim_version", COMMSIM_VERSION},
+            {"scenario_hash", scenario_hash},
+            {"backend", backend},
+            {"fidelity", fidelity},
+            {"host", host_name()}}}};
 }
 
 Result Result::from_json(const nlohmann::json& j, const std::string& file) {
@@ -45,25 +55,16 @@ Result Result::from_json(const nlohmann::json& j, const std::string& file) {
     r.exposed_comm_s = b.at("exposed_comm_s").get<double>();
     r.overlap_ratio = b.value("overlap_ratio", 0.0);
     r.bytes_sent_per_rank = j.at("bytes_sent").get<double>();
+    r.comm_band_rel = j.value("comm_band_rel", 0.0);
     r.stream_busy_s = j.value("stream_busy_s", std::vector<double>{});
     r.link_class_busy_s = j.value("link_class_busy_s", std::map<std::string, double>{});
     r.notes = j.value("notes", std::vector<std::string>{});
+    r.settings = j.value("settings", std::map<std::string, std::string>{});
     r.scenario_hash = j.at("provenance").value("scenario_hash", "");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(file, "", std::string("not a commsim result: ") + e.what());
   }
   return r;
-}
-
-nlohmann::json chrome_trace(const Result& r, int streams) {
-  nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", r.scenario + " (rank 0)"}}}});
-  for (int s = 0; s <= streams; ++s)
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", s},
-                      {"args", {{"name", s == 0 ? std::string("compute") : "comm stream " + std::to_string(s)}}}});
-  for (const TraceEvent& e : r.trace)
-    events.push_back({{"name", e.name}, {"ph", "X"}, {"pid", 0}, {"tid", e.stream}, {"ts", e.start_s * 1e6}, {"dur", e.duration_s * 1e6}});
-  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }
 
 }  // namespace commsim

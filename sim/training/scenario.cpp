@@ -1,3 +1,4 @@
+#include "sim/core/data_path.hpp"
 #include "sim/training/scenario.hpp"
 
 #include <filesystem>
@@ -24,7 +25,8 @@ constexpr std::int64_t kMaxFusionIndex = 1 << 20;
 std::string resolve(const std::string& file, const std::string& relative) {
   std::filesystem::path p(relative);
   if (p.is_absolute()) return relative;
-  return (std::filesystem::path(file).parent_path() / p).lexically_normal().string();
+  // Relative to the scenario; where that is not in the current directory, in the data dirs (sim/core/data_path.hpp).
+  return resolve_data_path((std::filesystem::path(file).parent_path() / p).lexically_normal().string());
 }
 
 // A path the scenario names, checked here so that the error names the scenario and its field, not only the path.

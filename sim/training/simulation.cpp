@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "sim/topology/calibration_band.hpp"
+
 namespace commsim {
 
 std::string fnv1a_hex(const std::string& text) {
@@ -12,25 +14,42 @@ std::string fnv1a_hex(const std::string& text) {
   return buf;
 }
 
-SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity) {
+std::map<std::string, std::string> scenario_settings(const Json& document) {
+  std::map<std::string, std::string> out;
+  auto walk = [&](auto& self, const Json& value, const std::string& key) -> void {
+    if (value.is_object()) {
+      for (const auto& [k, v] : value.items()) self(self, v, key.empty() ? k : key + "." + k);
+      return;
+    }
+    out[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  };
+  for (const char* key : {"nodes", "batch_per_gpu", "steps", "strategy"})
+    if (document.contains(key)) walk(walk, document[key], key);
+  return out;
+}
+
+SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity,
+                                const TraceSelection& trace) {
   SimulationRun run;
   run.scenario = parse_scenario(document, file);
   run.topology = load_topology(run.scenario.topology_path, run.scenario.nodes);
   run.plan = build_plan(run.scenario, *run.topology);
   try {
-    run.result = simulate_plan(run.plan, *run.topology, fidelity);
+    run.result = simulate_plan(run.plan, *run.topology, fidelity, trace);
   } catch (const TimeRangeError& e) {  // a rate of the scenario or its topology is out of proportion: name both files
     throw InputError(file, e.quantity(), e.detail() + " (topology " + run.scenario.topology_path + ")");
   }
   run.result.scenario_hash = fnv1a_hex(document.dump());
+  run.result.settings = scenario_settings(document);
+  run.result.comm_band_rel = calibration_band_rel(run.scenario.topology_path);
   return run;
 }
 
 SimulationRun simulate_scenario(const std::string& path, const std::vector<std::string>& sets, int steps,
-                                Fidelity fidelity) {
+                                Fidelity fidelity, const TraceSelection& trace) {
   std::vector<std::string> all = sets;
   if (steps > 0) all.push_back("steps=" + std::to_string(steps));
-  return simulate_document(apply_overrides(read_json_file(path), all, path), path, fidelity);
+  return simulate_document(apply_overrides(read_json_file(path), all, path), path, fidelity, trace);
 }
 
 }  // namespace commsim

@@ -2,6 +2,7 @@
 // predicts (simulate, sweep, recommend, regress, validate).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,10 +21,14 @@ struct SimulationRun {
 };
 
 // `sets` are --set overrides; `steps` > 0 overrides the step count.
-SimulationRun simulate_scenario(const std::string& path, const std::vector<std::string>& sets, int steps, Fidelity fidelity);
+SimulationRun simulate_scenario(const std::string& path, const std::vector<std::string>& sets, int steps,
+                                Fidelity fidelity, const TraceSelection& trace = {});
 // The same from an already parsed document (after overrides); `file` names it and resolves its relative paths.
-SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity);
+SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity,
+                                const TraceSelection& trace = {});
 
 std::string fnv1a_hex(const std::string& text);
+// The settings a Result records (Result::settings): nodes, batch_per_gpu, steps and every strategy.* leaf.
+std::map<std::string, std::string> scenario_settings(const Json& document);
 
 }  // namespace commsim

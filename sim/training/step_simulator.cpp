@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "sim/collective/nccl_model.hpp"
@@ -83,7 +84,7 @@ class StepRunner final : public EventHandler {
   }
 
   // Runs one step to completion; returns its duration.
-  TimePs run(const StepPlan& step, double factor, bool trace, Result& out) {
+  TimePs run(const StepPlan& step, double factor, const std::vector<int>* trace_ranks, int step_index, Result& out) {
     step_ = &step;
     factor_ = factor;
     const std::size_t n = step.tasks.size();
@@ -120,8 +121,8 @@ class StepRunner final : public EventHandler {
       else
         comm.push_back({start_[i], end_[i]});
       bytes += t.bytes_sent_per_rank;
-      if (trace) out.trace.push_back({t.label, t.stream, ps_to_seconds(start_[i]), d});
     }
+    if (trace_ranks) trace_step(step, *trace_ranks, step_index, out);
     std::sort(comm.begin(), comm.end());
     TimePs covered = 0, reach = 0;
     for (auto [a, b] : comm) {
@@ -150,6 +151,68 @@ class StepRunner final : public EventHandler {
       default:
         finish(task);
     }
+  }
+
+  // The step's events, once per rank shown, with their details and the flows from gradients to collectives.
+  void trace_step(const StepPlan& step, const std::vector<int>& ranks, int step_index, Result& out) {
+    std::map<int, int> backward_of_layer;
+    for (std::size_t i = 0; i < step.tasks.size(); ++i)
+      if (step.tasks[i].gradient_layer >= 0) backward_of_layer[step.tasks[i].gradient_layer] = static_cast<int>(i);
+    for (int rank : ranks) {
+      for (std::size_t i = 0; i < step.tasks.size(); ++i) {
+        const Task& t = step.tasks[i];
+        TraceEvent e{t.label, t.stream, ps_to_seconds(start_[i]), ps_to_seconds(end_[i] - start_[i])};
+        e.step = step_index;
+        e.rank = rank;
+        e.task = static_cast<int>(i);
+        e.args = task_details(t);
+        if (t.kind == TaskKind::Collective) {
+          std::set<int> sources;
+          for (int tensor : t.tensors)
+            if (auto it = backward_of_layer.find(plan_.model.tensors[tensor].layer); it != backward_of_layer.end())
+              sources.insert(it->second);
+          e.flow_from.assign(sources.begin(), sources.end());
+        }
+        out.trace.push_back(std::move(e));
+      }
+    }
+  }
+
+  nlohmann::json task_details(const Task& t) {
+    nlohmann::json args = {{"kind", t.kind == TaskKind::Compute ? "compute"
+                                    : t.kind == TaskKind::Delay ? "local work"
+                                                                : "collective"}};
+    if (t.bucket >= 0) args["bucket"] = t.bucket;
+    if (t.gradient_layer >= 0) {
+      nlohmann::json produced = nlohmann::json::array();
+      for (int tensor : plan_.model.layers[t.gradient_layer].tensors)
+        produced.push_back(plan_.model.tensors[tensor].name);
+      args["gradients"] = produced;
+    }
+    if (t.kind != TaskKind::Collective) return args;
+    const CollectiveSpec& c = t.collective;
+    args["op"] = std::string(to_string(c.op));
+    args["bytes"] = c.bytes;
+    args["bytes_sent_per_rank"] = t.bytes_sent_per_rank;
+    args["channels"] = c.channels;
+    // What runs: NCCL's choice on an NCCL topology, else the closed form's; once per distinct collective.
+    auto [cached, fresh] = choice_cache_.try_emplace(key_of(c));
+    if (fresh) {
+      if (uses_library_model(c, topo_) && c.algorithm != Algorithm::Hierarchical) {
+        const nccl::Estimate e = nccl::predict(c, topo_);
+        cached->second = {{"algorithm", std::string(to_string(e.algorithm))},
+                          {"protocol", std::string(to_string(e.protocol))},
+                          {"channels", e.channels}};
+      } else {
+        cached->second = {
+            {"algorithm", std::string(to_string(choose_algorithm(c, topo_, fidelity_ != Fidelity::Analytical)))}};
+      }
+    }
+    args.update(cached->second);
+    nlohmann::json tensors = nlohmann::json::array();
+    for (int tensor : t.tensors) tensors.push_back(plan_.model.tensors[tensor].name);
+    args["tensors"] = tensors;
+    return args;
   }
 
   const LinkUsage* usage() const { return network_ ? &network_->usage() : nullptr; }
@@ -282,13 +345,14 @@ class StepRunner final : public EventHandler {
   std::size_t remaining_ = 0;
   std::map<int, TimePs> bandwidth_work_;
   std::map<ScheduleKey, std::pair<TimePs, TimePs>> closed_cache_;
+  std::map<ScheduleKey, nlohmann::json> choice_cache_;  // the trace's algorithm / protocol / channels
   std::map<ScheduleKey, std::unique_ptr<Schedule>> schedules_;
   std::vector<std::unique_ptr<ScheduleRun>> runs_;
 };
 
 }  // namespace
 
-Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, int trace_steps) {
+Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, const TraceSelection& trace) {
   const Scenario& sc = plan.scenario;
   Result r;
   r.scenario = sc.name;
@@ -303,7 +367,11 @@ Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fideli
   r.stream_busy_s.assign(plan.streams + 1, 0.0);
   LinkUsage before{};
   for (int s = 0; s < sc.steps; ++s) {
-    const TimePs t = runner.run(plan.kinds[plan.step_kind[s]], plan.compute_factor[s], s < trace_steps, r);
+    // The simulated timeline is the step's critical rank; every rank asked for where all ranks are alike.
+    const std::vector<int> traced_ranks =
+        trace.ranks.empty() || !plan.symmetric_ranks ? std::vector<int>{plan.critical_rank[s]} : trace.ranks;
+    const TimePs t = runner.run(plan.kinds[plan.step_kind[s]], plan.compute_factor[s],
+                                trace.traces(s) ? &traced_ranks : nullptr, s, r);
     const double seconds = ps_to_seconds(t);
     r.steps_s.push_back(seconds);
     if (s < r.steady_from) continue;

@@ -6,9 +6,11 @@
 #include "sim/engine/network.hpp"
 #include "sim/training/plan.hpp"
 #include "sim/training/result.hpp"
+#include "sim/training/trace.hpp"
 
 namespace commsim {
 
-Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, int trace_steps = 3);
+// `trace` selects the steps and ranks whose events go to Result::trace (each with its details and flows).
+Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, const TraceSelection& trace = {});
 
 }  // namespace commsim
