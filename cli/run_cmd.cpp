@@ -43,7 +43,10 @@ struct RunCommand {
   double timeout_s = 0;
 };
 
-std::string absolute(const std::string& path) { return path.empty() ? path : std::filesystem::absolute(path).string(); }
+// An output path as the launched job sees it ("-", standard output, stays "-").
+std::string absolute(const std::string& path) {
+  return path.empty() || path == "-" ? path : std::filesystem::absolute(path).string();
+}
 
 // The measured result's JSON and trace, as `commsim simulate` writes a prediction's (the trace: the first steps of
 // rank 0, one thread per stream, so the two open side by side in Perfetto).
@@ -57,12 +60,15 @@ void write_measured(const RunCommand& o, const SimulationRun& run) {
 }
 
 // The measured result as `commsim simulate` prints a prediction, plus its spread, notes and the check's outcome.
-void print_measured(const SimulationRun& run) {
-  print_result(run);
+// Where the table goes: standard error when --json or --trace writes its document to standard output.
+FILE* table_stream(const RunCommand& o) { return o.json == "-" || o.trace == "-" ? stderr : stdout; }
+
+void print_measured(const SimulationRun& run, FILE* out) {
+  print_result(run, out);
   const Result& r = run.result;
-  std::printf("  step spread    %10.3f ms   (half the interquartile range)\n", r.step_time_spread_s * 1e3);
-  for (const std::string& note : r.notes) std::printf("  note: %s\n", note.c_str());
-  std::fflush(stdout);
+  std::fprintf(out, "  step spread    %10.3f ms   (half the interquartile range)\n", r.step_time_spread_s * 1e3);
+  for (const std::string& note : r.notes) std::fprintf(out, "  note: %s\n", note.c_str());
+  std::fflush(out);
 }
 
 #ifdef COMMSIM_HAVE_MPI
@@ -86,13 +92,13 @@ int run_rank(const RunCommand& o) {
     SimulationRun run = hw::load_run(options);
     const hw::CheckCounts check = hw::measure_plan(run, options);
     if (session.rank() == 0) {
-      print_measured(run);
+      print_measured(run, table_stream(o));
       if (o.check)
-        std::printf("check: %llu wrong of %llu elements in %llu collective results: %s\n",
-                    static_cast<unsigned long long>(check.wrong_elements),
-                    static_cast<unsigned long long>(check.checked_elements),
-                    static_cast<unsigned long long>(check.collectives),
-                    check.wrong_elements == 0 ? "all exact" : "FAILED");
+        std::fprintf(table_stream(o), "check: %llu wrong of %llu elements in %llu collective results: %s\n",
+                     static_cast<unsigned long long>(check.wrong_elements),
+                     static_cast<unsigned long long>(check.checked_elements),
+                     static_cast<unsigned long long>(check.collectives),
+                     check.wrong_elements == 0 ? "all exact" : "FAILED");
       write_measured(o, run);
       std::fflush(stdout);
     }
@@ -175,10 +181,10 @@ int run_nccl(const RunCommand& o) {
   if (!measured.root) return code;
   run.result = measured.result;
   run.result.scenario_hash = fnv1a_hex(document.dump());
-  print_measured(run);
+  print_measured(run, table_stream(o));
   if (measured.checked)
-    std::printf("check: %llu wrong elements: %s\n", static_cast<unsigned long long>(measured.wrong_elements),
-                code ? "FAILED" : "all exact");
+    std::fprintf(table_stream(o), "check: %llu wrong elements: %s\n",
+                 static_cast<unsigned long long>(measured.wrong_elements), code ? "FAILED" : "all exact");
   write_measured(o, run);
   return code;
 #else
@@ -197,8 +203,9 @@ void register_run(CLI::App& app, int& exit_code) {
   cmd->add_option("scenario", o->scenario, "scenario JSON file")->required();
   cmd->add_option("--backend", o->backend, "mpi (CPU ranks, Open MPI) | nccl (NVIDIA GPUs)")
       ->check(CLI::IsMember({"mpi", "nccl"}));
-  cmd->add_option("--json", o->json, "write the measured result JSON")->check(writable_file());
-  cmd->add_option("--trace", o->trace, "write a Chrome trace of the first measured steps (open in Perfetto)")
+  cmd->add_option("--json", o->json, "write the measured result JSON; - for standard output")->check(writable_file());
+  cmd->add_option("--trace", o->trace,
+                  "write a Chrome trace of the first measured steps (open in Perfetto); - for standard output")
       ->check(writable_file());
   cmd->add_option("--trace-format", o->trace_format,
                   "chrome (one thread per stream) | kineto (as PyTorch's profiler writes it; commsim model from-trace)")
@@ -221,6 +228,7 @@ void register_run(CLI::App& app, int& exit_code) {
       ->check(number_in(0));
   cmd->callback([o, &exit_code] {
     if (o->dry_run && o->backend != "nccl") throw InputError("--dry-run: only with --backend nccl");
+    if (o->json == "-" && o->trace == "-") throw InputError("--trace", "", "only one of --json and --trace can be -");
     exit_code = o->backend == "nccl" ? run_nccl(*o) : run_mpi(*o);
   });
 }

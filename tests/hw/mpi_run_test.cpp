@@ -39,6 +39,7 @@ struct Output {
   int exit_code = -1;  // -1: killed (time limit) or signalled
   std::string text;    // stdout and stderr together
   std::string err;     // stderr alone
+  std::string out;     // stdout alone
 };
 
 // Runs argv (no shell) with extra environment entries; kills its process group after timeout_s.
@@ -83,7 +84,7 @@ Output run(const std::vector<std::string>& argv, const std::vector<std::string>&
         continue;
       }
       o.text.append(buffer, static_cast<std::size_t>(n));
-      if (f.fd == err[0]) o.err.append(buffer, static_cast<std::size_t>(n));
+      (f.fd == err[0] ? o.err : o.out).append(buffer, static_cast<std::size_t>(n));
     }
   }
   for (pollfd& f : fds)
@@ -192,6 +193,19 @@ TEST(MpiRun, UnwritableOutputIsFoundBeforeTheJob) {
     expect_one_line(o, flag);
     EXPECT_EQ(leftover_processes(), 0);
   }
+}
+
+// --json - writes the measured Result to standard output, and nothing else goes there (the table moves to standard
+// error), so `commsim run ... --json - | jq` works: stdout parses as one JSON document of the 4 ranks' run.
+TEST(MpiRun, JsonToStandardOutputIsTheDocumentAlone) {
+  const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--json", "-", "--timeout-s", "45"}));
+  ASSERT_EQ(o.exit_code, 0) << o.text;
+  const nlohmann::json r = nlohmann::json::parse(o.out);  // throws (fails the test) on anything but one document
+  EXPECT_EQ(r["backend"], "mpi");
+  EXPECT_EQ(r["ranks"], 4);
+  EXPECT_NE(o.err.find("step spread"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists("-"));
+  EXPECT_EQ(leftover_processes(), 0);
 }
 
 // The same checks through other allreduce algorithms, Open MPI's own collectives (plain and hierarchical), fp16
