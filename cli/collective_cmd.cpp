@@ -50,6 +50,16 @@ std::vector<Bytes> parse_sizes(const std::string& text) {
 
 namespace {
 
+// printf onto the end of `text`: the table is built whole before any of it is printed.
+template <typename... Args>
+void append(std::string& text, const char* format, Args... args) {
+  const int n = std::snprintf(nullptr, 0, format, args...);
+  const std::size_t at = text.size();
+  text.resize(at + static_cast<std::size_t>(n) + 1);
+  std::snprintf(text.data() + at, static_cast<std::size_t>(n) + 1, format, args...);
+  text.pop_back();
+}
+
 struct CollectiveOptions {
   std::string topology, op = "allreduce", algo = "ring", proto = "auto", sizes = "8:1G", fidelity = "analytical", json;
   int nodes = 0, channels = 0, chunks = 0, hierarchy_groups = 0;
@@ -86,13 +96,16 @@ int run_collective(const CollectiveOptions& o) {
   check_supported(spec, p, "--algo");
   const std::vector<Bytes> sizes = parse_sizes(o.sizes);
 
-  std::printf("# commsim %s  %s\n# %s, fidelity %s, %d ranks\n", COMMSIM_VERSION,
-              std::string(to_string(spec.op)).c_str(), topology->summary().c_str(), o.fidelity.c_str(), p);
+  // Every row is computed before anything is printed, so that an error in any row (a time out of range, say) is
+  // the command's only output.
+  std::string table;
+  append(table, "# commsim %s  %s\n# %s, fidelity %s, %d ranks\n", COMMSIM_VERSION,
+         std::string(to_string(spec.op)).c_str(), topology->summary().c_str(), o.fidelity.c_str(), p);
   if (nccl)
-    std::printf("# library nccl %s: algorithm, protocol and channels as NCCL's tuner picks them\n",
-                topology->library().version.c_str());
-  std::printf("#%12s %12s %6s %14s %8s %4s %13s %12s %12s %7s\n", "size(B)", "count", "type", "algo", "proto", "nch",
-              "time(us)", "algbw(GB/s)", "busbw(GB/s)", "band");
+    append(table, "# library nccl %s: algorithm, protocol and channels as NCCL's tuner picks them\n",
+           topology->library().version.c_str());
+  append(table, "#%12s %12s %6s %14s %8s %4s %13s %12s %12s %7s\n", "size(B)", "count", "type", "algo", "proto", "nch",
+         "time(us)", "algbw(GB/s)", "busbw(GB/s)", "band");
   nlohmann::json rows = nlohmann::json::array();
   for (Bytes size : sizes) {
     spec.bytes = size;
@@ -125,9 +138,9 @@ int run_collective(const CollectiveOptions& o) {
     const std::string algo(to_string(resolved.algorithm));
     char band[16] = "-";
     if (band_rel > 0) std::snprintf(band, sizeof band, "+-%.0f%%", band_rel * 100);
-    std::printf(" %12llu %12llu %6s %14s %8s %4d %13.2f %12.2f %12.2f %7s\n", static_cast<unsigned long long>(size),
-                static_cast<unsigned long long>(size / 4), "float", algo.c_str(), proto.c_str(), channels,
-                seconds * 1e6, algbw, busbw, band);
+    append(table, " %12llu %12llu %6s %14s %8s %4d %13.2f %12.2f %12.2f %7s\n", static_cast<unsigned long long>(size),
+           static_cast<unsigned long long>(size / 4), "float", algo.c_str(), proto.c_str(), channels, seconds * 1e6,
+           algbw, busbw, band);
     rows.push_back({{"size_bytes", size},
                     {"count", size / 4},
                     {"type", "float"},
@@ -139,6 +152,7 @@ int run_collective(const CollectiveOptions& o) {
                     {"algbw_GBps", algbw},
                     {"busbw_GBps", busbw}});
   }
+  std::fputs(table.c_str(), stdout);
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     if (!out) throw InputError("--json", "", "cannot write " + o.json);

@@ -55,6 +55,20 @@ TEST(Units, SumsStopAtTheLimitWithoutOverflowing) {
   EXPECT_NE(error_of([] { add_ps(0, -1); }), "");
 }
 
+TEST(Units, RepeatedDurationsStopAtTheLimitWithoutOverflowing) {
+  EXPECT_EQ(times_ps(6, 5), 30);
+  EXPECT_EQ(times_ps(1'000'000'000, 0), 0);  // no time, however often
+  EXPECT_EQ(times_ps(1, kMaxTimePs), kMaxTimePs);
+  // 2 x kMaxTimePs = 1.73e19 would wrap int64 (max 9.22e18): refused by comparing with kMaxTimePs / duration.
+  EXPECT_NE(error_of([] { times_ps(2, kMaxTimePs); }), "");
+  // A ring allreduce of 4 ranks has 6 steps; a 1 MiB piece at 0.25 B/s takes 4 194 304 s (48.5 days) per hop, so
+  // the 6 steps take 291 days: 2.5e19 ps, which used to wrap to a negative time. Now an error naming the range.
+  const TimePs hop = transfer_ps(1048576, 0.25);
+  EXPECT_EQ(hop, 4'194'304 * kPsPerSecond);
+  EXPECT_NE(error_of([&] { times_ps(6, hop); }).find("100 days"), std::string::npos);
+  EXPECT_NE(error_of([] { times_ps(-1, 1); }), "");
+}
+
 TEST(JsonInput, NestingIsBoundedAt64Levels) {
   auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
   EXPECT_NO_THROW(parse_json_text(nested(kMaxJsonDepth), "x.json"));
