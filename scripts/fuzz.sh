@@ -4,6 +4,7 @@
 #   scripts/fuzz.sh                 30 s per loader: what scripts/test.sh runs when clang and libFuzzer are present
 #   scripts/fuzz.sh 600             10 minutes per loader (the long run the README reports)
 #   scripts/fuzz.sh 600 scenario    one loader: topology, scenario, model, suite, baseline, compare
+# COMMSIM_FUZZ_NICE=19 runs the fuzzers at the lowest CPU priority (a shared machine).
 # Seeds are the shipped files (gathered into build-fuzz/seeds/LOADER); what libFuzzer adds goes to build-fuzz/corpus/LOADER and a crashing
 # input to build-fuzz/crashes/LOADER/. Exits 1 if any loader crashed, leaked, hung (> 10 s) or ran out of memory.
 set -euo pipefail
@@ -35,12 +36,16 @@ for loader in "${loaders[@]}"; do
   mkdir -p "$corpus" "$crashes" "$seeds"
   find "${!seeds_var}" -name '*.json' -type f -exec cp -t "$seeds" --backup=numbered {} +
   echo "fuzz: $loader for ${seconds} s" >&2
-  if ! "build-fuzz/fuzz/fuzz_$loader" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
+  # The harness's scratch files: libFuzzer ends with _Exit, which skips their removal at exit, so this script does it.
+  scratch=build-fuzz/tmp/$loader
+  mkdir -p "$scratch"
+  if ! TMPDIR="$PWD/$scratch" nice -n "${COMMSIM_FUZZ_NICE:-0}" "build-fuzz/fuzz/fuzz_$loader" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
       -dict=fuzz/json.dict -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" "$seeds" \
       >"build-fuzz/fuzz-$loader.log" 2>&1; then
     failed+=("$loader")
     grep -m1 -E "ERROR|SUMMARY|deadly|timeout|out-of-memory" "build-fuzz/fuzz-$loader.log" >&2 || true
   fi
+  rm -rf "$scratch"
   grep -E "^stat::number_of_executed_units|^stat::new_units_added" "build-fuzz/fuzz-$loader.log" | tr '\n' ' ' >&2
   echo >&2
 done

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,9 +52,9 @@ class ClusterFault : public ::testing::Test {
 
 // A trapped signal to the launcher stops the job, removes the cluster and everything else at once, and the exit
 // code says which signal: 128 + its number, as a shell reports a process it killed.
-class StopSignal : public ClusterFault, public ::testing::WithParamInterface<int> {};
+class ClusterFaultSignal : public ClusterFault, public ::testing::WithParamInterface<int> {};
 
-TEST_P(StopSignal, RemovesEverythingAndExits128PlusSignal) {
+TEST_P(ClusterFaultSignal, RemovesEverythingAndExits128PlusSignal) {
   const int signal_number = GetParam();
   const pid_t launcher = start_long_run();
   ASSERT_FALSE(prefix.empty()) << sandbox.log();
@@ -65,7 +67,7 @@ TEST_P(StopSignal, RemovesEverythingAndExits128PlusSignal) {
   EXPECT_EQ(sandbox.leftovers(prefix), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Signals, StopSignal, ::testing::Values(SIGHUP, SIGINT, SIGTERM),
+INSTANTIATE_TEST_SUITE_P(Signals, ClusterFaultSignal, ::testing::Values(SIGHUP, SIGINT, SIGTERM),
                          [](const ::testing::TestParamInfo<int>& p) { return std::string(sigabbrev_np(p.param)); });
 
 // SIGKILL cannot be trapped: the job ends (mpirun gets SIGTERM when its parent dies) but the namespaces, state
@@ -190,11 +192,34 @@ TEST_F(ClusterFault, DownRefusesAClusterWithProcessesInsideUnlessForced) {
   EXPECT_EQ(sandbox.leftovers(prefix), "");
 }
 
+// A state file is trusted only for what belongs to its prefix: one that lists a foreign namespace or directory
+// (corrupted, or written by hand) is refused in one line, exit 2, and nothing it names is touched.
+TEST_F(ClusterFault, StateListingForeignThingsIsRefused) {
+  const std::string foreign_dir = sandbox.temp_dir() + "/keep-me";
+  std::filesystem::create_directories(foreign_dir);
+  using Lists = std::pair<std::string, std::string>;  // namespaces, temp_dirs
+  for (const auto& [namespaces, dirs] :
+       {Lists{R"(["cs00c0de-n0", "not-ours"])", "[]"}, Lists{R"(["cs00c0de-n0"])", "[\"" + foreign_dir + "\"]"}}) {
+    std::ofstream(sandbox.state_dir() + "/cs00c0de.json")
+        << R"({"prefix": "cs00c0de", "owner_pid": 1, "persistent": true, "namespaces": )" << namespaces
+        << R"(, "temp_dirs": )" << dirs << "}";
+    EXPECT_EQ(sandbox.run({"cluster", "down", "cs00c0de"}), 2) << sandbox.log();
+    EXPECT_EQ(sandbox.run({"cluster", "down", "--all"}), 2) << sandbox.log();
+  }
+  EXPECT_NE(sandbox.log().find("lists namespace 'not-ours' outside cluster cs00c0de"), std::string::npos)
+      << sandbox.log();
+  EXPECT_NE(sandbox.log().find("lists directory '" + foreign_dir + "' outside cluster cs00c0de"), std::string::npos)
+      << sandbox.log();
+  EXPECT_TRUE(std::filesystem::is_directory(foreign_dir));
+  std::filesystem::remove(sandbox.state_dir() + "/cs00c0de.json");
+  std::filesystem::remove(foreign_dir);
+}
+
 // Ctrl-C (or the terminal closing) while `cluster up` builds 32 nodes: the half-built cluster, its state file and
 // its launch files are removed, and the process ends by the signal, as it would have without the cleanup.
-class SignalDuringClusterUp : public ClusterFault, public ::testing::WithParamInterface<int> {};
+class ClusterFaultDuringUp : public ClusterFault, public ::testing::WithParamInterface<int> {};
 
-TEST_P(SignalDuringClusterUp, LeavesNothing) {
+TEST_P(ClusterFaultDuringUp, LeavesNothing) {
   const int signal_number = GetParam();
   const pid_t up = sandbox.start({"cluster", "up", "topologies/emulated-cpu-cluster.json", "--nodes", "32"});
   prefix = sandbox.wait_for_cluster(30);  // the state file is written before the first namespace
@@ -206,7 +231,7 @@ TEST_P(SignalDuringClusterUp, LeavesNothing) {
   EXPECT_EQ(sandbox.leftovers(prefix), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Signals, SignalDuringClusterUp, ::testing::Values(SIGINT, SIGHUP),
+INSTANTIATE_TEST_SUITE_P(Signals, ClusterFaultDuringUp, ::testing::Values(SIGINT, SIGHUP),
                          [](const ::testing::TestParamInfo<int>& p) { return std::string(sigabbrev_np(p.param)); });
 
 }  // namespace
