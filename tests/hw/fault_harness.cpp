@@ -181,10 +181,9 @@ std::string FaultSandbox::leftovers(const std::string& prefix) const {
   for (const std::string& name : names_in(state_dir_)) found += "state file " + name + "\n";
   for (const std::string& name : names_in(temp_dir_)) found += "temp file " + temp_dir_ + "/" + name + "\n";
   for (const std::string& name : names_in("/dev/shm")) {
-    // Open MPI's segments of a commsim job live in /dev/shm/commsim-<prefix or run>/; other users' jobs on this
-    // machine may add their own vader_segment.* meanwhile, so only names of commsim's are counted.
-    const bool ours =
-        (!prefix.empty() && name.find(prefix) != std::string::npos) || name.find("commsim") != std::string::npos;
+    // Open MPI's segments of the cluster's job live in /dev/shm/commsim-<prefix>/; other jobs on this machine may
+    // add their own entries meanwhile, so only names with the prefix count.
+    const bool ours = !prefix.empty() && name.find(prefix) != std::string::npos;
     if (ours && !shm_before_.count(name)) found += "shared memory /dev/shm/" + name + "\n";
   }
   return found;

@@ -42,7 +42,7 @@ class FaultSandbox {
 
   // One line per thing left behind by this sandbox's commands, "" when nothing is: a process, a namespace or host
   // link named with `prefix`, a state file, a file in the sandbox's TMPDIR, or a /dev/shm entry that was not there
-  // before and names the prefix or "commsim" (the job's shared-memory directory).
+  // before and names the prefix (the job's shared-memory directory, or a segment named after a node's hostname).
   std::string leftovers(const std::string& prefix) const;
 
   const std::string& temp_dir() const { return temp_dir_; }
