@@ -231,6 +231,20 @@ TEST_P(ClusterFaultDuringUp, LeavesNothing) {
   EXPECT_EQ(sandbox.leftovers(prefix), "");
 }
 
+// Ctrl-C while `run --cluster` is still making its 32-node cluster: the run acts on it once the namespaces exist
+// (no job is started then), removes everything and exits 128 + SIGINT.
+TEST_F(ClusterFault, CtrlCWhileARunMakesItsCluster) {
+  const pid_t launcher = sandbox.start({"run", "--backend", "mpi", "scenarios/emulated-tiny.json", "--cluster", "--set",
+                                        "nodes=32", "--steps", "1000", "--timeout-s", "60"});
+  prefix = sandbox.wait_for_cluster(30);
+  ASSERT_FALSE(prefix.empty()) << sandbox.log();
+  kill(launcher, SIGINT);
+  const int status = sandbox.wait_exit(launcher, 30);
+  ASSERT_TRUE(status >= 0 && WIFEXITED(status)) << status << sandbox.log();
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << sandbox.log();
+  EXPECT_EQ(sandbox.leftovers(prefix), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Signals, ClusterFaultDuringUp, ::testing::Values(SIGINT, SIGHUP),
                          [](const ::testing::TestParamInfo<int>& p) { return std::string(sigabbrev_np(p.param)); });
 
