@@ -78,6 +78,17 @@ TEST(JsonInput, NestingIsBoundedAt64Levels) {
   EXPECT_NE(error_of([&] { parse_json_text(nested(100000), "x.json"); }), "");
 }
 
+// The one-line contract holds whatever the input holds: a key with a line break (found by fuzz/compare_fuzzer)
+// or any other control character is written escaped, as JSON writes it.
+TEST(JsonInput, ErrorsStayOneLineWhateverTheKeysHold) {
+  EXPECT_EQ(std::string(InputError("a.json", "descr\nption", "unknown field").what()),
+            "a.json: descr\\nption: unknown field");
+  EXPECT_EQ(std::string(InputError("x\ty\r\x01\x7f").what()), "x\\ty\\r\\u0001\\u007f");
+  const std::string duplicate = error_of([] { parse_json_text(R"({"a": {"b\n": 1, "b\n": 2}})", "x.json"); });
+  EXPECT_NE(duplicate.find("duplicate key"), std::string::npos) << duplicate;
+  EXPECT_EQ(duplicate.find('\n'), std::string::npos) << duplicate;
+}
+
 TEST(JsonInput, DuplicateKeysAreRefusedWithTheirPath) {
   EXPECT_EQ(error_of([] { parse_json_text(R"({"a": {"b": 1, "b": 2}})", "x.json"); }),
             "x.json: a.b: duplicate key (each key may appear once per object)");
