@@ -55,6 +55,7 @@ struct CleanupSlot {
   std::atomic<bool> live{false};
   pid_t owner_pid = 0;
   int path_count = 0;
+  int state_index = -1;  // the state file's entry: kept while a directory could not be emptied (see remove_slot)
   char paths[kMaxPathsPerCluster][kPathCapacity] = {};
 };
 
@@ -65,17 +66,24 @@ struct sigaction g_previous_actions[std::size(kFatalSignals)];
 // Removes one registered path with async-signal-safe calls only: a namespace is a bind mount under /run/netns
 // (undone exactly as `ip netns delete` does: detach, unlink); a state or launch file is a plain file (umount2 just
 // fails); a directory is removed if empty (what Open MPI left in it is removed by the owner's normal cleanup).
-bool remove_path(const char* path) {
+bool remove_path(const char* path, bool& left_nonempty_dir) {
   umount2(path, MNT_DETACH);
   if (unlink(path) == 0 || errno == ENOENT) return true;
   if (errno != EISDIR) return false;
-  return rmdir(path) == 0 || errno == ENOTEMPTY || errno == EEXIST;
+  if (rmdir(path) == 0 || errno == ENOENT) return true;
+  left_nonempty_dir = left_nonempty_dir || errno == ENOTEMPTY || errno == EEXIST;
+  return left_nonempty_dir;
 }
 
-// Removes everything a slot lists and frees it; false if some path could not be removed. Async-signal-safe.
+// Removes everything a slot lists and frees it; false if some path could not be removed. Async-signal-safe. A
+// directory still holding files (Open MPI's, of a job this process ran) keeps the state file, so the next commsim
+// command finds the cluster stale (its owner gone) and removes the rest.
 bool remove_slot(CleanupSlot& slot) {
-  bool removed = true;
-  for (int i = 0; i < slot.path_count; ++i) removed = remove_path(slot.paths[i]) && removed;
+  bool removed = true, left_nonempty_dir = false;
+  for (int i = 0; i < slot.path_count; ++i) {
+    if (i == slot.state_index && left_nonempty_dir) continue;
+    removed = remove_path(slot.paths[i], left_nonempty_dir) && removed;
+  }
   slot.live.store(false);
   return removed;
 }
@@ -130,6 +138,7 @@ int claim_slot(const std::vector<std::string>& paths) {
     CleanupSlot& slot = g_slots[index];
     if (slot.live.load()) continue;
     slot.owner_pid = getpid();
+    slot.state_index = -1;
     slot.path_count = static_cast<int>(paths.size());
     for (std::size_t i = 0; i < paths.size(); ++i) {
       if (paths[i].size() >= kPathCapacity)
@@ -311,12 +320,13 @@ EmulatedCluster& EmulatedCluster::operator=(EmulatedCluster&& other) noexcept {
 // directories and the state file.
 EmulatedCluster::~EmulatedCluster() {
   if (cleanup_slot_ < 0) return;
-  bool removed = remove_slot(g_slots[cleanup_slot_]);
-  for (const std::string& dir : {launch_dir(), shm_dir()}) {
+  bool removed = true;
+  for (const std::string& dir : {launch_dir(), shm_dir()}) {  // first, so that the state file goes too
     std::error_code error;
     fs::remove_all(dir, error);
     removed = removed && !error;
   }
+  removed = remove_slot(g_slots[cleanup_slot_]) && removed;
   if (!removed) std::fprintf(stderr, "commsim: could not fully remove emulated cluster %s\n", prefix_.c_str());
 }
 
@@ -346,6 +356,7 @@ EmulatedCluster EmulatedCluster::up(const ClusterSpec& spec, bool persistent) {
   paths.push_back(state_path(state.prefix));
 
   cluster.cleanup_slot_ = claim_slot(paths);
+  g_slots[cluster.cleanup_slot_].state_index = static_cast<int>(paths.size()) - 1;
   write_state(state);
   cluster.create_fabric(ip);
   for (int node = 0; node < spec.nodes; ++node) cluster.create_node(node, ip, tc);
