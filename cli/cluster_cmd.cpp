@@ -1,6 +1,7 @@
-// `commsim cluster up TOPOLOGY` / `commsim cluster down [PREFIX | --all]`: an emulated cluster (hw/cluster) that
-// outlives the command, for running mpirun by hand (docs/hardware-mpi.md). `up` prints the prefix and the mpirun
-// command prefix that starts ranks inside it; `down` removes it (namespaces, links, qdiscs, state and launch files).
+// `commsim cluster up TOPOLOGY` / `commsim cluster down [PREFIX | --all] [--force]`: an emulated cluster
+// (hw/cluster) that outlives the command, for running mpirun by hand (docs/hardware-mpi.md). `up` prints the prefix
+// and the mpirun command prefix that starts ranks inside it; `down` removes it (processes inside, namespaces, links,
+// qdiscs, state, launch and shared-memory files), refusing one whose run is alive unless --force.
 #include <cstdio>
 #include <filesystem>
 
@@ -15,12 +16,8 @@ namespace {
 struct ClusterCommand {
   std::string topology, prefix;
   int nodes = 0;
-  bool all = false;
+  bool all = false, force = false;
 };
-
-std::string launch_dir(const std::string& prefix) {
-  return (std::filesystem::temp_directory_path() / ("commsim-" + prefix)).string();
-}
 
 int cluster_up(const ClusterCommand& o) {
   load_topology(o.topology, o.nodes);  // a malformed file fails here, with its field named
@@ -31,8 +28,10 @@ int cluster_up(const ClusterCommand& o) {
     return 2;
   }
   try {
-    const hw::EmulatedCluster cluster = hw::EmulatedCluster::up(emulation.cluster, /*persistent=*/true);
-    const std::string mpirun = cluster.write_mpi_launch_files(launch_dir(cluster.prefix()), emulation.ranks_per_node);
+    // Until persist(), a signal or an error removes the cluster and its launch files, never a half-made one.
+    hw::EmulatedCluster cluster = hw::EmulatedCluster::up(emulation.cluster);
+    const std::string mpirun = cluster.write_mpi_launch_files(cluster.launch_dir(), emulation.ranks_per_node);
+    cluster.persist();
     const int ranks = emulation.cluster.nodes * emulation.ranks_per_node;
     std::printf("emulated cluster %s: %d nodes x %d ranks, NIC %.4g MB/s (tc tbf), addresses 198.18.0.1-%d\n",
                 cluster.prefix().c_str(), emulation.cluster.nodes, emulation.ranks_per_node,
@@ -46,21 +45,18 @@ int cluster_up(const ClusterCommand& o) {
   }
 }
 
+// Clusters left by a dead owner are removed by either form; one whose run is alive only with --force.
 int cluster_down(const ClusterCommand& o) {
   if (o.all == !o.prefix.empty())
     throw InputError("cluster down", "", "give either a cluster prefix (csXXXXXX) or --all");
   try {
     if (o.all) {
-      std::error_code ignored;
-      for (const auto& entry : std::filesystem::directory_iterator("/run/commsim", ignored)) {
-        const std::string prefix = entry.path().stem().string();
-        std::filesystem::remove_all(launch_dir(prefix), ignored);
-      }
-      hw::EmulatedCluster::down_all();
+      for (const std::string& prefix : hw::EmulatedCluster::down_all(o.force))
+        std::printf("removed emulated cluster %s\n", prefix.c_str());
     } else {
-      hw::EmulatedCluster::down(o.prefix);
-      std::error_code ignored;
-      std::filesystem::remove_all(launch_dir(o.prefix), ignored);
+      hw::EmulatedCluster::down(o.prefix, o.force);
+      std::printf("removed emulated cluster %s\n", o.prefix.c_str());
+      hw::EmulatedCluster::remove_stale();
     }
     return 0;
   } catch (const hw::ClusterError& e) {
@@ -86,6 +82,7 @@ void register_cluster(CLI::App& app, int& exit_code) {
   CLI::App* down = cmd->add_subcommand("down", "Remove an emulated cluster (or all of them)");
   down->add_option("prefix", o->prefix, "the cluster's prefix, as `cluster up` printed it");
   down->add_flag("--all", o->all, "remove every emulated cluster of this machine");
+  down->add_flag("--force", o->force, "also a cluster whose run is alive: end that run first");
   down->callback([o, &exit_code] { exit_code = cluster_down(*o); });
 }
 

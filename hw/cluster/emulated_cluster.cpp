@@ -21,8 +21,11 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 #include <utility>
 #include <vector>
+
+#include "hw/cluster/cluster_state.hpp"
 
 extern char** environ;
 
@@ -37,18 +40,22 @@ constexpr double kMaxShapedBandwidth_Bps = 1e12;
 constexpr double kBurst_s = 0.004;        // tbf bucket: 4 ms of traffic, at least rate/HZ for HZ >= 250
 constexpr double kMinBurst_bytes = 3028;  // ... and at least two full Ethernet frames
 constexpr const char* kNetnsDir = "/run/netns";
-constexpr const char* kStateDir = "/run/commsim";
+constexpr const char* kShmDir = "/dev/shm";
+constexpr double kStopGrace_s = 2;   // how long processes left in a cluster get after SIGTERM, before SIGKILL
+constexpr double kOwnerStop_s = 15;  // how long `down --force` waits for a run to stop and clean up itself
 constexpr int kFatalSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 // Cleanup registry: what each live cluster must remove, in fixed arrays so that a signal handler can read it.
 constexpr int kMaxLiveClusters = 16;
-constexpr int kMaxPathsPerCluster = kMaxNodes + 2;  // node namespaces, fabric namespace, state file
-constexpr std::size_t kPathCapacity = 64;
+// node namespaces, fabric namespace, 2 launch files, launch and shared-memory directories, state file
+constexpr int kMaxPathsPerCluster = kMaxNodes + 6;
+constexpr std::size_t kPathCapacity = 256;
 
 struct CleanupSlot {
   std::atomic<bool> live{false};
   pid_t owner_pid = 0;
   int path_count = 0;
+  int state_index = -1;  // the state file's entry: kept while a directory could not be emptied (see remove_slot)
   char paths[kMaxPathsPerCluster][kPathCapacity] = {};
 };
 
@@ -57,16 +64,26 @@ std::mutex g_slots_mutex;
 struct sigaction g_previous_actions[std::size(kFatalSignals)];
 
 // Removes one registered path with async-signal-safe calls only: a namespace is a bind mount under /run/netns
-// (undone exactly as `ip netns delete` does: detach, unlink); a state file is a plain file (umount2 just fails).
-bool remove_path(const char* path) {
+// (undone exactly as `ip netns delete` does: detach, unlink); a state or launch file is a plain file (umount2 just
+// fails); a directory is removed if empty (what Open MPI left in it is removed by the owner's normal cleanup).
+bool remove_path(const char* path, bool& left_nonempty_dir) {
   umount2(path, MNT_DETACH);
-  return unlink(path) == 0 || errno == ENOENT;
+  if (unlink(path) == 0 || errno == ENOENT) return true;
+  if (errno != EISDIR) return false;
+  if (rmdir(path) == 0 || errno == ENOENT) return true;
+  left_nonempty_dir = left_nonempty_dir || errno == ENOTEMPTY || errno == EEXIST;
+  return left_nonempty_dir;
 }
 
-// Removes everything a slot lists and frees it; false if some path could not be removed. Async-signal-safe.
+// Removes everything a slot lists and frees it; false if some path could not be removed. Async-signal-safe. A
+// directory still holding files (Open MPI's, of a job this process ran) keeps the state file, so the next commsim
+// command finds the cluster stale (its owner gone) and removes the rest.
 bool remove_slot(CleanupSlot& slot) {
-  bool removed = true;
-  for (int i = 0; i < slot.path_count; ++i) removed = remove_path(slot.paths[i]) && removed;
+  bool removed = true, left_nonempty_dir = false;
+  for (int i = 0; i < slot.path_count; ++i) {
+    if (i == slot.state_index && left_nonempty_dir) continue;
+    removed = remove_path(slot.paths[i], left_nonempty_dir) && removed;
+  }
   slot.live.store(false);
   return removed;
 }
@@ -121,8 +138,11 @@ int claim_slot(const std::vector<std::string>& paths) {
     CleanupSlot& slot = g_slots[index];
     if (slot.live.load()) continue;
     slot.owner_pid = getpid();
+    slot.state_index = -1;
     slot.path_count = static_cast<int>(paths.size());
     for (std::size_t i = 0; i < paths.size(); ++i) {
+      if (paths[i].size() >= kPathCapacity)
+        throw ClusterError("path too long for the cleanup registry (TMPDIR too deep?): " + paths[i]);
       std::snprintf(slot.paths[i], kPathCapacity, "%s", paths[i].c_str());
     }
     slot.live.store(true);
@@ -204,16 +224,9 @@ void run_helper(const std::vector<std::string>& argv) {
 }
 
 std::string netns_path(const std::string& name) { return std::string(kNetnsDir) + "/" + name; }
-std::string state_path(const std::string& prefix) { return std::string(kStateDir) + "/" + prefix + ".json"; }
 std::string fabric_namespace(const std::string& prefix) { return prefix + "-fab"; }
 std::string bridge_name(const std::string& prefix) { return prefix + "-br"; }
 std::string peer_name(const std::string& prefix, int node) { return prefix + "-p" + std::to_string(node); }
-
-bool is_prefix(const std::string& text) {
-  return text.size() == 8 && text.starts_with("cs") && std::all_of(text.begin() + 2, text.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
 
 // A run-unique prefix, "cs" + 6 random hex digits, not used by any namespace or state file on this machine.
 std::string fresh_prefix() {
@@ -303,46 +316,69 @@ EmulatedCluster& EmulatedCluster::operator=(EmulatedCluster&& other) noexcept {
   return *this;
 }
 
-// Removes the namespaces (which takes their veths and the bridge with them) and the state file.
+// Removes the namespaces (which takes their veths and the bridge with them), the launch and shared-memory
+// directories and the state file.
 EmulatedCluster::~EmulatedCluster() {
-  if (cleanup_slot_ >= 0 && !remove_slot(g_slots[cleanup_slot_])) {
-    std::fprintf(stderr, "commsim: could not fully remove emulated cluster %s\n", prefix_.c_str());
+  if (cleanup_slot_ < 0) return;
+  bool removed = true;
+  for (const std::string& dir : {launch_dir(), shm_dir()}) {  // first, so that the state file goes too
+    std::error_code error;
+    fs::remove_all(dir, error);
+    removed = removed && !error;
   }
+  removed = remove_slot(g_slots[cleanup_slot_]) && removed;
+  if (!removed) std::fprintf(stderr, "commsim: could not fully remove emulated cluster %s\n", prefix_.c_str());
 }
 
 // Registers everything for cleanup first, writes the state file, then builds fabric and nodes; if any step
-// throws, the half-built cluster's destructor removes what exists.
+// throws, the half-built cluster's destructor removes what exists. Clusters left by dead owners go first.
 EmulatedCluster EmulatedCluster::up(const ClusterSpec& spec, bool persistent) {
   validate(spec);
   install_cleanup_handlers();
+  remove_stale();
   const std::string ip = find_tool("ip");
   const std::string tc = spec.nic_bandwidth_Bps > 0 ? find_tool("tc") : "";
-  const std::string prefix = fresh_prefix();
-  std::vector<std::string> namespaces = {fabric_namespace(prefix)};
-  for (int node = 0; node < spec.nodes; ++node) namespaces.push_back(prefix + "-n" + std::to_string(node));
+  ClusterState state;
+  state.prefix = fresh_prefix();
+  state.owner_pid = getpid();
+  state.owner_start = process_start(getpid());
+  state.nodes = spec.nodes;
+  state.nic_bandwidth_Bps = spec.nic_bandwidth_Bps;
+  state.namespaces = {fabric_namespace(state.prefix)};
+  for (int node = 0; node < spec.nodes; ++node) state.namespaces.push_back(state.prefix + "-n" + std::to_string(node));
+  EmulatedCluster cluster(spec, state.prefix, -1);
+  state.temp_dirs = {cluster.launch_dir(), cluster.shm_dir()};
   std::vector<std::string> paths;
-  for (const std::string& name : namespaces) paths.push_back(netns_path(name));
-  paths.push_back(state_path(prefix));
+  for (const std::string& name : state.namespaces) paths.push_back(netns_path(name));
+  paths.push_back(cluster.launch_dir() + "/" + state.prefix + "-hosts");
+  paths.push_back(cluster.launch_dir() + "/" + state.prefix + "-rsh-agent");
+  paths.insert(paths.end(), state.temp_dirs.begin(), state.temp_dirs.end());
+  paths.push_back(state_path(state.prefix));
 
-  EmulatedCluster cluster(spec, prefix, claim_slot(paths));
-  std::error_code ignored;
-  fs::create_directories(kStateDir, ignored);
-  const nlohmann::json state = {{"prefix", prefix},
-                                {"owner_pid", getpid()},
-                                {"persistent", persistent},
-                                {"nodes", spec.nodes},
-                                {"nic_bandwidth_Bps", spec.nic_bandwidth_Bps},
-                                {"namespaces", namespaces}};
-  write_text_file(state_path(prefix), state.dump(2) + "\n", fs::perms::owner_read | fs::perms::owner_write);
+  cluster.cleanup_slot_ = claim_slot(paths);
+  g_slots[cluster.cleanup_slot_].state_index = static_cast<int>(paths.size()) - 1;
+  write_state(state);
   cluster.create_fabric(ip);
   for (int node = 0; node < spec.nodes; ++node) cluster.create_node(node, ip, tc);
-
-  if (persistent) {
-    g_slots[cluster.cleanup_slot_].live.store(false);  // now owned by the state file, not by this process
-    cluster.cleanup_slot_ = -1;
-  }
+  if (persistent) cluster.persist();
   return cluster;
 }
+
+// From now on the state file owns the cluster: `commsim cluster down` removes it, not this process's end.
+void EmulatedCluster::persist() {
+  if (cleanup_slot_ < 0) return;
+  ClusterState state = read_state(prefix_);
+  state.persistent = true;
+  write_state(state);
+  g_slots[cleanup_slot_].live.store(false);
+  cleanup_slot_ = -1;
+}
+
+std::string EmulatedCluster::launch_dir() const {
+  return (fs::absolute(fs::temp_directory_path()) / ("commsim-" + prefix_)).string();
+}
+
+std::string EmulatedCluster::shm_dir() const { return std::string(kShmDir) + "/commsim-" + prefix_; }
 
 // The fabric namespace holds the bridge every node's veth peer is attached to.
 void EmulatedCluster::create_fabric(const std::string& ip) const {
@@ -372,45 +408,55 @@ void EmulatedCluster::create_node(int node, const std::string& ip, const std::st
   }
 }
 
-// Reads the namespaces from the state file, refusing any outside the prefix so a bad file cannot remove others.
-void EmulatedCluster::down(const std::string& prefix) {
-  if (!is_prefix(prefix)) throw ClusterError("'" + prefix + "' is not an emulated-cluster prefix (cs + 6 hex digits)");
-  const std::string state_file = state_path(prefix);
-  std::ifstream in(state_file);
-  if (!in) throw ClusterError("no emulated cluster " + prefix + ": " + state_file + " does not exist");
-  std::vector<std::string> namespaces;
-  try {
-    namespaces = nlohmann::json::parse(in).at("namespaces").get<std::vector<std::string>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw ClusterError(state_file + " is not a cluster state file: " + one_line(e.what()));
+// A cluster in use is refused unless forced. Forced, a live owner (a `commsim run`) is asked to stop with SIGTERM,
+// which ends its job and removes the cluster; whatever is left after kOwnerStop_s is removed here.
+void EmulatedCluster::down(const std::string& prefix, bool force) {
+  const ClusterState state = read_state(prefix);
+  const std::string busy = in_use(state);
+  if (!busy.empty() && !force)
+    throw ClusterError("emulated cluster " + prefix + " is in use: " + busy + "; give --force to end it");
+  if (owner_alive(state)) {
+    kill(state.owner_pid, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kOwnerStop_s);
+    while (owner_alive(state) && fs::exists(state_path(prefix)) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!fs::exists(state_path(prefix))) return;  // the run removed its cluster itself
   }
-  std::vector<std::string> paths;
-  for (const std::string& name : namespaces) {
-    if (!name.starts_with(prefix + "-") || name.find('/') != std::string::npos) {
-      throw ClusterError(state_file + " lists namespace '" + name + "' outside cluster " + prefix);
-    }
-    paths.push_back(netns_path(name));
-  }
-  paths.push_back(state_file);
-  for (const std::string& path : paths) {
-    if (!remove_path(path.c_str())) throw ClusterError("cannot remove " + path + ": " + std::strerror(errno));
-  }
+  remove_recorded(state, kStopGrace_s);
 }
 
-// Tries every state file, then reports the first failure, so one bad cluster does not keep the others alive.
-void EmulatedCluster::down_all() {
-  std::error_code error;
+// Tries every cluster, then reports the first failure, so one bad or busy cluster does not keep the others alive.
+std::vector<std::string> EmulatedCluster::down_all(bool force) {
+  std::vector<std::string> removed;
   std::string first_failure;
-  for (const fs::directory_entry& entry : fs::directory_iterator(kStateDir, error)) {
-    const std::string prefix = entry.path().stem().string();
-    if (entry.path().extension() != ".json" || !is_prefix(prefix)) continue;
+  for (const std::string& prefix : recorded_prefixes()) {
     try {
-      down(prefix);
+      down(prefix, force);
+      removed.push_back(prefix);
     } catch (const ClusterError& e) {
       if (first_failure.empty()) first_failure = e.what();
     }
   }
   if (!first_failure.empty()) throw ClusterError(first_failure);
+  return removed;
+}
+
+// A stale cluster's owner is dead, so nothing else will remove it; a state file that cannot be read is left for
+// `cluster down` to report.
+std::vector<std::string> EmulatedCluster::remove_stale() {
+  std::vector<std::string> removed;
+  for (const std::string& prefix : recorded_prefixes()) {
+    try {
+      const ClusterState state = read_state(prefix);
+      if (!is_stale(state)) continue;
+      remove_recorded(state, 0);
+      std::fprintf(stderr, "commsim: removed emulated cluster %s, left behind by PID %d, which is gone\n",
+                   prefix.c_str(), static_cast<int>(state.owner_pid));
+      removed.push_back(prefix);
+    } catch (const ClusterError&) {
+    }
+  }
+  return removed;
 }
 
 void EmulatedCluster::check_node(int node) const {
@@ -446,6 +492,8 @@ std::string EmulatedCluster::write_mpi_launch_files(const std::string& dir, int 
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw ClusterError("cannot create " + dir + ": " + error.message());
+  fs::create_directories(shm_dir(), error);
+  if (error) throw ClusterError("cannot create " + shm_dir() + ": " + error.message());
 
   const std::string hostfile = dir + "/" + prefix_ + "-hosts";
   const std::string agent = dir + "/" + prefix_ + "-rsh-agent";
@@ -473,7 +521,10 @@ std::string EmulatedCluster::write_mpi_launch_files(const std::string& dir, int 
                "--mca", "plm_rsh_agent", agent,
                "--mca", "btl_tcp_if_include", interface_name(),
                "--mca", "oob_tcp_if_include", interface_name(),
-               "--mca", "mpi_yield_when_idle", "1", "--allow-run-as-root", "--oversubscribe"});
+               "--mca", "mpi_yield_when_idle", "1", "--allow-run-as-root", "--oversubscribe",
+               // Open MPI's session files and shared-memory segments in the cluster's own directories, which the
+               // cluster's removal takes away even when ranks were killed before cleaning up.
+               "--mca", "orte_tmpdir_base", dir, "--mca", "btl_vader_backing_directory", shm_dir()});
   // clang-format on
 }
 

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace commsim::hw {
 
@@ -25,14 +26,20 @@ bool has_net_admin(std::string* why = nullptr);
 
 // RAII owner of one emulated cluster. Objects it creates carry the prefix "cs" + 6 hex digits: namespaces
 // <prefix>-fab and <prefix>-n<i>, the bridge <prefix>-br, veths <prefix>-nic (node side, same name in every node)
-// and <prefix>-p<i> (bridge side). Node i has address 198.18.0.<i+1>/16. A state file /run/commsim/<prefix>.json
-// lists the namespaces. Everything is removed by the destructor, on exit() and on SIGINT/SIGTERM/SIGHUP (the
-// signal is then re-raised), unless the cluster is persistent, in which case down()/down_all() remove it.
+// and <prefix>-p<i> (bridge side). Node i has address 198.18.0.<i+1>/16 (198.18.0.0/15 is reserved for benchmarks,
+// RFC 2544). A state file (hw/cluster/cluster_state.hpp) records it with its owner's PID, its namespaces and its
+// directories ($TMPDIR/commsim-<prefix>, /dev/shm/commsim-<prefix>). Everything is removed by the destructor, on
+// exit() and on SIGINT/SIGTERM/SIGHUP (the signal is then re-raised), unless the cluster is persistent, in which
+// case down()/down_all() remove it. A cluster whose owner died without removing it is removed by the next up(),
+// down() or down_all().
 class EmulatedCluster {
  public:
   static EmulatedCluster up(const ClusterSpec& spec, bool persistent = false);  // throws ClusterError
-  static void down(const std::string& prefix);  // removes a cluster by prefix, e.g. one made persistent elsewhere
-  static void down_all();                       // removes every cluster whose state file exists
+  // Removes a cluster by prefix. One in use (its owner alive, or processes inside a persistent one) is refused
+  // unless `force`, which ends its run (SIGTERM to the owner, then to what is left inside) before removing it.
+  static void down(const std::string& prefix, bool force = false);
+  static std::vector<std::string> down_all(bool force = false);  // every recorded cluster; returns the prefixes
+  static std::vector<std::string> remove_stale();                // clusters of dead owners; returns the prefixes
 
   EmulatedCluster(EmulatedCluster&& other) noexcept;
   EmulatedCluster& operator=(EmulatedCluster&& other) noexcept;
@@ -40,7 +47,12 @@ class EmulatedCluster {
   EmulatedCluster& operator=(const EmulatedCluster&) = delete;
   ~EmulatedCluster();
 
+  // Hands the cluster to its state file: it outlives this object and this process, until down().
+  void persist();
+
   const std::string& prefix() const { return prefix_; }
+  std::string launch_dir() const;  // $TMPDIR/commsim-<prefix>: launch files and Open MPI's session directory
+  std::string shm_dir() const;     // /dev/shm/commsim-<prefix>: Open MPI's shared-memory segments
   const ClusterSpec& spec() const { return spec_; }
   std::string node_namespace(int node) const;  // "<prefix>-n<node>"
   std::string node_address(int node) const;    // "198.18.0.<node+1>"

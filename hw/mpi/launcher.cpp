@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -29,6 +31,7 @@ constexpr const char* kStatusVariable = "COMMSIM_STATUS_FILE";
 constexpr const char* kModeVariable = "COMMSIM_RUN_MODE";
 constexpr int kFailed = 3;
 constexpr double kGraceAfterTerm_s = 3;  // after SIGTERM, how long the job gets to stop before SIGKILL
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};  // Ctrl-C, kill, the terminal closed
 
 volatile sig_atomic_t g_signal = 0;
 void remember_signal(int signal_number) { g_signal = signal_number; }
@@ -54,10 +57,15 @@ pid_t spawn(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  const pid_t launcher = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw InputError("fork", "", "cannot start mpirun");
   if (pid == 0) {
     setpgid(0, 0);
+    // Should this process be killed (SIGKILL: nothing can be trapped), mpirun is told to end the job; the cluster
+    // it leaves is removed by the next commsim command that touches a cluster.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != launcher) _exit(127);
     execve(args[0], args.data(), environ);
     std::fprintf(stderr, "commsim: cannot execute %s\n", args[0]);
     _exit(127);
@@ -80,7 +88,8 @@ std::vector<pid_t> descendants() {
     std::istringstream rest(line.substr(name_end + 1));
     std::string state;
     long parent = 0;
-    if (rest >> state >> parent) parent_of.emplace_back(static_cast<pid_t>(std::stol(line)), static_cast<pid_t>(parent));
+    if (rest >> state >> parent)
+      parent_of.emplace_back(static_cast<pid_t>(std::stol(line)), static_cast<pid_t>(parent));
   }
   std::vector<pid_t> found{getpid()};
   for (std::size_t i = 0; i < found.size(); ++i)
@@ -115,7 +124,8 @@ Ended wait_for(pid_t pid, double timeout_s) {
       signal_job(SIGTERM);
       terminated_at = Clock::now();
     }
-    if (terminated_at && std::chrono::duration<double>(Clock::now() - *terminated_at).count() > kGraceAfterTerm_s) signal_job(SIGKILL);
+    if (terminated_at && std::chrono::duration<double>(Clock::now() - *terminated_at).count() > kGraceAfterTerm_s)
+      signal_job(SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -169,82 +179,134 @@ void report_job_status(int exit_code) {
   if (const char* path = std::getenv(kStatusVariable)) std::ofstream(path) << exit_code << "\n";
 }
 
-// Validates nothing about the scenario (the caller did); builds the mpirun command, runs it, cleans up.
+namespace {
+
+// The job's own directories, for a run on plain loopback (a cluster has its own): Open MPI's session files and
+// shared-memory segments go there, so that they are removed even when ranks are killed before cleaning up.
+struct JobDirs {
+  std::string temp, shm;
+  JobDirs(std::string temp_dir, std::string shm_dir) : temp(std::move(temp_dir)), shm(std::move(shm_dir)) {
+    std::error_code error;
+    for (const std::string& dir : {temp, shm})
+      if (fs::create_directories(dir, error); error) throw InputError(dir, "", "cannot create: " + error.message());
+  }
+  JobDirs(const JobDirs&) = delete;
+  JobDirs& operator=(const JobDirs&) = delete;
+  ~JobDirs() {
+    std::error_code ignored;
+    fs::remove_all(temp, ignored);
+    fs::remove_all(shm, ignored);
+  }
+};
+
+// Ctrl-C, SIGTERM and SIGHUP stop the job rather than this process alone; while they are installed they take
+// precedence over the emulated cluster's own cleanup handlers, because this function removes the cluster itself,
+// in order: job first, then files, then namespaces.
+struct StopSignals {
+  struct sigaction previous[std::size(kStopSignals)] = {};
+  StopSignals() {
+    struct sigaction action {};
+    action.sa_handler = remember_signal;
+    sigemptyset(&action.sa_mask);
+    g_signal = 0;
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &action, &previous[i]);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  ~StopSignals() {
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &previous[i], nullptr);
+  }
+};
+
+}  // namespace
+
+// Builds the mpirun command, runs it, cleans up. The scenario was validated by the caller.
 int launch_mpi_job(const Launch& launch) {
   const std::string mpirun = find_in_path("mpirun");
-  if (mpirun.empty()) throw InputError("mpirun", "", "not found in PATH (install Open MPI, e.g. apt-get install openmpi-bin)");
+  if (mpirun.empty())
+    throw InputError("mpirun", "", "not found in PATH (install Open MPI, e.g. apt-get install openmpi-bin)");
   const std::string self = self_executable();
+  std::string why;
+  const bool emulate = launch.cluster && has_net_admin(&why);  // installs the cluster's handlers, if it can
+  if (launch.cluster && !emulate)
+    std::fprintf(stderr, "commsim: %s; running on plain loopback instead, unshaped\n", why.c_str());
 
-  // Ctrl-C and SIGTERM stop the job rather than this process alone; installed before a cluster installs its own
-  // cleanup, which removes the cluster first and then hands the signal on to this handler.
-  struct sigaction action {};
-  action.sa_handler = remember_signal;
-  sigemptyset(&action.sa_mask);
-  struct sigaction previous_int {}, previous_term {};
-  sigaction(SIGINT, &action, &previous_int);
-  sigaction(SIGTERM, &action, &previous_term);
-  g_signal = 0;
+  const StopSignals stop_signals;
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-
-  std::optional<EmulatedCluster> cluster;
-  std::string launch_dir;
+  std::optional<EmulatedCluster> cluster;  // declared before the directories: removed after them
+  std::optional<JobDirs> loopback_dirs;
   std::vector<std::string> argv;
+  std::string job_dir;
   std::string mode = "loopback: all " + std::to_string(launch.ranks) + " ranks on this host, shared memory, unshaped";
-  if (launch.cluster) {
-    std::string why;
-    if (!has_net_admin(&why)) {
-      std::fprintf(stderr, "commsim: %s; running on plain loopback instead, unshaped\n", why.c_str());
-    } else {
-      cluster.emplace(EmulatedCluster::up(launch.cluster->cluster));
-      launch_dir = (fs::temp_directory_path() / ("commsim-" + cluster->prefix())).string();
-      argv = split_words(cluster->write_mpi_launch_files(launch_dir, launch.cluster->ranks_per_node));
-      char rate[64];
-      std::snprintf(rate, sizeof rate, "%.4g MB/s", launch.cluster->cluster.nic_bandwidth_Bps / 1e6);
-      mode = "emulated cluster " + cluster->prefix() + ": " + std::to_string(launch.cluster->cluster.nodes) + " nodes x " +
-             std::to_string(launch.cluster->ranks_per_node) + " ranks, each node's NIC shaped to " + rate +
-             " with tc tbf, shared memory inside a node";
-    }
-  }
-  if (argv.empty()) {
-    argv = {mpirun, "--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"};
+  if (emulate) {
+    // A signal while the namespaces are made is acted on once up() returns: no job is started.
+    cluster.emplace(EmulatedCluster::up(launch.cluster->cluster));
+    job_dir = cluster->launch_dir();
+    argv = split_words(cluster->write_mpi_launch_files(job_dir, launch.cluster->ranks_per_node));
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "%.4g MB/s", launch.cluster->cluster.nic_bandwidth_Bps / 1e6);
+    mode = "emulated cluster " + cluster->prefix() + ": " + std::to_string(launch.cluster->cluster.nodes) +
+           " nodes x " + std::to_string(launch.cluster->ranks_per_node) + " ranks, each node's NIC shaped to " + rate +
+           " with tc tbf, shared memory inside a node";
+  } else {
+    const std::string name = "commsim-run-" + std::to_string(getpid());
+    job_dir = (fs::absolute(fs::temp_directory_path()) / name).string();
+    loopback_dirs.emplace(job_dir, "/dev/shm/" + name);
+    argv = {mpirun,
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "--mca",
+            "mpi_yield_when_idle",
+            "1",
+            "--mca",
+            "orte_tmpdir_base",
+            job_dir,
+            "--mca",
+            "btl_vader_backing_directory",
+            loopback_dirs->shm};
     if (geteuid() == 0) argv.push_back("--allow-run-as-root");
   }
-  char status_template[] = "/tmp/commsim-status-XXXXXX";
-  const int status_fd = mkstemp(status_template);
-  if (status_fd >= 0) close(status_fd);
-  const std::string status_file = status_template;
+  const std::string status_file = job_dir + "/status";
   setenv(kStatusVariable, status_file.c_str(), 1);
   setenv(kModeVariable, mode.c_str(), 1);
   argv.insert(argv.end(), {"-np", std::to_string(launch.ranks)});
-  for (const char* name : {kStatusVariable, kModeVariable, "COMMSIM_TEST_KILL_RANK", "COMMSIM_TEST_CORRUPT_RANK"})
+  for (const char* name : {kStatusVariable, kModeVariable, "COMMSIM_TEST_KILL_RANK", "COMMSIM_TEST_HANG_RANK",
+                           "COMMSIM_TEST_CORRUPT_RANK"})
     if (std::getenv(name)) argv.insert(argv.end(), {"-x", name});
   argv.push_back(self);
   argv.insert(argv.end(), launch.worker_args.begin(), launch.worker_args.end());
 
   std::fprintf(stderr, "commsim: %s\n", mode.c_str());
   std::fflush(stderr);
-  const Ended ended = wait_for(spawn(argv), launch.timeout_s);
-  reap_orphans(ended.stopped());
+  Ended ended;
+  if (g_signal != 0) {
+    ended.signal_number = g_signal;  // arrived while the cluster was being made: no job to start
+  } else {
+    ended = wait_for(spawn(argv), launch.timeout_s);
+    reap_orphans(ended.stopped());
+  }
   prctl(PR_SET_CHILD_SUBREAPER, 0);
   const int reported = read_status(status_file);
   std::error_code ignored;
-  fs::remove(status_file, ignored);
-  if (!launch_dir.empty()) fs::remove_all(launch_dir, ignored);
-  cluster.reset();  // removes the namespaces before this function returns, whatever happened
-  sigaction(SIGINT, &previous_int, nullptr);
-  sigaction(SIGTERM, &previous_term, nullptr);
+  if (cluster) fs::remove_all(job_dir, ignored);
+  cluster.reset();  // removes the namespaces and the cluster's directories before this function returns
 
   if (ended.signal_number != 0) {
-    std::fprintf(stderr, "commsim: interrupted by signal %d: stopped the MPI job\n", ended.signal_number);
+    std::fprintf(stderr, "commsim: interrupted by signal %d (%s): stopped the MPI job and removed what it made\n",
+                 ended.signal_number, strsignal(ended.signal_number));
     return 128 + ended.signal_number;
   }
   if (ended.timed_out) {
-    std::fprintf(stderr, "commsim: the MPI job did not finish within %g s (--timeout-s): stopped it\n", launch.timeout_s);
+    std::fprintf(stderr, "commsim: the MPI job did not finish within %g s (--timeout-s): stopped it\n",
+                 launch.timeout_s);
     return kFailed;
   }
   if (reported < 0) {
-    std::fprintf(stderr, "commsim: the MPI job ended without a result (%s): a rank died or was killed; see mpirun's report above\n",
-                 describe(ended).c_str());
+    std::fprintf(
+        stderr,
+        "commsim: the MPI job ended without a result (%s): a rank died or was killed; see mpirun's report above\n",
+        describe(ended).c_str());
     return kFailed;
   }
   return reported;

@@ -1,6 +1,7 @@
 #include "hw/mpi/mpi_backend.hpp"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -199,6 +200,7 @@ class RankRunner {
     layout_ = gradient_layout(plan_);
     total_steps_ = options.warmup + plan_.scenario.steps;
     if (const char* kill = std::getenv("COMMSIM_TEST_KILL_RANK")) kill_ = std::atoi(kill) == rank_;
+    if (const char* hang = std::getenv("COMMSIM_TEST_HANG_RANK")) hang_ = std::atoi(hang) == rank_;
     if (const char* corrupt = std::getenv("COMMSIM_TEST_CORRUPT_RANK")) corrupt_ = std::atoi(corrupt) == rank_;
     prepare();
     allocate();
@@ -466,6 +468,11 @@ class RankRunner {
       std::fprintf(stderr, "commsim: rank %d aborts on purpose (COMMSIM_TEST_KILL_RANK)\n", rank_);
       std::fflush(stderr);
       std::abort();
+    }
+    if (hang_ && step_ == 0) {
+      std::fprintf(stderr, "commsim: rank %d hangs on purpose (COMMSIM_TEST_HANG_RANK)\n", rank_);
+      std::fflush(stderr);
+      for (;;) pause();
     }
   }
 
@@ -775,7 +782,7 @@ class RankRunner {
   CommDtype dtype_ = CommDtype::Fp32;
   GradientLayout layout_;
   int total_steps_ = 0;
-  bool kill_ = false, corrupt_ = false;
+  bool kill_ = false, hang_ = false, corrupt_ = false;  // test hooks: COMMSIM_TEST_{KILL,HANG,CORRUPT}_RANK
   std::atomic<bool> corrupted_{false};
 
   std::vector<std::vector<Prepared>> prepared_;

@@ -73,7 +73,7 @@ void ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatte
     double latency_s = 0;
     for (int i = 0; i < p; ++i)
       latency_s = std::max(latency_s, g.topo.path_cost(order[i], order[(i + 1) % p]).latency_s);
-    const TimePs wait = (steps - 1) * seconds_to_ps(latency_s);
+    const TimePs wait = times_ps(steps - 1, seconds_to_ps(latency_s));
     std::vector<OpId> into(p);
     for (int i = 0; i < p; ++i) {
       const int to = (i + 1) % p;

@@ -31,7 +31,7 @@ struct Model {
     const double share =
         same_node ? channels : std::max(1.0, std::ceil(static_cast<double>(channels) / spec.ranks_per_node));
     // The engine enters a flow after its latency, then drains it at its rate: the same two roundings here.
-    return seconds_to_ps(c.latency_s) + transfer_ps(static_cast<double>(bytes), c.bottleneck_Bps / share);
+    return add_ps(seconds_to_ps(c.latency_s), transfer_ps(static_cast<double>(bytes), c.bottleneck_Bps / share));
   }
   TimePs reduce(Bytes bytes) const {
     return spec.reduce_Bps > 0 ? transfer_ps(static_cast<double>(bytes), spec.reduce_Bps) : 0;
@@ -99,7 +99,11 @@ struct Model {
     const TimePs h = slowest_hop(piece), g = reduce(piece), k = chunks;
     const TimePs reducing_gaps = rs ? static_cast<TimePs>(p) - (ag ? 1 : 2) : 0;  // step starts after a reducing step
     const TimePs plain_gaps = steps - 1 - reducing_gaps;
-    return h + reducing_gaps * (std::max(g, (k - 1) * h) + h) + plain_gaps * k * h + (k - 1) * h + (rs && !ag ? g : 0);
+    const TimePs reducing_step = add_ps(std::max(g, times_ps(k - 1, h)), h);
+    TimePs total = add_ps(h, times_ps(reducing_gaps, reducing_step));
+    total = add_ps(total, times_ps(plain_gaps, times_ps(k, h)));
+    total = add_ps(total, times_ps(k - 1, h));
+    return add_ps(total, rs && !ag ? g : 0);
   }
   int pipeline_chunks(Bytes bytes) const {
     if (spec.chunks > 0) return spec.chunks;
@@ -114,7 +118,8 @@ struct Model {
     const Bytes piece = ceil_div(per_channel, k);
     TimePs worst = 0;
     for (std::size_t i = 0; i + 1 < p; ++i) worst = std::max(worst, hop(order[i], order[i + 1], piece));
-    return static_cast<TimePs>(p - 2 + k) * worst + (reducing ? static_cast<TimePs>(p - 1) * reduce(piece) : 0);
+    return add_ps(times_ps(static_cast<TimePs>(p - 2 + k), worst),
+                  reducing ? times_ps(static_cast<TimePs>(p - 1), reduce(piece)) : 0);
   }
   // Double binary tree: up and down the depth D with k pipelined pieces, each tree half the data.
   TimePs tree(const std::vector<int>& order, Bytes bytes) const {
@@ -138,8 +143,8 @@ struct Model {
     std::vector<TimePs> up(static_cast<std::size_t>(p), 0);
     for (int i = p - 1; i >= 0; --i)
       for (int child : {2 * i + 1, 2 * i + 2})
-        if (child < p) up[i] = std::max(up[i], up[child] + worst) + g;
-    return up[0] + static_cast<TimePs>(depth + k - 1) * worst;
+        if (child < p) up[i] = add_ps(std::max(up[i], add_ps(up[child], worst)), g);
+    return add_ps(up[0], times_ps(depth + k - 1, worst));
   }
   // Rabenseifner halving-doubling with the fold for non-powers of two.
   TimePs halving_doubling(const std::vector<int>& order, Bytes bytes) const {
@@ -151,7 +156,7 @@ struct Model {
     if (q < p) {
       TimePs fold = 0;
       for (int i = q; i < p; ++i) fold = std::max(fold, hop(order[i], order[i - q], bytes));
-      total += 2 * fold + reduce(bytes);
+      total = add_ps(total, add_ps(times_ps(2, fold), reduce(bytes)));
     }
     auto exchange = [&](int distance, Bytes b) {
       TimePs worst = 0;
@@ -162,12 +167,12 @@ struct Model {
     std::vector<Bytes> kept;
     for (int distance = q / 2; distance >= 1; distance /= 2) {
       const Bytes send = owned - owned / 2;  // the larger half, as the upper rank of each pair sends it
-      total += exchange(distance, send) + reduce(send);
+      total = add_ps(total, add_ps(exchange(distance, send), reduce(send)));
       kept.push_back(owned - owned / 2);
       owned -= owned / 2;
     }
     for (int distance = 1; distance < q; distance *= 2) {
-      total += exchange(distance, kept.back());
+      total = add_ps(total, exchange(distance, kept.back()));
       kept.pop_back();
     }
     return total;
@@ -215,7 +220,7 @@ TimePs step_closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
         intra = std::max(intra, single.ring(group, spec.bytes, true, true));
         broadcast = std::max(broadcast, single.chain(group, spec.bytes, false));
       }
-      return intra + single.ring(leaders, spec.bytes, true, true) + broadcast;
+      return add_ps(add_ps(intra, single.ring(leaders, spec.bytes, true, true)), broadcast);
     }
     case Algorithm::Ring2D: {
       const int rpn = spec.ranks_per_node, nodes = p / rpn;
@@ -235,7 +240,7 @@ TimePs step_closed_form_ps(const CollectiveSpec& spec, const Topology& topo) {
         std::vector<int> node(ranks.begin() + n * rpn, ranks.begin() + (n + 1) * rpn);
         ag = std::max(ag, single.ring(node, spec.bytes, false, true));
       }
-      return rs + across + ag;
+      return add_ps(add_ps(rs, across), ag);
     }
     default:
       break;

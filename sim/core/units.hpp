@@ -79,4 +79,13 @@ inline TimePs add_ps(TimePs at, TimePs duration, const std::string& quantity = "
   return at + duration;
 }
 
+// `count` repetitions of a duration (steps x step time), checked like add_ps: the product must stay in
+// [0, kMaxTimePs] (compared as count > kMaxTimePs / duration, so the check itself cannot overflow).
+inline TimePs times_ps(std::int64_t count, TimePs duration, const std::string& quantity = "simulated time") {
+  if (count < 0 || duration < 0 || duration > kMaxTimePs || (duration > 0 && count > kMaxTimePs / duration))
+    throw TimeRangeError(quantity, units_detail::seconds_text(static_cast<double>(count) * ps_to_seconds(duration)) +
+                                       " is " + units_detail::range_text());
+  return count * duration;
+}
+
 }  // namespace commsim

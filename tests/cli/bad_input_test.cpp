@@ -2,7 +2,7 @@
 // Each case gives the command line, the input files it needs (shipped files, files of tests/data/bad/, or files
 // written for the case: JSON, raw text, a shipped file with a JSON merge patch, deep nesting) and the words the
 // error must contain. The contract checked for every case that expects exit code 2 (README "Commands"):
-//   - exit code 2, nothing on stdout (unless the case says "partial_stdout": a table streamed row by row);
+//   - exit code 2, nothing on stdout;
 //   - stderr is exactly one line, containing every expected word (the file, the field, what is wrong);
 //   - no "internal error" and no number of 40 digits or more (CLI11 prints DBL_MAX in full);
 //   - the case's folder holds exactly the files written for it: a refused command writes nothing.
@@ -139,9 +139,7 @@ TEST_P(BadInput, FailsCleanly) {
   EXPECT_EQ(WEXITSTATUS(status), expected_exit) << args << "\n" << stderr_text;
   EXPECT_EQ(entries(dir.path()), inputs) << "the command left files behind or removed its inputs";
   if (expected_exit != 2) return;
-  if (!spec.value("partial_stdout", false)) {
-    EXPECT_EQ(stdout_text, "") << args;
-  }
+  EXPECT_EQ(stdout_text, "") << args;
   ASSERT_FALSE(stderr_text.empty()) << args;
   EXPECT_EQ(stderr_text.find('\n'), stderr_text.size() - 1) << "not exactly one line:\n" << stderr_text;
   const std::string line = replace_all(stderr_text, dir.path().string() + "/", "");

@@ -55,6 +55,20 @@ TEST(Units, SumsStopAtTheLimitWithoutOverflowing) {
   EXPECT_NE(error_of([] { add_ps(0, -1); }), "");
 }
 
+TEST(Units, RepeatedDurationsStopAtTheLimitWithoutOverflowing) {
+  EXPECT_EQ(times_ps(6, 5), 30);
+  EXPECT_EQ(times_ps(1'000'000'000, 0), 0);  // no time, however often
+  EXPECT_EQ(times_ps(1, kMaxTimePs), kMaxTimePs);
+  // 2 x kMaxTimePs = 1.73e19 would wrap int64 (max 9.22e18): refused by comparing with kMaxTimePs / duration.
+  EXPECT_NE(error_of([] { times_ps(2, kMaxTimePs); }), "");
+  // A ring allreduce of 4 ranks has 6 steps; a 1 MiB piece at 0.25 B/s takes 4 194 304 s (48.5 days) per hop, so
+  // the 6 steps take 291 days: 2.5e19 ps, which used to wrap to a negative time. Now an error naming the range.
+  const TimePs hop = transfer_ps(1048576, 0.25);
+  EXPECT_EQ(hop, 4'194'304 * kPsPerSecond);
+  EXPECT_NE(error_of([&] { times_ps(6, hop); }).find("100 days"), std::string::npos);
+  EXPECT_NE(error_of([] { times_ps(-1, 1); }), "");
+}
+
 TEST(JsonInput, NestingIsBoundedAt64Levels) {
   auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
   EXPECT_NO_THROW(parse_json_text(nested(kMaxJsonDepth), "x.json"));
@@ -62,6 +76,17 @@ TEST(JsonInput, NestingIsBoundedAt64Levels) {
             std::string::npos);
   // 100 000 levels: refused by the scan before any document (whose destructor would recurse) is built.
   EXPECT_NE(error_of([&] { parse_json_text(nested(100000), "x.json"); }), "");
+}
+
+// The one-line contract holds whatever the input holds: a key with a line break (found by fuzz/compare_fuzzer)
+// or any other control character is written escaped, as JSON writes it.
+TEST(JsonInput, ErrorsStayOneLineWhateverTheKeysHold) {
+  EXPECT_EQ(std::string(InputError("a.json", "descr\nption", "unknown field").what()),
+            "a.json: descr\\nption: unknown field");
+  EXPECT_EQ(std::string(InputError("x\ty\r\x01\x7f").what()), "x\\ty\\r\\u0001\\u007f");
+  const std::string duplicate = error_of([] { parse_json_text(R"({"a": {"b\n": 1, "b\n": 2}})", "x.json"); });
+  EXPECT_NE(duplicate.find("duplicate key"), std::string::npos) << duplicate;
+  EXPECT_EQ(duplicate.find('\n'), std::string::npos) << duplicate;
 }
 
 TEST(JsonInput, DuplicateKeysAreRefusedWithTheirPath) {

@@ -1,0 +1,14 @@
+// libFuzzer harness: the performance baseline reader (reports/baseline.cpp), then each entry's scenario with its
+// settings, as `commsim regress` loads them. The input sits in baselines/, so "../scenarios/..." resolves.
+#include "fuzz/sandbox.hpp"
+#include "reports/baseline.hpp"
+#include "sim/training/scenario.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string file = commsim::fuzz::write_input("baselines/baseline.json", data, size);
+  commsim::fuzz::expect_clean_refusal([&] {
+    const commsim::reports::Baseline baseline = commsim::reports::load_baseline(file, false);
+    for (const commsim::reports::BaselineEntry& e : baseline.entries) commsim::load_scenario(e.scenario_path, e.sets);
+  });
+  return 0;
+}
