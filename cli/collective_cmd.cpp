@@ -134,8 +134,9 @@ void register_collective(CLI::App& app, int& exit_code) {
       ->check(number_in(0, kMaxChannels));
   cmd->add_option("--chunks", o->chunks, "pipeline pieces per step (0 = algorithm default)")
       ->check(number_in(0, kMaxChunks));
-  cmd->add_option("--groups", o->hierarchy_groups,
-                  "hierarchical: number of groups = leaders (Paddle's hierarchical_allreduce_inter_nranks is ranks / groups)")
+  cmd->add_option(
+         "--groups", o->hierarchy_groups,
+         "hierarchical: number of groups = leaders (Paddle's hierarchical_allreduce_inter_nranks is ranks / groups)")
       ->check(number_in(0));
   cmd->add_option("--reduce-Bps", o->reduce_Bps, "local reduction rate gamma in bytes/s (0 = free)")
       ->check(number_in(0));

@@ -50,8 +50,10 @@ Suite load_suite(const std::string& path) {
     } else if (m->is_object()) {
       for (const auto& [key, value] : m->items()) {
         if (!value.is_string()) top.fail("bench_max_bytes." + key, "must be a size such as \"16M\"");
-        if (key == "default") suite.bench_max_bytes = value.get<std::string>();
-        else suite.bench_max_bytes_by_topology[key] = value.get<std::string>();
+        if (key == "default")
+          suite.bench_max_bytes = value.get<std::string>();
+        else
+          suite.bench_max_bytes_by_topology[key] = value.get<std::string>();
       }
     } else {
       top.fail("bench_max_bytes", "must be a size (\"16M\") or an object of sizes by topology name");

@@ -50,7 +50,8 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   COMMSIM_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   if (provided < MPI_THREAD_MULTIPLE) {
     MPI_Finalize();
-    throw MpiError("this MPI library does not provide MPI_THREAD_MULTIPLE (one thread per communication stream needs it)");
+    throw MpiError(
+        "this MPI library does not provide MPI_THREAD_MULTIPLE (one thread per communication stream needs it)");
   }
   COMMSIM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   COMMSIM_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
@@ -161,17 +162,17 @@ enum class Work : std::uint8_t { Compute, Prepare, Dense, DgcGather };
 // What one task of a step kind does on this rank, worked out once before the timed steps.
 struct Prepared {
   Work work = Work::Compute;
-  int target = -1;            // Prepare (a Delay: cast or top-k): the collective task it prepares
+  int target = -1;              // Prepare (a Delay: cast or top-k): the collective task it prepares
   bool prepared_early = false;  // Dense / DgcGather: a Delay task packs it
   Collective op = Collective::AllReduce;
-  std::uint64_t elements = 0;   // of the collective's vector (DgcGather: of the sparse gradients)
-  std::vector<Range> ranges;    // where the vector's elements live in the flat buffer, in order
-  bool on_parameters = false;   // Local SGD averages and sharded all-gathers move parameters, the rest gradients
+  std::uint64_t elements = 0;  // of the collective's vector (DgcGather: of the sparse gradients)
+  std::vector<Range> ranges;   // where the vector's elements live in the flat buffer, in order
+  bool on_parameters = false;  // Local SGD averages and sharded all-gathers move parameters, the rest gradients
   bool hierarchical = false;
   std::shared_ptr<const Compiled> compiled;
-  double plan_bytes_sent = 0;   // the plan's figure, used for native collectives
-  int residual = -1;            // DgcGather: index of its residual buffer
-  std::uint64_t kept = 0;       // DgcGather: pairs each rank sends
+  double plan_bytes_sent = 0;  // the plan's figure, used for native collectives
+  int residual = -1;           // DgcGather: index of its residual buffer
+  std::uint64_t kept = 0;      // DgcGather: pairs each rank sends
 };
 
 struct Stream {
@@ -194,8 +195,9 @@ class RankRunner {
     COMMSIM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
     COMMSIM_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks_));
     if (ranks_ != plan_.ranks)
-      throw InputError(plan_.scenario.file, "nodes", "the scenario has " + std::to_string(plan_.ranks) + " ranks but the MPI job has " +
-                                                        std::to_string(ranks_) + " (run it with mpirun -np " + std::to_string(plan_.ranks) + ")");
+      throw InputError(plan_.scenario.file, "nodes",
+                       "the scenario has " + std::to_string(plan_.ranks) + " ranks but the MPI job has " +
+                           std::to_string(ranks_) + " (run it with mpirun -np " + std::to_string(plan_.ranks) + ")");
     dtype_ = plan_.scenario.strategy.comm_dtype;
     layout_ = gradient_layout(plan_);
     total_steps_ = options.warmup + plan_.scenario.steps;
@@ -248,7 +250,8 @@ class RankRunner {
           p.work = Work::Prepare;
           for (std::size_t later = i + 1; later < kind.tasks.size() && p.target < 0; ++later)
             if (kind.tasks[later].kind == TaskKind::Collective &&
-                std::find(kind.tasks[later].deps.begin(), kind.tasks[later].deps.end(), static_cast<int>(i)) != kind.tasks[later].deps.end())
+                std::find(kind.tasks[later].deps.begin(), kind.tasks[later].deps.end(), static_cast<int>(i)) !=
+                    kind.tasks[later].deps.end())
               p.target = static_cast<int>(later);
           COMMSIM_CHECK(p.target >= 0, "plan: delay task '" + t.label + "' prepares no collective");
           continue;
@@ -266,13 +269,15 @@ class RankRunner {
             // the 1-byte fp8 unit only sets the unit of offsets).
             CollectiveSpec spec = t.collective;
             spec.op = Collective::AllGather;
-            p.compiled = compile(spec, ranks_ * p.kept * (element_bytes(dtype_) + sizeof(std::uint32_t)), CommDtype::Fp8, true);
+            p.compiled =
+                compile(spec, ranks_ * p.kept * (element_bytes(dtype_) + sizeof(std::uint32_t)), CommDtype::Fp8, true);
             COMMSIM_CHECK(p.compiled->program.staging_elements == 0, "the DGC all-gather schedule needs no staging");
           }
           continue;
         }
         p.work = Work::Dense;
-        p.on_parameters = kind.kind == StepKind::LocalAverage || (kind.kind == StepKind::Sharded && t.collective.op == Collective::AllGather);
+        p.on_parameters = kind.kind == StepKind::LocalAverage ||
+                          (kind.kind == StepKind::Sharded && t.collective.op == Collective::AllGather);
         CollectiveSpec spec = t.collective;
         if (spec.algorithm == Algorithm::Auto) spec.algorithm = choose_algorithm(spec, *run_.topology);
         p.hierarchical = spec.algorithm == Algorithm::Hierarchical;
@@ -286,16 +291,20 @@ class RankRunner {
   // The simulator's schedule for `spec` in elements (CollectiveSpec::unit_bytes), compiled for this rank.
   // Reduce-scatter, all-gather and 2d-ring take one channel, so each rank's block is one contiguous range.
   // `unit` sets the unit of `elements`; an all-gather's block of every rank is recorded with `all_blocks` or --check.
-  std::shared_ptr<const Compiled> compile(CollectiveSpec spec, std::uint64_t elements) { return compile(spec, elements, dtype_, false); }
-  std::shared_ptr<const Compiled> compile(CollectiveSpec spec, std::uint64_t elements, CommDtype unit, bool all_blocks) {
+  std::shared_ptr<const Compiled> compile(CollectiveSpec spec, std::uint64_t elements) {
+    return compile(spec, elements, dtype_, false);
+  }
+  std::shared_ptr<const Compiled> compile(CollectiveSpec spec, std::uint64_t elements, CommDtype unit,
+                                          bool all_blocks) {
     spec.bytes = elements;
     spec.unit_bytes = dtype_bytes(unit);
     spec.offset = 0;
     spec.aggregate = false;
     spec.reduce_Bps = 1;  // any rate > 0: reductions must appear as operations; their time is measured, not modelled
     if (spec.op != Collective::AllReduce || spec.algorithm == Algorithm::Ring2D) spec.channels = 1;
-    const std::string key = std::to_string(static_cast<int>(spec.op)) + "/" + std::to_string(static_cast<int>(spec.algorithm)) + "/" +
-                            std::to_string(elements) + "/" + std::to_string(spec.channels) + "/" + std::to_string(spec.hierarchy_groups) + "/" +
+    const std::string key = std::to_string(static_cast<int>(spec.op)) + "/" +
+                            std::to_string(static_cast<int>(spec.algorithm)) + "/" + std::to_string(elements) + "/" +
+                            std::to_string(spec.channels) + "/" + std::to_string(spec.hierarchy_groups) + "/" +
                             std::to_string(spec.unit_bytes);
     if (auto it = compiled_.find(key); it != compiled_.end()) return it->second;
     Schedule schedule;
@@ -304,7 +313,9 @@ class RankRunner {
     auto compiled = std::make_shared<Compiled>();
     compiled->program = rank_program(schedule, rank_);
     if ((options_.check || all_blocks) && spec.op == Collective::AllGather)
-      for (int r = 0; r < ranks_; ++r) compiled->contributed.push_back(r == rank_ ? compiled->program.contributed : rank_program(schedule, r).contributed);
+      for (int r = 0; r < ranks_; ++r)
+        compiled->contributed.push_back(r == rank_ ? compiled->program.contributed
+                                                   : rank_program(schedule, r).contributed);
     staging_elements_ = std::max(staging_elements_, compiled->program.staging_elements);
     compiled_[key] = compiled;
     return compiled;
@@ -346,7 +357,8 @@ class RankRunner {
   // Gradients start as small pseudo-random numbers (real data, not zeros); parameters and DGC residuals at zero.
   void reset_state() {
     for (std::size_t i = 0; i < gradients_.size(); ++i)
-      gradients_[i] = static_cast<float>((i * 2654435761u + static_cast<std::size_t>(rank_) * 40503u) % 1000) / 1000.0f - 0.5f;
+      gradients_[i] =
+          static_cast<float>((i * 2654435761u + static_cast<std::size_t>(rank_) * 40503u) % 1000) / 1000.0f - 0.5f;
     std::fill(parameters_.begin(), parameters_.end(), 0.0f);
     for (auto& r : residuals_) std::fill(r.begin(), r.end(), 0.0f);
     for (auto& per_rank : shadows_)
@@ -380,8 +392,11 @@ class RankRunner {
       board_.wait(t.deps);
       start_s_[i] = MPI_Wtime() - step_begin_;
       // The GPU's compute is emulated by waiting for its scenario time (the CPU is free meanwhile, as with a GPU).
-      std::this_thread::sleep_until(std::chrono::steady_clock::now() + std::chrono::duration<double>(t.seconds * factor));
-      if (static_cast<int>(i) == last_compute && (plan.kind == StepKind::LocalOnly || plan.kind == StepKind::LocalAverage)) local_update();
+      std::this_thread::sleep_until(std::chrono::steady_clock::now() +
+                                    std::chrono::duration<double>(t.seconds * factor));
+      if (static_cast<int>(i) == last_compute &&
+          (plan.kind == StepKind::LocalOnly || plan.kind == StepKind::LocalAverage))
+        local_update();
       end_s_[i] = MPI_Wtime() - step_begin_;
       board_.finish(static_cast<int>(i));
     }
@@ -401,7 +416,8 @@ class RankRunner {
       } else {
         comm.push_back({start_s_[i], end_s_[i]});
       }
-      if (rank_ == 0 && step >= 0 && step < kTraceSteps) trace_.push_back({t.label, t.stream, traced_s_ + start_s_[i], d});
+      if (rank_ == 0 && step >= 0 && step < kTraceSteps)
+        trace_.push_back({t.label, t.stream, traced_s_ + start_s_[i], d});
     }
     std::sort(comm.begin(), comm.end());
     double reach = 0;
@@ -444,7 +460,8 @@ class RankRunner {
     Prepared& p = prepared_[kind_][task];
     const std::uint64_t salt = salt_ + static_cast<std::uint64_t>(task);
     switch (p.work) {
-      case Work::Compute: return;
+      case Work::Compute:
+        return;
       case Work::Prepare: {
         Prepared& target = prepared_[kind_][p.target];
         if (target.work == Work::DgcGather) {
@@ -511,15 +528,22 @@ class RankRunner {
   // The collective itself: the simulator's schedule, or Open MPI's collective.
   void communicate(const Prepared& p, Stream& stream) {
     if (p.compiled) {
-      stream.bytes_sent += static_cast<double>(
-          execute_program(p.compiled->program, stream.comms.world, dtype_, stream.vector.data(), stream.staging.data()));
+      stream.bytes_sent += static_cast<double>(execute_program(p.compiled->program, stream.comms.world, dtype_,
+                                                               stream.vector.data(), stream.staging.data()));
       return;
     }
     switch (p.op) {
-      case Collective::AllReduce: native_allreduce(stream.comms, dtype_, stream.vector.data(), p.elements, p.hierarchical); break;
-      case Collective::ReduceScatter: native_reduce_scatter(stream.comms, dtype_, stream.vector.data(), p.elements, stream.staging.data()); break;
-      case Collective::AllGather: native_allgather(stream.comms, dtype_, stream.vector.data(), p.elements); break;
-      default: COMMSIM_CHECK(false, "the plan asks for a collective the MPI backend does not run on its own");
+      case Collective::AllReduce:
+        native_allreduce(stream.comms, dtype_, stream.vector.data(), p.elements, p.hierarchical);
+        break;
+      case Collective::ReduceScatter:
+        native_reduce_scatter(stream.comms, dtype_, stream.vector.data(), p.elements, stream.staging.data());
+        break;
+      case Collective::AllGather:
+        native_allgather(stream.comms, dtype_, stream.vector.data(), p.elements);
+        break;
+      default:
+        COMMSIM_CHECK(false, "the plan asks for a collective the MPI backend does not run on its own");
     }
     stream.bytes_sent += p.plan_bytes_sent;
   }
@@ -614,7 +638,8 @@ class RankRunner {
   void local_update() {
     if (options_.check) {
       const Verifiable v = verifiable();
-      for (std::size_t j = 0; j < gradients_.size(); ++j) gradients_[j] = static_cast<float>(ranks_) * v.value(rank_, j, salt_);
+      for (std::size_t j = 0; j < gradients_.size(); ++j)
+        gradients_[j] = static_cast<float>(ranks_) * v.value(rank_, j, salt_);
       window_salts_.push_back(salt_);
     }
     for (std::size_t j = 0; j < parameters_.size(); ++j) parameters_[j] -= kLocalSgdLearningRate * gradients_[j];
@@ -668,15 +693,17 @@ class RankRunner {
     COMMSIM_CHECK(pair_bytes <= static_cast<std::size_t>(INT32_MAX), "DGC pairs of more than 2 GiB");
     // Where rank r's pairs land: block r with MPI_Allgather, the block the ring gives r's position with the schedule.
     auto block_of = [&](int r) {
-      return stream.staging.data() + (p.compiled ? p.compiled->contributed[r].front().offset : static_cast<std::size_t>(r) * pair_bytes);
+      return stream.staging.data() +
+             (p.compiled ? p.compiled->contributed[r].front().offset : static_cast<std::size_t>(r) * pair_bytes);
     };
     if (p.compiled) {  // the plan's ring schedule, in place: this rank's pairs go to its block first
       std::memcpy(block_of(rank_), stream.vector.data(), pair_bytes);
       stream.bytes_sent += static_cast<double>(
           execute_program(p.compiled->program, stream.comms.world, CommDtype::Fp8, stream.staging.data(), nullptr));
     } else {
-      COMMSIM_MPI_CHECK(MPI_Allgather(stream.vector.data(), static_cast<int>(pair_bytes), MPI_BYTE, stream.staging.data(),
-                                      static_cast<int>(pair_bytes), MPI_BYTE, stream.comms.world));
+      COMMSIM_MPI_CHECK(MPI_Allgather(stream.vector.data(), static_cast<int>(pair_bytes), MPI_BYTE,
+                                      stream.staging.data(), static_cast<int>(pair_bytes), MPI_BYTE,
+                                      stream.comms.world));
       stream.bytes_sent += p.plan_bytes_sent;
     }
     float* dense = stream.floats.data();
@@ -720,7 +747,8 @@ class RankRunner {
     }
     // A synchronous step is as long as its slowest rank; the breakdown is the mean over ranks.
     COMMSIM_MPI_CHECK(MPI_Reduce(seconds.data(), slowest.data(), steps, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-    COMMSIM_MPI_CHECK(MPI_Reduce(mine.data(), sums.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
+    COMMSIM_MPI_CHECK(
+        MPI_Reduce(mine.data(), sums.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
     std::uint64_t local[3] = {wrong_, checked_, collectives_checked_}, total[3] = {0, 0, 0};
     COMMSIM_MPI_CHECK(MPI_Allreduce(local, total, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
     if (rank_ == 0) fill_result(slowest, sums, columns, total);
@@ -728,7 +756,8 @@ class RankRunner {
   }
 
   // The Result in the simulator's schema, from the slowest rank's step times and the ranks' mean breakdown.
-  void fill_result(const std::vector<double>& slowest, const std::vector<double>& sums, int columns, const std::uint64_t* check) {
+  void fill_result(const std::vector<double>& slowest, const std::vector<double>& sums, int columns,
+                   const std::uint64_t* check) {
     const Scenario& sc = plan_.scenario;
     Result& r = run_.result;
     r.scenario = sc.name;
@@ -758,21 +787,27 @@ class RankRunner {
     r.overlap_ratio = r.comm_s > 0 ? std::clamp(1 - r.exposed_comm_s / r.comm_s, 0.0, 1.0) : 0;
     r.trace = trace_;
     r.notes = plan_.notes;
-    r.notes.push_back("measured with Open MPI: GPU compute is emulated by waiting for each layer's scenario time (a GPU computes without the CPU)");
+    r.notes.push_back(
+        "measured with Open MPI: GPU compute is emulated by waiting for each layer's scenario time (a GPU computes "
+        "without the CPU)");
     r.notes.push_back(std::string("collectives: ") +
                       (options_.impl == CollectiveImpl::Schedule
-                           ? "the simulator's schedules, executed with MPI_Isend/MPI_Irecv and real reductions; DGC pairs with its ring all-gather"
-                           : "Open MPI's own (MPI_Allreduce, MPI_Reduce_scatter, MPI_Allgather; hierarchical over MPI_Comm_split_type); DGC "
+                           ? "the simulator's schedules, executed with MPI_Isend/MPI_Irecv and real reductions; DGC "
+                             "pairs with its ring all-gather"
+                           : "Open MPI's own (MPI_Allreduce, MPI_Reduce_scatter, MPI_Allgather; hierarchical over "
+                             "MPI_Comm_split_type); DGC "
                              "pairs with MPI_Allgather"));
-    r.notes.push_back("step time: median of steps " + std::to_string(r.steady_from) + ".." + std::to_string(sc.steps - 1) +
-                      " (slowest rank per step), spread = half the interquartile range; " + std::to_string(options_.warmup) +
-                      " warm-up step(s) not counted");
+    r.notes.push_back("step time: median of steps " + std::to_string(r.steady_from) + ".." +
+                      std::to_string(sc.steps - 1) +
+                      " (slowest rank per step), spread = half the interquartile range; " +
+                      std::to_string(options_.warmup) + " warm-up step(s) not counted");
     if (st.stragglers.compute_cv > 0 || !st.stragglers.slow_ranks.empty())
       r.notes.push_back("stragglers: every rank waits the plan's critical-rank compute factor of each step");
     if (const char* mode = std::getenv("COMMSIM_RUN_MODE")) r.notes.push_back(std::string("network: ") + mode);
     if (options_.check)
-      r.notes.push_back("check: " + std::to_string(check[0]) + " wrong of " + std::to_string(check[1]) + " elements checked in " +
-                        std::to_string(check[2]) + " collective results (verifiable inputs; timings include the checking)");
+      r.notes.push_back("check: " + std::to_string(check[0]) + " wrong of " + std::to_string(check[1]) +
+                        " elements checked in " + std::to_string(check[2]) +
+                        " collective results (verifiable inputs; timings include the checking)");
   }
 
   SimulationRun& run_;

@@ -10,52 +10,73 @@ namespace commsim::nccl {
 
 int dtype_size(Dtype d) {
   switch (d) {
-    case Dtype::Float32: return 4;
+    case Dtype::Float32:
+      return 4;
     case Dtype::Float16:
-    case Dtype::Bfloat16: return 2;
-    case Dtype::Float8e4m3: return 1;
-    case Dtype::Packed32: return 4;
+    case Dtype::Bfloat16:
+      return 2;
+    case Dtype::Float8e4m3:
+      return 1;
+    case Dtype::Packed32:
+      return 4;
   }
   return 4;
 }
 
 Dtype wire_dtype(CommDtype d) {
   switch (d) {
-    case CommDtype::Fp32: return Dtype::Float32;
-    case CommDtype::Fp16: return Dtype::Float16;
-    case CommDtype::Bf16: return Dtype::Bfloat16;
-    case CommDtype::Fp8: return Dtype::Float8e4m3;  // e4m3: the format meant for values (e5m2 is for ranges)
+    case CommDtype::Fp32:
+      return Dtype::Float32;
+    case CommDtype::Fp16:
+      return Dtype::Float16;
+    case CommDtype::Bf16:
+      return Dtype::Bfloat16;
+    case CommDtype::Fp8:
+      return Dtype::Float8e4m3;  // e4m3: the format meant for values (e5m2 is for ranges)
   }
   return Dtype::Float32;
 }
 
 std::string to_string(Call c) {
   switch (c) {
-    case Call::AllReduce: return "AllReduce";
-    case Call::ReduceScatter: return "ReduceScatter";
-    case Call::AllGather: return "AllGather";
-    case Call::Reduce: return "Reduce";
-    case Call::Broadcast: return "Broadcast";
+    case Call::AllReduce:
+      return "AllReduce";
+    case Call::ReduceScatter:
+      return "ReduceScatter";
+    case Call::AllGather:
+      return "AllGather";
+    case Call::Reduce:
+      return "Reduce";
+    case Call::Broadcast:
+      return "Broadcast";
   }
   return "?";
 }
 
 std::string to_string(Dtype d) {
   switch (d) {
-    case Dtype::Float32: return "float";
-    case Dtype::Float16: return "half";
-    case Dtype::Bfloat16: return "bfloat16";
-    case Dtype::Float8e4m3: return "f8e4m3";
-    case Dtype::Packed32: return "packed32";
+    case Dtype::Float32:
+      return "float";
+    case Dtype::Float16:
+      return "half";
+    case Dtype::Bfloat16:
+      return "bfloat16";
+    case Dtype::Float8e4m3:
+      return "f8e4m3";
+    case Dtype::Packed32:
+      return "packed32";
   }
   return "?";
 }
 
 std::string to_string(Scope s) {
   switch (s) {
-    case Scope::World: return "world";
-    case Scope::Intra: return "intra";
-    case Scope::Inter: return "inter";
+    case Scope::World:
+      return "world";
+    case Scope::Intra:
+      return "intra";
+    case Scope::Inter:
+      return "inter";
   }
   return "?";
 }
@@ -99,8 +120,8 @@ class Translator {
       for (int d : tasks[i].deps) {
         COMMSIM_CHECK(d >= 0 && d < i, "plan task " + std::to_string(i) + " depends on a later task");
         if (tasks[d].stream != tasks[i].stream) recorded[d] = true;
-        if (tasks[d].kind == TaskKind::Delay && tasks[i].kind == TaskKind::Collective && tasks[d].stream == tasks[i].stream &&
-            consumer[d] < 0)
+        if (tasks[d].kind == TaskKind::Delay && tasks[i].kind == TaskKind::Collective &&
+            tasks[d].stream == tasks[i].stream && consumer[d] < 0)
           consumer[d] = i;
       }
     std::vector<bool> used(plan_.streams + 1, false);
@@ -123,9 +144,15 @@ class Translator {
           waited.push_back(d);
         }
       switch (t.kind) {
-        case TaskKind::Compute: emit({.kind = OpKind::Spin, .stream = t.stream, .task = i, .seconds = t.seconds}); break;
-        case TaskKind::Delay: delay(i, consumer[i], cast_before); break;
-        case TaskKind::Collective: collective(i, cast_before[i]); break;
+        case TaskKind::Compute:
+          emit({.kind = OpKind::Spin, .stream = t.stream, .task = i, .seconds = t.seconds});
+          break;
+        case TaskKind::Delay:
+          delay(i, consumer[i], cast_before);
+          break;
+        case TaskKind::Collective:
+          collective(i, cast_before[i]);
+          break;
       }
       if (recorded[i]) emit({.kind = OpKind::Record, .stream = t.stream, .task = i, .event = i});
     }
@@ -148,8 +175,8 @@ class Translator {
     return e;
   }
   bool dgc_gather(const Task& t) const {
-    return step_->kind == StepKind::DgcSparse && t.kind == TaskKind::Collective && t.collective.op == Collective::AllGather &&
-           t.bucket >= 0;
+    return step_->kind == StepKind::DgcSparse && t.kind == TaskKind::Collective &&
+           t.collective.op == Collective::AllGather && t.bucket >= 0;
   }
 
   // One buffer per distinct tensor group; sized by the largest use.
@@ -178,12 +205,17 @@ class Translator {
   Shape shape(const Task& t) const {
     const std::uint64_t e = elements_of(t), p = static_cast<std::uint64_t>(plan_.ranks);
     switch (t.collective.op) {
-      case Collective::AllReduce: return {Call::AllReduce, e, e};
+      case Collective::AllReduce:
+        return {Call::AllReduce, e, e};
       // Sharded groups are padded to a multiple of the ranks so every rank holds an equal shard.
-      case Collective::ReduceScatter: return {Call::ReduceScatter, ceil_div(e, p), ceil_div(e, p) * p};
-      case Collective::AllGather: return {Call::AllGather, ceil_div(e, p), ceil_div(e, p) * p};
-      case Collective::Reduce: return {Call::Reduce, e, e};
-      case Collective::Broadcast: return {Call::Broadcast, e, e};
+      case Collective::ReduceScatter:
+        return {Call::ReduceScatter, ceil_div(e, p), ceil_div(e, p) * p};
+      case Collective::AllGather:
+        return {Call::AllGather, ceil_div(e, p), ceil_div(e, p) * p};
+      case Collective::Reduce:
+        return {Call::Reduce, e, e};
+      case Collective::Broadcast:
+        return {Call::Broadcast, e, e};
     }
     return {Call::AllReduce, e, e};
   }
@@ -192,8 +224,9 @@ class Translator {
   std::uint64_t dgc_kept(const Task& gather) const {
     const std::uint64_t pair = static_cast<std::uint64_t>(dtype_bytes(program_.comm_dtype)) + 4;
     const std::uint64_t per_rank = pair * static_cast<std::uint64_t>(plan_.ranks);
-    COMMSIM_CHECK(gather.collective.bytes % per_rank == 0, "DGC gather of " + std::to_string(gather.collective.bytes) +
-                                                               " bytes is not a whole number of (index, value) pairs per rank");
+    COMMSIM_CHECK(gather.collective.bytes % per_rank == 0,
+                  "DGC gather of " + std::to_string(gather.collective.bytes) +
+                      " bytes is not a whole number of (index, value) pairs per rank");
     return gather.collective.bytes / per_rank;
   }
 
@@ -207,14 +240,19 @@ class Translator {
         emit({.kind = OpKind::TopK, .stream = t.stream, .task = i, .buffer = b, .count = dgc_kept(c), .elements = e});
         return;
       }
-      if (program_.comm_dtype != CommDtype::Fp32) {  // the cast to the comm dtype (the Plan's one delay covers both ways)
+      if (program_.comm_dtype !=
+          CommDtype::Fp32) {  // the cast to the comm dtype (the Plan's one delay covers both ways)
         const Shape s = shape(c);
         const int b = buffer(c, s.buffer_elements);
         program_.buffers[b].comm_copy = true;
         // The input a rank sends: the whole buffer, except for an AllGather, which sends the rank's own shard.
         const bool own_shard = s.call == Call::AllGather;
-        emit({.kind = OpKind::CastDown, .stream = t.stream, .task = i, .buffer = b,
-              .count = own_shard ? s.count : s.buffer_elements, .shard = own_shard});
+        emit({.kind = OpKind::CastDown,
+              .stream = t.stream,
+              .task = i,
+              .buffer = b,
+              .count = own_shard ? s.count : s.buffer_elements,
+              .shard = own_shard});
         cast_before[consumer] = true;
         return;
       }
@@ -234,8 +272,14 @@ class Translator {
       spec.packed_words = std::max(spec.packed_words, words);
       spec.gathered_words = std::max(spec.gathered_words, words * static_cast<std::uint64_t>(plan_.ranks));
       spec.dense_output = true;
-      emit({.kind = OpKind::Collective, .stream = t.stream, .task = i, .buffer = b, .call = Call::AllGather,
-            .comm = comm(t.stream, Scope::World), .count = words, .dtype = Dtype::Packed32});
+      emit({.kind = OpKind::Collective,
+            .stream = t.stream,
+            .task = i,
+            .buffer = b,
+            .call = Call::AllGather,
+            .comm = comm(t.stream, Scope::World),
+            .count = words,
+            .dtype = Dtype::Packed32});
       emit({.kind = OpKind::Scatter, .stream = t.stream, .task = i, .buffer = b, .count = kept, .elements = e});
       return;
     }
@@ -243,7 +287,13 @@ class Translator {
     const int b = buffer(t, s.buffer_elements);
     if (cast) program_.buffers[b].comm_copy = true;
     const Dtype dtype = cast ? wire : Dtype::Float32;
-    LaunchOp op{.kind = OpKind::Collective, .stream = t.stream, .task = i, .buffer = b, .call = s.call, .count = s.count, .dtype = dtype};
+    LaunchOp op{.kind = OpKind::Collective,
+                .stream = t.stream,
+                .task = i,
+                .buffer = b,
+                .call = s.call,
+                .count = s.count,
+                .dtype = dtype};
     if (s.call == Call::AllReduce && t.collective.algorithm == Algorithm::Hierarchical) {
       // Paddle use_hierarchical_allreduce: reduce to the group leader, allreduce among leaders, broadcast back.
       LaunchOp reduce = op, leaders = op, broadcast = op;
@@ -264,8 +314,13 @@ class Translator {
     const float scale = step_->kind == StepKind::LocalAverage ? 1.0f / static_cast<float>(plan_.ranks) : 1.0f;
     if (cast || scale != 1.0f) {
       const bool own_shard = s.call == Call::ReduceScatter;  // a reduce-scatter leaves each rank its shard
-      emit({.kind = OpKind::CastUp, .stream = t.stream, .task = i, .buffer = b,
-            .count = own_shard ? s.count : s.buffer_elements, .shard = own_shard, .scale = scale});
+      emit({.kind = OpKind::CastUp,
+            .stream = t.stream,
+            .task = i,
+            .buffer = b,
+            .count = own_shard ? s.count : s.buffer_elements,
+            .shard = own_shard,
+            .scale = scale});
     }
   }
 
@@ -295,21 +350,31 @@ std::string describe(const LaunchOp& op, const LaunchProgram& program) {
   char buf[256];
   const char* k = "";
   switch (op.kind) {
-    case OpKind::Record: std::snprintf(buf, sizeof buf, "s%d record event %d", op.stream, op.event); break;
-    case OpKind::Wait: std::snprintf(buf, sizeof buf, "s%d wait event %d", op.stream, op.event); break;
-    case OpKind::Spin: std::snprintf(buf, sizeof buf, "s%d spin %.3f us", op.stream, op.seconds * 1e6); break;
-    case OpKind::Delay: std::snprintf(buf, sizeof buf, "s%d delay %.3f us", op.stream, op.seconds * 1e6); break;
-    case OpKind::CastDown: k = "cast fp32 ->";
+    case OpKind::Record:
+      std::snprintf(buf, sizeof buf, "s%d record event %d", op.stream, op.event);
+      break;
+    case OpKind::Wait:
+      std::snprintf(buf, sizeof buf, "s%d wait event %d", op.stream, op.event);
+      break;
+    case OpKind::Spin:
+      std::snprintf(buf, sizeof buf, "s%d spin %.3f us", op.stream, op.seconds * 1e6);
+      break;
+    case OpKind::Delay:
+      std::snprintf(buf, sizeof buf, "s%d delay %.3f us", op.stream, op.seconds * 1e6);
+      break;
+    case OpKind::CastDown:
+      k = "cast fp32 ->";
       [[fallthrough]];
     case OpKind::CastUp:
       if (!*k) k = "cast -> fp32 from";
       std::snprintf(buf, sizeof buf, "s%d %s %s buffer %d count %llu%s scale %g", op.stream, k,
-                    to_string(wire_dtype(program.comm_dtype)).c_str(), op.buffer, static_cast<unsigned long long>(op.count),
-                    op.shard ? " (own shard)" : "", static_cast<double>(op.scale));
+                    to_string(wire_dtype(program.comm_dtype)).c_str(), op.buffer,
+                    static_cast<unsigned long long>(op.count), op.shard ? " (own shard)" : "",
+                    static_cast<double>(op.scale));
       break;
     case OpKind::TopK:
-      std::snprintf(buf, sizeof buf, "s%d top-k %llu of %llu buffer %d", op.stream, static_cast<unsigned long long>(op.count),
-                    static_cast<unsigned long long>(op.elements), op.buffer);
+      std::snprintf(buf, sizeof buf, "s%d top-k %llu of %llu buffer %d", op.stream,
+                    static_cast<unsigned long long>(op.count), static_cast<unsigned long long>(op.elements), op.buffer);
       break;
     case OpKind::Scatter:
       std::snprintf(buf, sizeof buf, "s%d scatter-add %d x %llu pairs into %llu buffer %d", op.stream, program.ranks,
@@ -318,10 +383,11 @@ std::string describe(const LaunchOp& op, const LaunchProgram& program) {
     case OpKind::Collective: {
       const CommSpec& c = program.comms.at(static_cast<std::size_t>(op.comm));
       const bool rooted = op.call == Call::Reduce || op.call == Call::Broadcast;
-      std::snprintf(buf, sizeof buf, "s%d nccl%s comm %d (s%d %s) count %llu %s%s%s buffer %d", op.stream, to_string(op.call).c_str(),
-                    op.comm, c.stream, to_string(c.scope).c_str(), static_cast<unsigned long long>(op.count),
-                    to_string(op.dtype).c_str(), op.call == Call::AllGather || op.call == Call::Broadcast ? "" : " sum",
-                    rooted ? " root 0" : "", op.buffer);
+      std::snprintf(buf, sizeof buf, "s%d nccl%s comm %d (s%d %s) count %llu %s%s%s buffer %d", op.stream,
+                    to_string(op.call).c_str(), op.comm, c.stream, to_string(c.scope).c_str(),
+                    static_cast<unsigned long long>(op.count), to_string(op.dtype).c_str(),
+                    op.call == Call::AllGather || op.call == Call::Broadcast ? "" : " sum", rooted ? " root 0" : "",
+                    op.buffer);
       break;
     }
   }
@@ -332,7 +398,8 @@ std::string format_program(const Plan& plan, const LaunchProgram& program) {
   static const char* kKinds[] = {"sync", "dgc-sparse", "local-only", "local-average", "sharded"};
   std::string out;
   char buf[160];
-  std::snprintf(buf, sizeof buf, "# %d ranks, hierarchy groups of %d, %d communication stream(s), %zu communicator(s), %zu buffer(s)\n",
+  std::snprintf(buf, sizeof buf,
+                "# %d ranks, hierarchy groups of %d, %d communication stream(s), %zu communicator(s), %zu buffer(s)\n",
                 program.ranks, program.group_size, program.streams, program.comms.size(), program.buffers.size());
   out += buf;
   for (std::size_t k = 0; k < program.kinds.size(); ++k) {

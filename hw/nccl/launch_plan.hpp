@@ -58,10 +58,10 @@ enum class OpKind : std::uint8_t {
 struct LaunchOp {
   OpKind kind = OpKind::Spin;
   int stream = 0;
-  int task = -1;        // the Plan task it executes (-1: step start/end bookkeeping)
-  int event = -1;       // Record / Wait: event index in [0, LaunchStep::events)
-  int buffer = -1;      // data ops: index into LaunchProgram::buffers
-  double seconds = 0;   // Spin / Delay, in seconds
+  int task = -1;       // the Plan task it executes (-1: step start/end bookkeeping)
+  int event = -1;      // Record / Wait: event index in [0, LaunchStep::events)
+  int buffer = -1;     // data ops: index into LaunchProgram::buffers
+  double seconds = 0;  // Spin / Delay, in seconds
   // Collective: the NCCL call, communicator (index into LaunchProgram::comms), count as NCCL takes it
   // (AllReduce/Reduce/Broadcast: elements of the buffer; ReduceScatter: elements received per rank; AllGather:
   // elements sent per rank), datatype and root (rank within the communicator; Reduce/Broadcast only).
@@ -85,9 +85,9 @@ struct CommSpec {
 // Device memory of one group of tensors (a bucket, or the DGC sparse / dense part of one, or a sharded group).
 // Sizes are the largest any step asks for.
 struct BufferSpec {
-  std::vector<int> tensors;          // indices into Model::tensors
-  std::uint64_t elements = 0;        // fp32 gradient / parameter elements (padded to a multiple of the ranks when sharded)
-  bool comm_copy = false;            // a comm-dtype copy of `elements` is needed (comm dtype narrower than fp32)
+  std::vector<int> tensors;    // indices into Model::tensors
+  std::uint64_t elements = 0;  // fp32 gradient / parameter elements (padded to a multiple of the ranks when sharded)
+  bool comm_copy = false;      // a comm-dtype copy of `elements` is needed (comm dtype narrower than fp32)
   std::uint64_t packed_words = 0;    // DGC: 32-bit words one rank sends
   std::uint64_t gathered_words = 0;  // DGC: ranks x packed_words
   bool dense_output = false;         // DGC: an fp32 output of `elements` for the decompressed sum

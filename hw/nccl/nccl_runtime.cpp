@@ -30,9 +30,12 @@ constexpr bool kHaveFp8 = NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0);  // ncclF
 
 ncclDataType_t nccl_type(Dtype d) {
   switch (d) {
-    case Dtype::Float32: return ncclFloat32;
-    case Dtype::Float16: return ncclFloat16;
-    case Dtype::Bfloat16: return ncclBfloat16;
+    case Dtype::Float32:
+      return ncclFloat32;
+    case Dtype::Float16:
+      return ncclFloat16;
+    case Dtype::Bfloat16:
+      return ncclBfloat16;
     case Dtype::Float8e4m3:
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
       return ncclFloat8e4m3;
@@ -40,17 +43,22 @@ ncclDataType_t nccl_type(Dtype d) {
       throw NcclUnavailable("nccl backend: fp8 communication needs NCCL 2.24 or newer (this build has " +
                             std::to_string(NCCL_VERSION_CODE) + ")");
 #endif
-    case Dtype::Packed32: return ncclUint32;
+    case Dtype::Packed32:
+      return ncclUint32;
   }
   return ncclFloat32;
 }
 
 kernels::Wire wire_of(CommDtype d) {
   switch (d) {
-    case CommDtype::Fp32: return kernels::Wire::F32;
-    case CommDtype::Fp16: return kernels::Wire::F16;
-    case CommDtype::Bf16: return kernels::Wire::BF16;
-    case CommDtype::Fp8: return kernels::Wire::F8E4M3;
+    case CommDtype::Fp32:
+      return kernels::Wire::F32;
+    case CommDtype::Fp16:
+      return kernels::Wire::F16;
+    case CommDtype::Bf16:
+      return kernels::Wire::BF16;
+    case CommDtype::Fp8:
+      return kernels::Wire::F8E4M3;
   }
   return kernels::Wire::F32;
 }
@@ -58,10 +66,14 @@ kernels::Wire wire_of(CommDtype d) {
 // Largest integer every value up to which (and every sum up to which) the dtype holds exactly.
 double exact_limit(CommDtype d) {
   switch (d) {
-    case CommDtype::Fp32: return 16777216;  // 2^24
-    case CommDtype::Fp16: return 2048;      // 11-bit significand
-    case CommDtype::Bf16: return 256;       // 8-bit significand
-    case CommDtype::Fp8: return 16;         // e4m3: 4-bit significand
+    case CommDtype::Fp32:
+      return 16777216;  // 2^24
+    case CommDtype::Fp16:
+      return 2048;  // 11-bit significand
+    case CommDtype::Bf16:
+      return 256;  // 8-bit significand
+    case CommDtype::Fp8:
+      return 16;  // e4m3: 4-bit significand
   }
   return 16;
 }
@@ -87,10 +99,10 @@ struct Buffers {
 // One GPU driven by this process.
 struct Rank {
   int device = 0, rank = 0;
-  std::vector<cudaStream_t> streams;     // 0 = compute, 1..n = communication
-  std::vector<ncclComm_t> comms;         // per LaunchProgram::comms; nullptr where this rank is not a member
-  std::vector<cudaEvent_t> events;       // dependency events (timing disabled)
-  std::vector<cudaEvent_t> timers;       // timing events, reused every repeat
+  std::vector<cudaStream_t> streams;  // 0 = compute, 1..n = communication
+  std::vector<ncclComm_t> comms;      // per LaunchProgram::comms; nullptr where this rank is not a member
+  std::vector<cudaEvent_t> events;    // dependency events (timing disabled)
+  std::vector<cudaEvent_t> timers;    // timing events, reused every repeat
   std::size_t next_timer = 0;
   std::vector<Buffers> buffers;
   std::vector<kernels::TopkScratch> scratch;  // per stream
@@ -207,12 +219,14 @@ class Runner {
     for (const LaunchStep& k : program_.kinds)
       for (const LaunchOp& op : k.ops) allreduce_only &= op.kind != OpKind::Collective || op.call == Call::AllReduce;
     if (options_.set_nccl_algo && algo == Algorithm::Tree && !allreduce_only) {
-      notes_.push_back("NCCL chooses the algorithm: NCCL_ALGO=Tree would also apply to this plan's all-gathers or "
-                       "reduce-scatters, which have no tree in NCCL");
+      notes_.push_back(
+          "NCCL chooses the algorithm: NCCL_ALGO=Tree would also apply to this plan's all-gathers or "
+          "reduce-scatters, which have no tree in NCCL");
     } else if (options_.set_nccl_algo && (algo == Algorithm::Ring || algo == Algorithm::Tree)) {
       const char* name = algo == Algorithm::Ring ? "Ring" : "Tree";
       if (const char* env = std::getenv("NCCL_ALGO")) {
-        notes_.push_back(std::string("NCCL_ALGO=") + env + " from the environment (the scenario asks for " + name + ")");
+        notes_.push_back(std::string("NCCL_ALGO=") + env + " from the environment (the scenario asks for " + name +
+                         ")");
       } else {
         setenv("NCCL_ALGO", name, 0);
         notes_.push_back(std::string("NCCL_ALGO=") + name + " (from strategy.algorithm)");
@@ -263,7 +277,8 @@ class Runner {
       notes_.push_back(std::string("NCCL's estimate could not be obtained: ") + e.what());
     }
 #else
-    if (options_.nccl_estimate) notes_.push_back("NCCL's estimate needs NCCL 2.22 or newer (ncclGroupSimulateEnd); not recorded");
+    if (options_.nccl_estimate)
+      notes_.push_back("NCCL's estimate needs NCCL 2.22 or newer (ncclGroupSimulateEnd); not recorded");
 #endif
   }
 
@@ -289,19 +304,21 @@ class Runner {
       world_.barrier();
       std::vector<StepTiming> timing(static_cast<std::size_t>(steps));
       for (int s = 0; s < steps; ++s)
-        issue(plan_.step_kind[static_cast<std::size_t>(s)], plan_.compute_factor[static_cast<std::size_t>(s)], &timing[static_cast<std::size_t>(s)],
-              rep == 0 && s < options_.trace_steps);
+        issue(plan_.step_kind[static_cast<std::size_t>(s)], plan_.compute_factor[static_cast<std::size_t>(s)],
+              &timing[static_cast<std::size_t>(s)], rep == 0 && s < options_.trace_steps);
       synchronize();
       std::vector<double> seconds(static_cast<std::size_t>(steps), 0.0);
       for (int s = 0; s < steps; ++s) {
         const StepTiming& t = timing[static_cast<std::size_t>(s)];
         for (std::size_t i = 0; i < ranks_.size(); ++i)
-          seconds[static_cast<std::size_t>(s)] = std::max(seconds[static_cast<std::size_t>(s)], elapsed(t.begin[i], t.end[i]));
+          seconds[static_cast<std::size_t>(s)] =
+              std::max(seconds[static_cast<std::size_t>(s)], elapsed(t.begin[i], t.end[i]));
       }
       world_.max(seconds);
       for (int s = 0; s < steps; ++s) {
         step_s_[static_cast<std::size_t>(s)].push_back(seconds[static_cast<std::size_t>(s)]);
-        if (rank0_local()) read_marks(s, timing[static_cast<std::size_t>(s)], timing[0], rep == 0 && s < options_.trace_steps);
+        if (rank0_local())
+          read_marks(s, timing[static_cast<std::size_t>(s)], timing[0], rep == 0 && s < options_.trace_steps);
       }
       for (Rank& r : ranks_) r.next_timer = 0;
     }
@@ -310,7 +327,8 @@ class Runner {
   // One untimed pass of every step kind with verifiable inputs; returns wrong elements over all ranks.
   std::uint64_t check(std::vector<std::string>& notes) {
     std::uint64_t wrong = 0;
-    const int modulus = static_cast<int>(std::min(64.0, std::floor(exact_limit(program_.comm_dtype) / program_.ranks) + 1));
+    const int modulus =
+        static_cast<int>(std::min(64.0, std::floor(exact_limit(program_.comm_dtype) / program_.ranks) + 1));
     std::set<int> kinds(plan_.step_kind.begin(), plan_.step_kind.end());
     int checked = 0, skipped = 0;
     for (int k : kinds) {
@@ -322,8 +340,11 @@ class Runner {
         COMMSIM_CUDA(cudaSetDevice(r.device));
         for (const CheckItem& c : items) {
           Buffers& b = r.buffers[static_cast<std::size_t>(c.buffer)];
-          if (c.kind == CheckItem::Dgc) kernels::fill_dgc(b.f32, c.elements, c.count, r.rank, r.streams[0]);
-          else kernels::fill_verifiable(b.f32, program_.buffers[static_cast<std::size_t>(c.buffer)].elements, r.rank, modulus, r.streams[0]);
+          if (c.kind == CheckItem::Dgc)
+            kernels::fill_dgc(b.f32, c.elements, c.count, r.rank, r.streams[0]);
+          else
+            kernels::fill_verifiable(b.f32, program_.buffers[static_cast<std::size_t>(c.buffer)].elements, r.rank,
+                                     modulus, r.streams[0]);
         }
         COMMSIM_CUDA(cudaMemsetAsync(r.wrong, 0, sizeof(unsigned long long), r.streams[0]));
       }
@@ -341,14 +362,20 @@ class Runner {
           const Buffers& b = r.buffers[static_cast<std::size_t>(c.buffer)];
           const std::uint64_t shard_begin = static_cast<std::uint64_t>(r.rank) * c.count;
           switch (c.kind) {
-            case CheckItem::Sum: kernels::count_wrong_sum(b.f32, 0, c.count, program_.ranks, modulus, c.scale, r.wrong, r.streams[0]); break;
+            case CheckItem::Sum:
+              kernels::count_wrong_sum(b.f32, 0, c.count, program_.ranks, modulus, c.scale, r.wrong, r.streams[0]);
+              break;
             case CheckItem::ShardSum:
-              kernels::count_wrong_sum(b.f32, shard_begin, shard_begin + c.count, program_.ranks, modulus, c.scale, r.wrong, r.streams[0]);
+              kernels::count_wrong_sum(b.f32, shard_begin, shard_begin + c.count, program_.ranks, modulus, c.scale,
+                                       r.wrong, r.streams[0]);
               break;
             case CheckItem::Gathered:
-              kernels::count_wrong_gathered(b.f32, c.count * static_cast<std::uint64_t>(program_.ranks), c.count, modulus, r.wrong, r.streams[0]);
+              kernels::count_wrong_gathered(b.f32, c.count * static_cast<std::uint64_t>(program_.ranks), c.count,
+                                            modulus, r.wrong, r.streams[0]);
               break;
-            case CheckItem::Dgc: kernels::count_wrong_dgc(b.dense, c.elements, c.count, program_.ranks, r.wrong, r.streams[0]); break;
+            case CheckItem::Dgc:
+              kernels::count_wrong_dgc(b.dense, c.elements, c.count, program_.ranks, r.wrong, r.streams[0]);
+              break;
           }
         }
         unsigned long long w = 0;
@@ -358,7 +385,8 @@ class Runner {
       }
     }
     wrong = world_.sum(wrong);
-    notes.push_back("check: " + std::to_string(checked / static_cast<int>(ranks_.size())) + " collective result(s) per rank compared with exact sums of verifiable integers (modulus " +
+    notes.push_back("check: " + std::to_string(checked / static_cast<int>(ranks_.size())) +
+                    " collective result(s) per rank compared with exact sums of verifiable integers (modulus " +
                     std::to_string(modulus) + "), " + std::to_string(wrong) + " wrong element(s)" +
                     (skipped ? "; " + std::to_string(skipped / static_cast<int>(ranks_.size())) +
                                    " not checkable (buffer reused within a step, or fp8 sums over too many ranks)"
@@ -391,7 +419,8 @@ class Runner {
       r.exposed_comm_s += std::max(0.0, t - m.compute_s / reps) / steady;
       for (std::size_t k = 0; k < r.stream_busy_s.size(); ++k) r.stream_busy_s[k] += m.stream_busy_s[k] / reps / steady;
       double bytes = 0;
-      for (const Task& task : plan_.kinds[static_cast<std::size_t>(plan_.step_kind[static_cast<std::size_t>(s)])].tasks) bytes += task.bytes_sent_per_rank;
+      for (const Task& task : plan_.kinds[static_cast<std::size_t>(plan_.step_kind[static_cast<std::size_t>(s)])].tasks)
+        bytes += task.bytes_sent_per_rank;
       r.bytes_sent_per_rank += bytes / steady;
     }
     // Only rank 0 measured the breakdown: the other processes contribute zeros to the sum that shares it.
@@ -401,7 +430,8 @@ class Runner {
     world_.sum(shared);
     r.compute_s = shared[0], r.comm_s = shared[1], r.exposed_comm_s = shared[2];
     std::copy(shared.begin() + 3, shared.end(), r.stream_busy_s.begin());
-    r.throughput_samples_s = r.step_time_s > 0 ? plan_.ranks * static_cast<double>(sc.batch_per_gpu) / r.step_time_s : 0;
+    r.throughput_samples_s =
+        r.step_time_s > 0 ? plan_.ranks * static_cast<double>(sc.batch_per_gpu) / r.step_time_s : 0;
     r.scaling_efficiency = r.step_time_s > 0 ? plan_.compute_s / r.step_time_s : 0;
     r.overlap_ratio = r.comm_s > 0 ? std::clamp(1 - r.exposed_comm_s / r.comm_s, 0.0, 1.0) : 0;
     r.trace = trace_;
@@ -414,7 +444,7 @@ class Runner {
 
  private:
   struct StepTiming {
-    std::vector<cudaEvent_t> begin, end;  // per local rank
+    std::vector<cudaEvent_t> begin, end;                     // per local rank
     std::vector<std::pair<cudaEvent_t, cudaEvent_t>> marks;  // rank 0: per Mark
     int kind = 0;
   };
@@ -441,8 +471,8 @@ class Runner {
           throw InputError(plan_.scenario.file, "strategy.comm_dtype", "fp8 communication needs NCCL 2.24 or newer");
         if (prop.major < 9)
           throw InputError(plan_.scenario.file, "strategy.comm_dtype",
-                           "NCCL reduces fp8 only on compute capability 9.0 or newer; GPU " + std::to_string(d) + " (" + prop.name +
-                               ") is " + std::to_string(prop.major) + "." + std::to_string(prop.minor));
+                           "NCCL reduces fp8 only on compute capability 9.0 or newer; GPU " + std::to_string(d) + " (" +
+                               prop.name + ") is " + std::to_string(prop.major) + "." + std::to_string(prop.minor));
       }
       if (d == world_.devices().front())
         notes_.push_back(std::string("GPU: ") + prop.name + " (compute capability " + std::to_string(prop.major) + "." +
@@ -484,15 +514,16 @@ class Runner {
     const std::uint64_t wb = static_cast<std::uint64_t>(kernels::wire_bytes(wire_));
     std::uint64_t bytes = 0;
     for (const BufferSpec& b : program_.buffers)
-      bytes += b.elements * 4 + (b.comm_copy ? b.elements * wb : 0) + (b.packed_words + b.gathered_words) * 4 + (b.dense_output ? b.elements * 4 : 0);
+      bytes += b.elements * 4 + (b.comm_copy ? b.elements * wb : 0) + (b.packed_words + b.gathered_words) * 4 +
+               (b.dense_output ? b.elements * 4 : 0);
     for (Rank& r : ranks_) {
       COMMSIM_CUDA(cudaSetDevice(r.device));
       std::size_t free_bytes = 0, total = 0;
       COMMSIM_CUDA(cudaMemGetInfo(&free_bytes, &total));
       if (static_cast<double>(bytes) > 0.9 * static_cast<double>(free_bytes))
         throw InputError(plan_.scenario.file, "model",
-                         fmt("needs %.2f GiB of GPU memory per rank for its gradient buffers; GPU has %.2f GiB free", static_cast<double>(bytes) / (1 << 30),
-                             static_cast<double>(free_bytes) / (1 << 30)));
+                         fmt("needs %.2f GiB of GPU memory per rank for its gradient buffers; GPU has %.2f GiB free",
+                             static_cast<double>(bytes) / (1 << 30), static_cast<double>(free_bytes) / (1 << 30)));
       r.buffers.resize(program_.buffers.size());
       for (std::size_t i = 0; i < program_.buffers.size(); ++i) {
         const BufferSpec& spec = program_.buffers[i];
@@ -541,9 +572,11 @@ class Runner {
       r.cycles_per_s = samples.empty() ? 1.4e9 : median(samples);
       rates.push_back(r.cycles_per_s);
     }
-    notes_.push_back("compute is emulated: each layer's Plan time is spent by a busy-wait kernel on one SM of the compute stream "
-                     "(clock64 loop calibrated at " + fmt("%.3f GHz", median(rates) / 1e9) +
-                     "); the GPU does no arithmetic for it, so compute does not contend with NCCL for SMs or memory");
+    notes_.push_back(
+        "compute is emulated: each layer's Plan time is spent by a busy-wait kernel on one SM of the compute stream "
+        "(clock64 loop calibrated at " +
+        fmt("%.3f GHz", median(rates) / 1e9) +
+        "); the GPU does no arithmetic for it, so compute does not contend with NCCL for SMs or memory");
   }
 
   void synchronize() {
@@ -562,16 +595,27 @@ class Runner {
     cudaStream_t s = r.streams[static_cast<std::size_t>(op.stream)];
     const ncclDataType_t t = nccl_type(op.dtype);
     char* base = static_cast<char*>(op.dtype == Dtype::Float32 ? static_cast<void*>(b.f32) : b.comm);
-    const std::size_t shard = static_cast<std::size_t>(comm_rank(r)) * op.count * static_cast<std::size_t>(dtype_size(op.dtype));
+    const std::size_t shard =
+        static_cast<std::size_t>(comm_rank(r)) * op.count * static_cast<std::size_t>(dtype_size(op.dtype));
     COMMSIM_CUDA(cudaSetDevice(r.device));
     switch (op.call) {
-      case Call::AllReduce: COMMSIM_NCCL(ncclAllReduce(base, base, op.count, t, ncclSum, c, s)); break;
-      case Call::Reduce: COMMSIM_NCCL(ncclReduce(base, base, op.count, t, ncclSum, op.root, c, s)); break;
-      case Call::Broadcast: COMMSIM_NCCL(ncclBroadcast(base, base, op.count, t, op.root, c, s)); break;
-      case Call::ReduceScatter: COMMSIM_NCCL(ncclReduceScatter(base, base + shard, op.count, t, ncclSum, c, s)); break;
+      case Call::AllReduce:
+        COMMSIM_NCCL(ncclAllReduce(base, base, op.count, t, ncclSum, c, s));
+        break;
+      case Call::Reduce:
+        COMMSIM_NCCL(ncclReduce(base, base, op.count, t, ncclSum, op.root, c, s));
+        break;
+      case Call::Broadcast:
+        COMMSIM_NCCL(ncclBroadcast(base, base, op.count, t, op.root, c, s));
+        break;
+      case Call::ReduceScatter:
+        COMMSIM_NCCL(ncclReduceScatter(base, base + shard, op.count, t, ncclSum, c, s));
+        break;
       case Call::AllGather:
-        if (op.dtype == Dtype::Packed32) COMMSIM_NCCL(ncclAllGather(b.packed, b.gathered, op.count, t, c, s));
-        else COMMSIM_NCCL(ncclAllGather(base + shard, base, op.count, t, c, s));
+        if (op.dtype == Dtype::Packed32)
+          COMMSIM_NCCL(ncclAllGather(b.packed, b.gathered, op.count, t, c, s));
+        else
+          COMMSIM_NCCL(ncclAllGather(base + shard, base, op.count, t, c, s));
         break;
     }
   }
@@ -590,29 +634,37 @@ class Runner {
       Buffers* b = op.buffer >= 0 ? &r.buffers[static_cast<std::size_t>(op.buffer)] : nullptr;
       const std::uint64_t offset = op.shard ? static_cast<std::uint64_t>(r.rank) * op.count : 0;
       switch (op.kind) {
-        case OpKind::Record: COMMSIM_CUDA(cudaEventRecord(r.events[static_cast<std::size_t>(op.event)], s)); break;
-        case OpKind::Wait: COMMSIM_CUDA(cudaStreamWaitEvent(s, r.events[static_cast<std::size_t>(op.event)], 0)); break;
+        case OpKind::Record:
+          COMMSIM_CUDA(cudaEventRecord(r.events[static_cast<std::size_t>(op.event)], s));
+          break;
+        case OpKind::Wait:
+          COMMSIM_CUDA(cudaStreamWaitEvent(s, r.events[static_cast<std::size_t>(op.event)], 0));
+          break;
         case OpKind::Spin:
         case OpKind::Delay:
-          if (!no_spin) kernels::spin(std::llround(op.seconds * (op.kind == OpKind::Spin ? factor : 1.0) * r.cycles_per_s), s);
+          if (!no_spin)
+            kernels::spin(std::llround(op.seconds * (op.kind == OpKind::Spin ? factor : 1.0) * r.cycles_per_s), s);
           break;
         case OpKind::CastDown:
           kernels::cast_down(b->f32 + offset, static_cast<char*>(b->comm) + offset * wb, wire_, op.count, s);
           break;
         case OpKind::CastUp: {
           const bool narrow = program_.comm_dtype != CommDtype::Fp32;
-          const void* src = narrow ? static_cast<const void*>(static_cast<char*>(b->comm) + offset * wb) : b->f32 + offset;
+          const void* src =
+              narrow ? static_cast<const void*>(static_cast<char*>(b->comm) + offset * wb) : b->f32 + offset;
           kernels::cast_up(src, b->f32 + offset, narrow ? wire_ : kernels::Wire::F32, op.count, op.scale, s);
           break;
         }
         case OpKind::TopK:
-          kernels::topk(b->f32, op.elements, op.count, b->packed, wire_, r.scratch[static_cast<std::size_t>(op.stream)], s);
+          kernels::topk(b->f32, op.elements, op.count, b->packed, wire_, r.scratch[static_cast<std::size_t>(op.stream)],
+                        s);
           break;
         case OpKind::Scatter:
-          kernels::scatter_add(b->gathered, words_for(op.count, kernels::wire_bytes(wire_)), program_.ranks, op.count, wire_, b->dense,
-                               op.elements, s);
+          kernels::scatter_add(b->gathered, words_for(op.count, kernels::wire_bytes(wire_)), program_.ranks, op.count,
+                               wire_, b->dense, op.elements, s);
           break;
-        case OpKind::Collective: break;
+        case OpKind::Collective:
+          break;
       }
     }
   }
@@ -646,8 +698,10 @@ class Runner {
       COMMSIM_CUDA(cudaSetDevice(r0.device));
       for (int m : it->second) {
         cudaEvent_t e = r0.timer();
-        COMMSIM_CUDA(cudaEventRecord(e, r0.streams[static_cast<std::size_t>(marks->marks[static_cast<std::size_t>(m)].stream)]));
-        (begin ? timing->marks[static_cast<std::size_t>(m)].first : timing->marks[static_cast<std::size_t>(m)].second) = e;
+        COMMSIM_CUDA(
+            cudaEventRecord(e, r0.streams[static_cast<std::size_t>(marks->marks[static_cast<std::size_t>(m)].stream)]));
+        (begin ? timing->marks[static_cast<std::size_t>(m)].first : timing->marks[static_cast<std::size_t>(m)].second) =
+            e;
       }
     };
     for (int j = 0; j < static_cast<int>(step.ops.size()); ++j) {
@@ -674,7 +728,8 @@ class Runner {
       const Mark& mk = marks.marks[i];
       const double a = elapsed(t.begin[0], t.marks[i].first), b = elapsed(t.begin[0], t.marks[i].second);
       m.stream_busy_s[static_cast<std::size_t>(mk.stream)] += b - a;
-      if (mk.compute) m.compute_s += b - a;
+      if (mk.compute)
+        m.compute_s += b - a;
       else {
         comm.push_back({a, b});
         task_s_[{t.kind, mk.task}].push_back(b - a);
@@ -704,8 +759,9 @@ class Runner {
       auto measured = task_s_.find(key);
       if (measured == task_s_.end()) continue;  // a step kind that was not timed
       if (++lines[k] > 12) continue;
-      notes.push_back(std::string("NCCL estimate (ncclGroupSimulateEnd) vs measured median, ") + kKinds[static_cast<int>(program_.kinds[static_cast<std::size_t>(k)].kind)] +
-                      " step, " + plan_.kinds[static_cast<std::size_t>(k)].tasks[static_cast<std::size_t>(task)].label + ": " +
+      notes.push_back(std::string("NCCL estimate (ncclGroupSimulateEnd) vs measured median, ") +
+                      kKinds[static_cast<int>(program_.kinds[static_cast<std::size_t>(k)].kind)] + " step, " +
+                      plan_.kinds[static_cast<std::size_t>(k)].tasks[static_cast<std::size_t>(task)].label + ": " +
                       fmt("%.1f us vs %.1f us", static_cast<double>(us), median(measured->second) * 1e6));
     }
     for (const auto& [k, n] : lines)
@@ -737,9 +793,10 @@ NcclRun run_nccl(const Plan& plan, const Topology& topology, const NcclOptions& 
   World world(options.launch, options.gpus, plan.ranks);
   if (world.nranks() != plan.ranks)
     throw InputError(plan.scenario.file, "nodes",
-                     "the scenario has " + std::to_string(plan.ranks) + " ranks (" + std::to_string(topology.nodes()) + " node(s) x " +
-                         std::to_string(topology.ranks_per_node()) + ") but " + std::to_string(world.nranks()) +
-                         " GPU(s) were started (" + world.describe() + "); set the scenario's nodes (--set nodes=N) or start as many ranks");
+                     "the scenario has " + std::to_string(plan.ranks) + " ranks (" + std::to_string(topology.nodes()) +
+                         " node(s) x " + std::to_string(topology.ranks_per_node()) + ") but " +
+                         std::to_string(world.nranks()) + " GPU(s) were started (" + world.describe() +
+                         "); set the scenario's nodes (--set nodes=N) or start as many ranks");
   NcclRun run;
   run.root = world.root();
   std::vector<std::string> check_notes;
@@ -764,19 +821,21 @@ NcclRun run_nccl(const Plan& plan, const Topology& topology, const NcclOptions& 
   int version = 0;
   ncclGetVersion(&version);
   std::vector<std::string> notes = {
-      "measured on " + world.describe() + ", NCCL " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
-          std::to_string(version % 100),
+      "measured on " + world.describe() + ", NCCL " + std::to_string(version / 10000) + "." +
+          std::to_string(version / 100 % 100) + "." + std::to_string(version % 100),
       "each step is timed with CUDA events on every rank's compute stream (slowest rank); steps[i] is the median of " +
           std::to_string(options.repeats) + " repeat(s) after " + std::to_string(options.warmup_steps) +
           " warm-up step(s); step_time_spread_s is half the interquartile range",
-      "breakdown and trace from rank 0: communication = union of its communication tasks' intervals, compute = its busy-wait kernels"};
+      "breakdown and trace from rank 0: communication = union of its communication tasks' intervals, compute = its "
+      "busy-wait kernels"};
   if (program.group_size != world.ranks_per_host() && plan.scenario.strategy.algorithm == Algorithm::Hierarchical)
-    notes.push_back("hierarchy groups follow the scenario (" + std::to_string(program.group_size) + " ranks per group) while " +
-                    std::to_string(world.ranks_per_host()) + " ranks share this host");
+    notes.push_back("hierarchy groups follow the scenario (" + std::to_string(program.group_size) +
+                    " ranks per group) while " + std::to_string(world.ranks_per_host()) + " ranks share this host");
   if (plan.scenario.strategy.dgc)
-    notes.push_back("DGC: exact top-k (4-pass radix select on |g|) and ncclAllGather of (int32 index, value) pairs; the "
-                    "decompression (scatter-add of ranks x k pairs) runs too, though the Plan does not count it; momentum "
-                    "correction and residual accumulation are not executed");
+    notes.push_back(
+        "DGC: exact top-k (4-pass radix select on |g|) and ncclAllGather of (int32 index, value) pairs; the "
+        "decompression (scatter-add of ranks x k pairs) runs too, though the Plan does not count it; momentum "
+        "correction and residual accumulation are not executed");
   if (plan.scenario.strategy.stragglers.compute_cv > 0 || !plan.scenario.strategy.stragglers.slow_ranks.empty())
     notes.push_back("stragglers: every rank's compute is scaled by the Plan's factor of the slowest rank of that step");
   notes.insert(notes.end(), check_notes.begin(), check_notes.end());

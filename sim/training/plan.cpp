@@ -102,8 +102,7 @@ struct Builder {
   // Backward compute after `last`, from the last layer to the first; returns the task of each layer's backward.
   std::vector<int> backward_pass(StepPlan& plan, int last, const std::vector<int>& gate = {}) const {
     std::vector<int> backward(model.layers.size());
-    for (std::size_t l = model.layers.size(); l-- > 0;)
-    {
+    for (std::size_t l = model.layers.size(); l-- > 0;) {
       last = backward[l] = gated(plan, compute(plan, backward_s[l], "bwd " + model.layers[l].name, last), gate, l);
       plan.tasks[last].gradient_layer = static_cast<int>(l);
     }

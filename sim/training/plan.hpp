@@ -21,7 +21,7 @@ enum class TaskKind : std::uint8_t {
 struct Task {
   TaskKind kind = TaskKind::Compute;
   int stream = 0;
-  double seconds = 0;         // Compute / Delay
+  double seconds = 0;  // Compute / Delay
   // Collective: fixed costs the simulator charges on its stream around it (libraries/overheads.json): it starts at
   // the next multiple of start_grid_s after it is ready (Horovod's cycle), pays overhead_before_s (framework hook,
   // copy into the flat buffer, library launch), then overhead_after_s (copy back). The hardware backends pay their
@@ -29,17 +29,17 @@ struct Task {
   double start_grid_s = 0, overhead_before_s = 0, overhead_after_s = 0;
   CollectiveSpec collective;  // Collective
   double bytes_sent_per_rank = 0;
-  std::vector<int> deps;      // earlier tasks of the same step
+  std::vector<int> deps;  // earlier tasks of the same step
   std::string label;
-  int bucket = -1;            // for the trace and for the hardware backends
-  std::vector<int> tensors;   // gradient tensors this task communicates (indices into Model::tensors)
-  int gradient_layer = -1;    // Compute, backward: the layer whose gradients this task produces (for the trace)
+  int bucket = -1;           // for the trace and for the hardware backends
+  std::vector<int> tensors;  // gradient tensors this task communicates (indices into Model::tensors)
+  int gradient_layer = -1;   // Compute, backward: the layer whose gradients this task produces (for the trace)
 };
 
 struct Bucket {
   std::vector<int> tensors;  // in backward order
   std::uint64_t elements = 0;
-  int ready_layer = 0;       // its last gradient is ready when this layer's backward ends
+  int ready_layer = 0;  // its last gradient is ready when this layer's backward ends
   int stream = 1;
 };
 
@@ -57,15 +57,15 @@ struct Plan {
   int ranks = 0;
   int streams = 1;  // communication streams
   std::vector<Bucket> buckets;
-  std::vector<StepPlan> kinds;  // distinct step plans
-  std::vector<int> step_kind;   // per step: index into kinds
+  std::vector<StepPlan> kinds;         // distinct step plans
+  std::vector<int> step_kind;          // per step: index into kinds
   std::vector<double> compute_factor;  // per step: straggler slowdown of the critical rank
   // Per step: the rank whose timeline the step follows (the slowest since the last synchronisation); -1 for a
   // Local SGD local step, which follows the mean of the ranks. Without stragglers every rank is the same: 0.
   std::vector<int> critical_rank;
-  bool symmetric_ranks = true;  // no stragglers: every rank runs the same timeline
-  double compute_s = 0;                // one step's compute on an unslowed rank
-  std::vector<std::string> notes;      // assumptions stated in the output
+  bool symmetric_ranks = true;     // no stragglers: every rank runs the same timeline
+  double compute_s = 0;            // one step's compute on an unslowed rank
+  std::vector<std::string> notes;  // assumptions stated in the output
 };
 
 // Builds the plan; throws InputError for impossible settings (bucket index past the last tensor, too few ranks).

@@ -1,8 +1,8 @@
-#include "sim/core/data_path.hpp"
 #include "sim/training/scenario.hpp"
 
 #include <filesystem>
 
+#include "sim/core/data_path.hpp"
 #include "sim/core/limits.hpp"
 #include "sim/training/device_library.hpp"
 

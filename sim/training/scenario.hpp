@@ -26,7 +26,7 @@ struct Fusion {
   double first_bucket_mb = 0;  // Size: DDP's smaller first bucket (1 MB in DDP); 0 = same as size_mb
   // The cap of the first bucket filled (the last layers' gradients): first_bucket_mb, or size_mb when it is 0.
   double first_bucket_cap_mb() const { return first_bucket_mb > 0 ? first_bucket_mb : size_mb; }
-  std::vector<int> indices;    // Index: MindSpore split indices into the forward-ordered tensor list
+  std::vector<int> indices;  // Index: MindSpore split indices into the forward-ordered tensor list
 };
 
 struct Dgc {  // Paddle dgc_configs
@@ -38,16 +38,16 @@ struct Dgc {  // Paddle dgc_configs
 
 struct LocalSgd {  // Paddle localsgd_configs / adaptive_localsgd_configs
   bool adaptive = false;
-  int k_steps = 1;        // fixed interval (plain)
-  int init_k_steps = 1;   // adaptive: the first interval (not capped; later ones are chosen in [1, 16])
-  int begin_step = 0;     // the parameters are averaged at every step up to this one (post-local SGD)
+  int k_steps = 1;       // fixed interval (plain)
+  int init_k_steps = 1;  // adaptive: the first interval (not capped; later ones are chosen in [1, 16])
+  int begin_step = 0;    // the parameters are averaged at every step up to this one (post-local SGD)
   // Adaptive: the learning rate and the loss, from which AdaComm derives the interval.
   double lr_initial = 0.1, lr_decay_factor = 1, loss_initial = 1, loss_final = 1;
   int lr_decay_every_steps = 0, loss_half_life_steps = 0;
 };
 
-struct Sharding {  // ZeRO-2/3, FSDP, MindSpore optimizer parallel
-  int stage = 0;   // 0 = off, 2 = gradients and optimizer state sharded, 3 = parameters too
+struct Sharding {                       // ZeRO-2/3, FSDP, MindSpore optimizer parallel
+  int stage = 0;                        // 0 = off, 2 = gradients and optimizer state sharded, 3 = parameters too
   double allgather_fusion_mb = 64;      // MindSpore comm_fusion "allgather" size
   double reducescatter_fusion_mb = 64;  // MindSpore comm_fusion "reducescatter" size
   // Stage 3: how many all-gather buckets may be fetched ahead of the one the compute is using; -1 = as far as the
@@ -63,14 +63,14 @@ struct Stragglers {
 
 struct Strategy {
   Fusion fusion;
-  bool overlap = true;          // false: Paddle sync_nccl_allreduce, all communication after backward
-  int nccl_comm_num = 1;        // communication streams
+  bool overlap = true;    // false: Paddle sync_nccl_allreduce, all communication after backward
+  int nccl_comm_num = 1;  // communication streams
   Algorithm algorithm = Algorithm::Ring;
   bool use_hierarchical_allreduce = false;
   // Hierarchical allreduce groups, given as one of two numbers (0 = unset; both unset: one group per node):
   int hierarchical_allreduce_leaders = 0;     // number of groups = number of leaders
   int hierarchical_allreduce_group_size = 0;  // ranks per group: what Paddle's hierarchical_allreduce_inter_nranks is
-  int channels = 0;                             // 0 = the topology's default (one per NIC)
+  int channels = 0;                           // 0 = the topology's default (one per NIC)
   CommDtype comm_dtype = CommDtype::Fp32;
   std::optional<Dgc> dgc;
   std::optional<LocalSgd> localsgd;
@@ -80,9 +80,9 @@ struct Strategy {
 
 struct Device {
   std::string name;
-  double peak_flops = 0;       // FLOP/s of the datatype the model trains in
-  double efficiency = 0;       // sustained fraction of peak (model FLOPs utilisation)
-  double memory_Bps = 0;       // memory bandwidth, for casts, top-k selection and reductions
+  double peak_flops = 0;  // FLOP/s of the datatype the model trains in
+  double efficiency = 0;  // sustained fraction of peak (model FLOPs utilisation)
+  double memory_Bps = 0;  // memory bandwidth, for casts, top-k selection and reductions
 };
 
 struct Scenario {

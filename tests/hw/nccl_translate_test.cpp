@@ -72,13 +72,15 @@ void expect_well_formed(const Loaded& l, const LaunchStep& step, const StepPlan&
       EXPECT_TRUE(recorded.count(op.event)) << "wait for event " << op.event << " before its record";
     }
     if (op.stream == 0) {
-      EXPECT_TRUE(op.kind == OpKind::Spin || op.kind == OpKind::Record || op.kind == OpKind::Wait) << describe(op, l.program);
+      EXPECT_TRUE(op.kind == OpKind::Spin || op.kind == OpKind::Record || op.kind == OpKind::Wait)
+          << describe(op, l.program);
     }
     if (op.stream > 0 && op.kind != OpKind::Record && op.kind != OpKind::Wait) comm_streams.insert(op.stream);
     if (op.task >= 0) tasks_seen.insert(op.task);
     if (op.kind == OpKind::Collective) {
       ASSERT_GE(op.comm, 0);
-      EXPECT_EQ(l.program.comms[static_cast<std::size_t>(op.comm)].stream, op.stream) << "a communicator serves one stream";
+      EXPECT_EQ(l.program.comms[static_cast<std::size_t>(op.comm)].stream, op.stream)
+          << "a communicator serves one stream";
     }
   }
   EXPECT_EQ(tasks_seen.size(), plan_step.tasks.size());
@@ -301,7 +303,8 @@ TEST(NcclTranslate, DgcGivesTopKAndAllGatherOfTwoKWords) {
 
 // DGC with fp16 values: a pair is a 4-byte index and a 2-byte value, so ceil(6k / 4) words.
 TEST(NcclTranslate, DgcPacksNarrowValues) {
-  const Loaded l = load({R"(strategy.dgc={"rampup_begin_step":0,"rampup_step":1,"sparsity":[0.999]})", "strategy.comm_dtype=fp16"});
+  const Loaded l =
+      load({R"(strategy.dgc={"rampup_begin_step":0,"rampup_step":1,"sparsity":[0.999]})", "strategy.comm_dtype=fp16"});
   for (const LaunchOp& op : l.program.kinds[0].ops)
     if (op.kind == OpKind::Scatter) {
       const LaunchOp* gather = &op - 1;
@@ -328,7 +331,9 @@ TEST(NcclTranslate, LocalSgdAveragesEveryKSteps) {
     }
   EXPECT_EQ(static_cast<std::size_t>(scales), l.plan.buckets.size());
   // Steps 3 and 7 average (the 4th and 8th step of each window).
-  for (int s : {3, 7}) EXPECT_EQ(l.program.kinds[static_cast<std::size_t>(l.plan.step_kind[static_cast<std::size_t>(s)])].kind, StepKind::LocalAverage);
+  for (int s : {3, 7})
+    EXPECT_EQ(l.program.kinds[static_cast<std::size_t>(l.plan.step_kind[static_cast<std::size_t>(s)])].kind,
+              StepKind::LocalAverage);
 }
 
 // ZeRO-2: gradients reduce-scattered, parameters all-gathered; NCCL counts are per rank: ceil(elements / 32).
@@ -388,10 +393,10 @@ TEST(NcclTranslate, FormatsTheProgram) {
 // header counts 2 x 8 = 16 ranks, and ResNet-50's buckets are ncclAllReduce calls on the world communicator.
 TEST(NcclTranslate, CliDryRunPrintsTheProgram) {
   const std::string out_file = ::testing::TempDir() + "commsim-dry-run.txt";
-  const int status = std::system((std::string(COMMSIM_CLI_PATH) +
-                                  " run --backend nccl scenarios/resnet50-dgx-a100.json --set nodes=2 --dry-run > " +
-                                  out_file)
-                                     .c_str());
+  const int status =
+      std::system((std::string(COMMSIM_CLI_PATH) +
+                   " run --backend nccl scenarios/resnet50-dgx-a100.json --set nodes=2 --dry-run > " + out_file)
+                      .c_str());
   std::ifstream in(out_file);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::remove(out_file.c_str());

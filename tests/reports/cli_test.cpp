@@ -24,12 +24,14 @@ std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::c
 
 TEST(SweepCli, WritesTableCsvJsonAndHtml) {
   ScratchDir dir("sweep");
-  const CliRun r = commsim("sweep " + kScenario + " --vary nodes=1,2 --vary strategy.nccl_comm_num=1,2 --steps 2 --jobs 2 -o " + dir.path.string());
+  const CliRun r =
+      commsim("sweep " + kScenario + " --vary nodes=1,2 --vary strategy.nccl_comm_num=1,2 --steps 2 --jobs 2 -o " +
+              dir.path.string());
   ASSERT_EQ(r.code, 0) << r.err;
   // 2 x 2 = 4 configurations: table header, rule, 4 rows, then the summary line
   EXPECT_EQ(lines(r.out), 7u) << r.out;
   EXPECT_NE(r.out.find("4 configurations, fidelity analytical"), std::string::npos);
-  EXPECT_EQ(r.err, "");  // no progress bar: stderr is not a terminal here
+  EXPECT_EQ(r.err, "");                                // no progress bar: stderr is not a terminal here
   EXPECT_EQ(lines(read_text(dir / "sweep.csv")), 5u);  // header + 4 rows
   EXPECT_EQ(json::parse(read_text(dir / "sweep.json"))["rows"].size(), 4u);
   const XmlCheck html = check_xml(read_text(dir / "sweep.html"));
@@ -49,7 +51,8 @@ TEST(SweepCli, BadInputIsExitTwoWithOneLine) {
   ScratchDir dir("sweep-bad");
   const std::string run = "sweep " + kScenario + " --steps 2 -o " + dir.path.string() + " ";
   // an unknown field: the strict loader names it (checked on the first combination, before any simulation)
-  expect_bad_input(commsim(run + "--vary strategy.fuson.size_mb=1,2"), "--vary: " + kScenario + ": strategy.fuson: unknown field");
+  expect_bad_input(commsim(run + "--vary strategy.fuson.size_mb=1,2"),
+                   "--vary: " + kScenario + ": strategy.fuson: unknown field");
   // an empty grid
   expect_bad_input(commsim(run + "--vary nodes="), "--vary: nodes: no values: the grid is empty");
   // malformed specs
@@ -71,8 +74,8 @@ TEST(RecommendCli, TopFiveWithReasonsAndSnippets) {
   EXPECT_NE(r.out.find("by coordinate descent"), std::string::npos);
   for (const char* rank : {"\n1 ", "\n5 ", "\n1. ", "\n5. "}) EXPECT_NE(r.out.find(rank), std::string::npos) << rank;
   EXPECT_NE(r.out.find(" because "), std::string::npos);
-  for (const char* snippet : {"# Paddle (fleet)", "strategy.fuse_grad_size_in_MB = ", "# MindSpore", "comm_fusion=",
-                              "# PyTorch DDP", "bucket_cap_mb=", "# NCCL environment"})
+  for (const char* snippet : {"# Paddle (fleet)", "strategy.fuse_grad_size_in_MB = ", "# MindSpore",
+                              "comm_fusion=", "# PyTorch DDP", "bucket_cap_mb=", "# NCCL environment"})
     EXPECT_NE(r.out.find(snippet), std::string::npos) << snippet;
   EXPECT_EQ(r.out.find("[changes convergence"), std::string::npos);  // nothing lossy without --allow-lossy
 }
@@ -85,8 +88,9 @@ TEST(RecommendCli, LossyOnlyWhenAllowedAndFlagged) {
   // on 10 GbE, compressing the gradients wins, and is flagged as changing convergence
   EXPECT_NE(r.out.find("[changes convergence: check accuracy]"), std::string::npos) << r.out;
   // the cloud topology has no calibration and no fitted NCCL band: the 5 % rule is stated with the pick
-  EXPECT_NE(r.out.find("more than the prediction's band (no calibrated band for this topology, so commsim's rule: 5 %)"),
-            std::string::npos);
+  EXPECT_NE(
+      r.out.find("more than the prediction's band (no calibrated band for this topology, so commsim's rule: 5 %)"),
+      std::string::npos);
 }
 
 TEST(RecommendCli, ShardedScenarioTunesShardingKnobsAndPrintsShardingSnippets) {
@@ -137,7 +141,9 @@ TEST(RecommendCli, BadInputIsExitTwoWithOneLine) {
 std::string ci_copy(const ScratchDir& dir, const std::function<void(json&)>& edit) {
   json b = json::parse(read_text("baselines/ci.json"));
   for (json& e : b["scenarios"])
-    e["scenario"] = std::filesystem::absolute(std::filesystem::path("baselines") / e["scenario"].get<std::string>()).lexically_normal().string();
+    e["scenario"] = std::filesystem::absolute(std::filesystem::path("baselines") / e["scenario"].get<std::string>())
+                        .lexically_normal()
+                        .string();
   edit(b);
   std::ofstream(dir / "b.json") << b.dump(2);
   return dir / "b.json";
@@ -180,7 +186,7 @@ TEST(RegressCli, UpdateRebasesAnOldBaseline) {
   const json updated = json::parse(read_text(b));
   EXPECT_EQ(updated["commsim_version"], json::parse(read_text("baselines/ci.json"))["commsim_version"]);
   EXPECT_LT(updated["scenarios"][0]["step_time_s"].get<double>(), 1.0);  // the simulated time, not the stale 1 s
-  EXPECT_EQ(commsim("regress --baseline " + b).code, 0);  // and it now passes
+  EXPECT_EQ(commsim("regress --baseline " + b).code, 0);                 // and it now passes
 }
 
 TEST(RegressCli, BackendRunsTheHardwareEntriesNow) {
@@ -188,12 +194,10 @@ TEST(RegressCli, BackendRunsTheHardwareEntriesNow) {
   ScratchDir dir("regress-backend");
   auto with_stored = [&](double stored_s) {
     return ci_copy(dir, [&](json& j) {
-      json entry = {{"name", "tiny-mpi"},
-                    {"scenario", std::filesystem::absolute("scenarios/emulated-tiny.json").string()},
-                    {"set", {"steps=3"}},
-                    {"backend", "mpi"},
-                    {"step_time_s", stored_s},
-                    {"step_time_spread_s", 0.0}};
+      json entry = {
+          {"name", "tiny-mpi"},      {"scenario", std::filesystem::absolute("scenarios/emulated-tiny.json").string()},
+          {"set", {"steps=3"}},      {"backend", "mpi"},
+          {"step_time_s", stored_s}, {"step_time_spread_s", 0.0}};
       j["scenarios"] = json::array({entry});
     });
   };
@@ -219,19 +223,23 @@ TEST(RegressCli, BadBaselineIsExitTwoWithOneLine) {
   ScratchDir dir("regress-bad");
   expect_bad_input(commsim("regress --baseline " + ci_copy(dir, [](json& j) { j["commsim_version"] = "0.0.1"; })),
                    "commsim_version: baseline is from commsim 0.0.1, this is commsim");
-  expect_bad_input(commsim("regress --baseline " + ci_copy(dir, [](json& j) { j["scenarios"][1]["scenario"] = "/nonexistent/x.json"; })),
+  expect_bad_input(commsim("regress --baseline " +
+                           ci_copy(dir, [](json& j) { j["scenarios"][1]["scenario"] = "/nonexistent/x.json"; })),
                    "scenarios[1].scenario: no such file /nonexistent/x.json");
   expect_bad_input(commsim("regress --baseline " + ci_copy(dir, [](json& j) { j["scenarios"] = json::object(); })),
                    "scenarios: must be an array");
   std::ofstream(dir / "broken.json") << "{\"commsim_version\": ";
   expect_bad_input(commsim("regress --baseline " + (dir / "broken.json")), "invalid JSON");
-  expect_bad_input(commsim("regress --baseline baselines/ci.json --measured nope=x.json"), "--measured: nope: no hardware entry");
+  expect_bad_input(commsim("regress --baseline baselines/ci.json --measured nope=x.json"),
+                   "--measured: nope: no hardware entry");
   expect_bad_input(commsim("regress --baseline baselines/ci.json --cluster"), "--cluster requires --backend");
 }
 
 TEST(ReportCli, SimulationResultWithTraceBecomesOnePage) {
   ScratchDir dir("report-cli");
-  ASSERT_EQ(commsim("simulate " + kScenario + " --steps 2 --json " + (dir / "r.json") + " --trace " + (dir / "t.json")).code, 0);
+  ASSERT_EQ(
+      commsim("simulate " + kScenario + " --steps 2 --json " + (dir / "r.json") + " --trace " + (dir / "t.json")).code,
+      0);
   const CliRun r = commsim("report " + (dir / "r.json") + " " + (dir / "t.json") + " -o " + (dir / "report.html"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("1 result(s), 1 timeline(s)"), std::string::npos);

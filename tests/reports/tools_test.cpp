@@ -38,7 +38,8 @@ TEST(SearchSpace, EveryChoiceLoads) {
   const Json base = load_base(kScenario, {}, 3);
   const Scenario s = parse_scenario(base, kScenario);
   for (const Knob& k : search_space(s, 32, 4, true))
-    for (const Choice& c : k.choices) EXPECT_NO_THROW(parse_scenario(apply_sets(base, c.sets, kScenario), kScenario)) << c.label;
+    for (const Choice& c : k.choices)
+      EXPECT_NO_THROW(parse_scenario(apply_sets(base, c.sets, kScenario), kScenario)) << c.label;
 }
 
 // The cloud cluster (8 VMs, one 10 GbE NIC each) makes communication matter, so settings change the step time.
@@ -87,7 +88,8 @@ TEST(Reason, NamesTheChangeInExposedCommunicationAndItsCause) {
   const std::vector<Knob> knobs = search_space(load_scenario(kScenario), 32, 4, false);
   Evaluation given, better;
   given.result.step_time_s = 0.100, given.result.exposed_comm_s = 0.038, given.result.comm_s = 0.050, given.buckets = 1;
-  better.result.step_time_s = 0.068, better.result.exposed_comm_s = 0.006, better.result.comm_s = 0.045, better.buckets = 9;
+  better.result.step_time_s = 0.068, better.result.exposed_comm_s = 0.006, better.result.comm_s = 0.045,
+  better.buckets = 9;
   Candidate c{{knobs[0].given, knobs[1].given, knobs[2].given}, better, false};
   c.choice[0] = 0;  // 1 MB buckets
   // exposed share: 38 / 100 = 38.0 % before, 6 / 68 = 8.8 % after; 9 buckets instead of 1 start during backward
@@ -138,7 +140,8 @@ TEST(Snippets, WriteTheFrameworksOwnSettings) {
         "strategy.fp16_allreduce = True\n",
         "strategy.dgc_configs = {\"rampup_begin_step\": 0, \"rampup_step\": 1, \"sparsity\": [0.999]}\n"})
     EXPECT_NE(paddle.find(line), std::string::npos) << line;
-  EXPECT_NE(mindspore_snippet(s).find("comm_fusion={\"allreduce\": {\"mode\": \"size\", \"config\": 32}}"), std::string::npos);
+  EXPECT_NE(mindspore_snippet(s).find("comm_fusion={\"allreduce\": {\"mode\": \"size\", \"config\": 32}}"),
+            std::string::npos);
   const std::string torch = pytorch_snippet(s);
   EXPECT_NE(torch.find("bucket_cap_mb=32"), std::string::npos);
   EXPECT_NE(torch.find("default_hooks.fp16_compress_hook"), std::string::npos);
@@ -294,7 +297,10 @@ std::string write_baseline(const test::ScratchDir& dir, const Json& doc) {
 Json valid_baseline() {
   return {{"commsim_version", COMMSIM_VERSION},
           {"scenarios",
-           {{{"name", "r50"}, {"scenario", std::filesystem::absolute(kScenario).string()}, {"set", {"steps=2"}}, {"step_time_s", 0.08}}}}};
+           {{{"name", "r50"},
+             {"scenario", std::filesystem::absolute(kScenario).string()},
+             {"set", {"steps=2"}},
+             {"step_time_s", 0.08}}}}};
 }
 
 std::string load_error(const std::string& path, bool updating = false) {
@@ -320,13 +326,15 @@ TEST(Baseline, ErrorsNameTheFileAndField) {
   Json other = valid_baseline();
   other["commsim_version"] = "0.0.1";
   const std::string path = write_baseline(dir, other);
-  EXPECT_EQ(load_error(path), path + ": commsim_version: baseline is from commsim 0.0.1, this is commsim " COMMSIM_VERSION
-                                     ": re-run with --update to rebase it");
+  EXPECT_EQ(load_error(path), path +
+                                  ": commsim_version: baseline is from commsim 0.0.1, this is commsim " COMMSIM_VERSION
+                                  ": re-run with --update to rebase it");
   EXPECT_EQ(load_error(path, true), "");  // --update accepts it, to rebase it
 
   Json missing = valid_baseline();
   missing["scenarios"][0]["scenario"] = "nope.json";
-  EXPECT_EQ(load_error(write_baseline(dir, missing)), path + ": scenarios[0].scenario: no such file " + (dir / "nope.json"));
+  EXPECT_EQ(load_error(write_baseline(dir, missing)),
+            path + ": scenarios[0].scenario: no such file " + (dir / "nope.json"));
 
   Json typo = valid_baseline();
   typo["scenarios"][0]["step_time"] = 1;
@@ -363,8 +371,11 @@ TEST(Baseline, HardwareVerdictsAlsoNeedToLeaveTheNoiseBand) {
 TEST(Baseline, CheckSkipsHardwareEntriesWithoutAMeasurement) {
   test::ScratchDir dir("baseline-hw");
   Json doc = valid_baseline();
-  doc["scenarios"].push_back({{"name", "r50-mpi"}, {"scenario", std::filesystem::absolute(kScenario).string()},
-                              {"backend", "mpi"}, {"step_time_s", 0.1}, {"step_time_spread_s", 0.002}});
+  doc["scenarios"].push_back({{"name", "r50-mpi"},
+                              {"scenario", std::filesystem::absolute(kScenario).string()},
+                              {"backend", "mpi"},
+                              {"step_time_s", 0.1},
+                              {"step_time_spread_s", 0.002}});
   const Baseline b = load_baseline(write_baseline(dir, doc), false);
   std::vector<double> seconds;
   std::vector<Check> checks = check_baseline(b, 1, {}, 1, seconds);

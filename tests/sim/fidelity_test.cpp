@@ -25,16 +25,7 @@ namespace fs = std::filesystem;
 
 constexpr double kMiB = 1048576.0;
 
-std::string temp_dir() {
-  static const test::TempDir dir;
-  return dir.path().string();
-}
-
-std::string write(const std::string& name, const Json& doc) {
-  const std::string path = temp_dir() + "/" + name;
-  std::ofstream(path) << doc.dump(2);
-  return path;
-}
+std::string write(const std::string& name, const Json& doc) { return test::write_temp_json(name, doc); }
 
 // The cluster above; `library` (a topology "library" block) when not null; `network` adds fields to the class of
 // the links between nodes.

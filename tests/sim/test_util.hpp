@@ -18,6 +18,7 @@
 
 #include "sim/collective/collective.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/json_fields.hpp"
 #include "sim/engine/executor.hpp"
 #include "sim/topology/astra_topology.hpp"
 #include "sim/topology/topology.hpp"
@@ -234,6 +235,15 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// A file in this test process's own temp folder (removed when the process exits; ctest runs each test in a process
+// of its own, so nothing piles up in the temp directory), holding `doc`; returns its path.
+inline std::string write_temp_json(const std::string& name, const Json& doc) {
+  static const TempDir dir;
+  const std::string path = dir.path().string() + "/" + name;
+  std::ofstream(path) << doc.dump(2);
+  return path;
+}
 
 struct CliResult {
   int exit_code = -1;

@@ -27,18 +27,7 @@ namespace fs = std::filesystem;
 constexpr double kMiB = 1048576.0;
 constexpr double kComputeS = 0.012;  // 4 x (1 ms forward + 2 ms backward)
 
-// One folder per test process for the files the tests write, removed when the process exits (ctest runs every
-// test in a process of its own, so a folder that outlived its process would pile up in the temp directory).
-std::string temp_dir() {
-  static const test::TempDir dir;
-  return dir.path().string();
-}
-
-std::string write(const std::string& name, const Json& doc) {
-  const std::string path = temp_dir() + "/" + name;
-  std::ofstream(path) << doc.dump(2);
-  return path;
-}
+std::string write(const std::string& name, const Json& doc) { return test::write_temp_json(name, doc); }
 
 std::string cluster(double intra_Bps, double inter_Bps, double latency_s, int gpus_per_node = 2) {
   auto cls = [&](double bw) { return Json{{"latency_s", latency_s}, {"bandwidth_Bps", bw}, {"source", "test"}}; };
@@ -105,8 +94,7 @@ TEST(Fusion, NoFusionBlockIsTheDocumentedDefault) {
   // layer's tensor (two buckets). A 1 MB first bucket (DDP's) does split it off: 4.19 MB >= 1 MB closes it.
   const std::string t = cluster(10e9, 10e9, 0);
   auto buckets = [&](const Json& strategy) {
-    return simulate_document(scenario(t, strategy), write("scenario.json", scenario(t, strategy)),
-                             Fidelity::Analytical)
+    return simulate_document(scenario(t, strategy), write("scenario.json", scenario(t, strategy)), Fidelity::Analytical)
         .plan.buckets;
   };
   const auto implicit = buckets(Json::object());
