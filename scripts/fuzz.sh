@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes commsim's input loaders with libFuzzer (harnesses in fuzz/), in its own build directory build-fuzz/ (clang,
 # ASan, UBSan), so the main build is untouched.
-#   scripts/fuzz.sh                 30 s per loader: what scripts/test.sh runs when clang and libFuzzer are present
+#   scripts/fuzz.sh                 30 s per loader: what scripts/test.sh runs
 #   scripts/fuzz.sh 600             10 minutes per loader (the long run the README reports)
 #   scripts/fuzz.sh 600 scenario    one loader: topology, scenario, model, suite, baseline, compare
 # COMMSIM_FUZZ_NICE=19 runs the fuzzers at the lowest CPU priority (a shared machine).
