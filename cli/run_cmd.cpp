@@ -138,25 +138,11 @@ int run_mpi(const RunCommand& o) {
 #endif
 }
 
-#ifdef COMMSIM_HAVE_NCCL_PLAN
-// The scenario (with --set and --steps), its topology and Plan, for the NCCL backend.
-SimulationRun load_nccl_run(const RunCommand& o, Json& document) {
-  std::vector<std::string> sets = o.sets;
-  if (o.steps > 0) sets.push_back("steps=" + std::to_string(o.steps));
-  SimulationRun run;
-  document = apply_overrides(read_json_file(o.scenario), sets, o.scenario);
-  run.scenario = parse_scenario(document, o.scenario);
-  run.topology = load_topology(run.scenario.topology_path, run.scenario.nodes);
-  run.plan = build_plan(run.scenario, *run.topology);
-  return run;
-}
-#endif
 
 // --dry-run: the NCCL calls of each step kind, as every rank would make them; needs no GPU.
 int print_nccl_program(const RunCommand& o) {
 #ifdef COMMSIM_HAVE_NCCL_PLAN
-  Json document;
-  const SimulationRun run = load_nccl_run(o, document);
+  const SimulationRun run = prepare_run(o.scenario, o.sets, o.steps);
   std::fputs(nccl::format_program(run.plan, nccl::translate_plan(run.plan, run.topology->ranks_per_node())).c_str(),
              stdout);
   return 0;
@@ -170,8 +156,7 @@ int print_nccl_program(const RunCommand& o) {
 int run_nccl(const RunCommand& o) {
   if (o.dry_run) return print_nccl_program(o);
 #ifdef COMMSIM_HAVE_NCCL
-  Json document;
-  SimulationRun run = load_nccl_run(o, document);
+  SimulationRun run = prepare_run(o.scenario, o.sets, o.steps);
   nccl::NcclOptions options;
   options.check = o.check;
   options.warmup_steps = o.warmup;
@@ -179,8 +164,9 @@ int run_nccl(const RunCommand& o) {
   nccl::NcclRun measured = nccl::run_nccl(run.plan, *run.topology, options);
   const int code = measured.checked && measured.wrong_elements > 0 ? 1 : 0;
   if (!measured.root) return code;
+  measured.result.scenario_hash = run.result.scenario_hash;
+  measured.result.settings = run.result.settings;
   run.result = measured.result;
-  run.result.scenario_hash = fnv1a_hex(document.dump());
   print_measured(run, table_stream(o));
   if (measured.checked)
     std::fprintf(table_stream(o), "check: %llu wrong elements: %s\n",

@@ -31,15 +31,7 @@
 namespace commsim::hw {
 
 SimulationRun load_run(const RunOptions& options) {
-  std::vector<std::string> sets = options.sets;
-  if (options.steps > 0) sets.push_back("steps=" + std::to_string(options.steps));
-  const Json document = apply_overrides(read_json_file(options.scenario), sets, options.scenario);
-  SimulationRun run;
-  run.scenario = parse_scenario(document, options.scenario);
-  run.topology = load_topology(run.scenario.topology_path, run.scenario.nodes);
-  run.plan = build_plan(run.scenario, *run.topology);
-  run.result.scenario_hash = fnv1a_hex(document.dump());
-  return run;
+  return prepare_run(options.scenario, options.sets, options.steps);
 }
 
 bool under_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }

@@ -20,7 +20,13 @@ struct SimulationRun {
   Result result;
 };
 
-// `sets` are --set overrides; `steps` > 0 overrides the step count.
+// What every command that predicts or runs a scenario starts from: the document with its --set overrides (`sets`;
+// `steps` > 0 overrides the step count), its scenario, topology and Plan; result carries the scenario's hash and
+// settings, so a measured Result and a predicted one name the same run.
+SimulationRun prepare_run(const std::string& path, const std::vector<std::string>& sets, int steps);
+SimulationRun prepare_document(const Json& document, const std::string& file);
+
+// prepare_run, then the simulation.
 SimulationRun simulate_scenario(const std::string& path, const std::vector<std::string>& sets, int steps,
                                 Fidelity fidelity, const TraceSelection& trace = {});
 // The same from an already parsed document (after overrides); `file` names it and resolves its relative paths.
