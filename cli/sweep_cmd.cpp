@@ -1,49 +1,66 @@
 // `commsim sweep`: what-if grids. Every combination of the --vary values is simulated (in parallel on all cores);
 // the results go to a table on stdout and to DIR/sweep.csv, DIR/sweep.json and DIR/sweep.html (inline SVG charts).
+// `--shard I/N` runs a part of the grid, `--merge DIR...` combines the parts, and under mpirun the ranks share the
+// grid (cli/sweep_mpi.cpp); all three write what one process writes, byte for byte.
+#include "cli/sweep_cmd.hpp"
+
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <numeric>
 
 #include "cli/commands.hpp"
 #include "reports/format.hpp"
-#include "reports/sweep.hpp"
 #include "sim/core/error.hpp"
 
 namespace commsim::cli {
+
+using reports::ShardSpec;
+using reports::Sweep;
+
+std::vector<std::size_t> rows_to_run(std::size_t grid_size, const std::optional<ShardSpec>& shard) {
+  if (shard) return reports::shard_rows(grid_size, *shard);
+  std::vector<std::size_t> rows(grid_size);
+  std::iota(rows.begin(), rows.end(), 0);
+  return rows;
+}
+
+void write_results(const Sweep& sweep, const std::string& sweep_hash, const std::optional<ShardSpec>& shard,
+                   const std::string& dir) {
+  if (!shard) return reports::write_sweep_outputs(sweep, dir);
+  std::fputs(reports::sweep_table(sweep).c_str(), stdout);
+  const std::string path = (std::filesystem::path(dir) / reports::shard_file_name(*shard)).string();
+  reports::write_file_replacing(path, reports::shard_document(sweep, sweep_hash, *shard).dump(1) + "\n", "-o");
+  std::printf("shard %zu/%zu: %zu of %zu configurations%s, fidelity %s: wrote %s\n", shard->index, shard->count,
+              sweep.rows.size(), sweep.grid_size, sweep.partial() ? " (partial)" : "", sweep.fidelity.c_str(),
+              path.c_str());
+}
+
 namespace {
 
-struct SweepOptions {
-  std::string scenario, fidelity = "analytical", out = "sweep";
-  std::vector<std::string> vary, sets;
-  int jobs = 0, steps = 0;
-};
+int run_merge(const SweepOptions& o) {
+  const Sweep sweep = reports::merge_shards(o.merge);
+  reports::create_output_dir(o.out);
+  reports::write_sweep_outputs(sweep, o.out);
+  return 0;
+}
 
-void run_sweep(const SweepOptions& o) {
-  using namespace reports;
-  const Fidelity fidelity = fidelity_option(o.fidelity);
-  const Json base = load_base(o.scenario, o.sets, o.steps);
-  std::vector<Axis> axes;
-  for (const std::string& spec : o.vary) axes.push_back(parse_axis(spec, o.scenario));
-  const std::vector<std::vector<std::string>> grid = cartesian(axes);
-  // Validate before spending the cores: the scenario with --set alone, then the first combination, through the
-  // strict loader (unknown fields, wrong types and out-of-range values are errors naming the field).
-  parse_scenario(apply_sets(base, {}, o.scenario), o.scenario);
-  try {
-    parse_scenario(apply_sets(base, grid.front(), o.scenario), o.scenario);
-  } catch (const InputError& e) {
-    throw InputError("--vary", "", e.what());
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(o.out, ec);
-  if (ec) throw InputError("-o", "", "cannot create directory " + o.out + ": " + ec.message());
+int run_sweep(const SweepOptions& o) {
+  if (!o.merge.empty()) return run_merge(o);
+  if (o.request.scenario_file.empty()) throw InputError(std::string("scenario is required (or --merge DIR...)"));
+  if (o.request.vary.empty()) throw InputError(std::string("--vary is required (or --merge DIR...)"));
+  std::optional<ShardSpec> shard;
+  if (!o.shard.empty()) shard = reports::parse_shard(o.shard);
+  if (std::getenv("OMPI_COMM_WORLD_SIZE")) return run_sweep_on_ranks(o);
 
-  Sweep sweep{o.scenario, o.fidelity, axes, evaluate_all(base, o.scenario, grid, fidelity, o.jobs, "configurations")};
-  std::fputs(sweep_table(sweep).c_str(), stdout);
-  const std::string dir = (std::filesystem::path(o.out) / "").string();
-  write_file(dir + "sweep.csv", sweep_csv(sweep), "-o");
-  write_file(dir + "sweep.json", sweep_json(sweep).dump(2) + "\n", "-o");
-  write_file(dir + "sweep.html", sweep_html(sweep), "-o");
-  std::printf("%zu configurations, fidelity %s: wrote %ssweep.csv, %ssweep.json, %ssweep.html\n", grid.size(),
-              o.fidelity.c_str(), dir.c_str(), dir.c_str(), dir.c_str());
+  const reports::SweepGrid grid = reports::prepare_sweep(o.request);
+  reports::create_output_dir(o.out);
+  reports::InterruptGuard guard;
+  const Sweep sweep =
+      reports::evaluate_rows(grid, rows_to_run(grid.variants.size(), shard), o.jobs, guard, "configurations");
+  guard.writing();
+  write_results(sweep, grid.hash, shard, o.out);
+  return reports::sweep_exit_code(sweep);
 }
 
 }  // namespace
@@ -51,22 +68,37 @@ void run_sweep(const SweepOptions& o) {
 void register_sweep(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<SweepOptions>();
   CLI::App* cmd = app.add_subcommand("sweep", "Simulate a grid of scenario variants (what-if): table, CSV, JSON, HTML");
-  cmd->add_option("scenario", o->scenario, "scenario JSON file")->required();
-  cmd->add_option("--vary", o->vary,
-                  "KEY=V1,V2,...: a dotted scenario field and its values, e.g. nodes=1,2,4,8 or "
-                  "strategy.fusion.size_mb=1,25,256 (repeatable: the grid is the cartesian product)")
-      ->required()
-      ->allow_extra_args(false);
-  cmd->add_option("--set", o->sets, "fixed override for every variant: dotted.key=value (repeatable)")
-      ->allow_extra_args(false);
-  cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(number_in(1, kMaxSteps));
-  cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
+  CLI::Option* scenario = cmd->add_option("scenario", o->request.scenario_file, "scenario JSON file");
+  CLI::Option* vary =
+      cmd->add_option("--vary", o->request.vary,
+                      "KEY=V1,V2,...: a dotted scenario field and its values, e.g. nodes=1,2,4,8 or "
+                      "strategy.fusion.size_mb=1,25,256 (repeatable: the grid is the cartesian product)")
+          ->allow_extra_args(false);
+  CLI::Option* sets =
+      cmd->add_option("--set", o->request.sets, "fixed override for every variant: dotted.key=value (repeatable)")
+          ->allow_extra_args(false);
+  CLI::Option* steps = cmd->add_option("--steps", o->request.steps, "number of steps (overrides the scenario)")
+                           ->check(number_in(1, kMaxSteps));
+  CLI::Option* fidelity = cmd->add_option("--fidelity", o->request.fidelity, "analytical | flow");
   cmd->add_option("-o,--output", o->out, "output directory (default: sweep)");
-  cmd->add_option("--jobs", o->jobs, "parallel simulations (default: all cores)")->check(number_in(1, kMaxJobs));
-  cmd->callback([o, &exit_code] {
-    run_sweep(*o);
-    exit_code = 0;
-  });
+  CLI::Option* jobs = cmd->add_option("--jobs", o->jobs,
+                                      "parallel simulations (default: all cores; under mpirun: "
+                                      "the cores shared among the ranks of this host)")
+                          ->check(number_in(1, kMaxJobs));
+  CLI::Option* shard = cmd->add_option("--shard", o->shard,
+                                       "I/N: run only part I of N (1-based; grid row r is in part (r mod N) + 1) and "
+                                       "write DIR/sweep.shard-I-of-N.json for --merge");
+  cmd->add_option("--merge", o->merge,
+                  "DIR...: combine the sweep.shard-*-of-*.json files in these folders into the outputs of the whole "
+                  "sweep (checks they are one sweep, complete and non-overlapping)")
+      ->excludes(scenario)
+      ->excludes(vary)
+      ->excludes(sets)
+      ->excludes(steps)
+      ->excludes(fidelity)
+      ->excludes(jobs)
+      ->excludes(shard);
+  cmd->callback([o, &exit_code] { exit_code = run_sweep(*o); });
 }
 
 }  // namespace commsim::cli

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "sim/core/error.hpp"
@@ -16,12 +17,23 @@ std::string escape_xml(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -71,7 +83,8 @@ std::string TextTable::str() const {
   for (const auto& r : rows_) measure(r);
   // "12.5", "-3.2 %", "2.28x" are numbers; "4 MB buckets" is text
   auto numeric = [](const std::string& s) {
-    return !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || ((s[0] == '-' || s[0] == '+') && s.size() > 1)) &&
+    return !s.empty() &&
+           (std::isdigit(static_cast<unsigned char>(s[0])) || ((s[0] == '-' || s[0] == '+') && s.size() > 1)) &&
            s.find_first_not_of("0123456789.+-eE %x") == std::string::npos;
   };
   std::string out;
@@ -99,6 +112,22 @@ void write_file(const std::string& path, const std::string& text, const std::str
   if (!out) throw InputError(flag, "", "cannot write " + path);
 }
 
+void write_file_replacing(const std::string& path, const std::string& text, const std::string& flag) {
+  const std::string temporary = path + ".partial-" + std::to_string(getpid());
+  std::error_code ec;
+  try {
+    write_file(temporary, text, flag);
+  } catch (const InputError&) {
+    std::filesystem::remove(temporary, ec);
+    throw;
+  }
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    std::filesystem::remove(temporary, ec);
+    throw InputError(flag, "", "cannot write " + path);
+  }
+}
+
 ProgressBar::ProgressBar(std::string label, std::size_t total)
     : label_(std::move(label)), total_(total), enabled_(isatty(STDERR_FILENO) == 1 && total > 1) {}
 
@@ -106,8 +135,13 @@ void ProgressBar::update(std::size_t done) {
   if (!enabled_) return;
   constexpr std::size_t kWidth = 30;
   const std::size_t filled = total_ ? done * kWidth / total_ : kWidth;
-  std::fprintf(stderr, "\r[%s%s] %zu/%zu %s", std::string(filled, '#').c_str(), std::string(kWidth - filled, '.').c_str(),
-               done, total_, label_.c_str());
+  const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double rate_per_s = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0;
+  const std::string eta =
+      rate_per_s > 0 ? ", ETA " + fixed(static_cast<double>(total_ - done) / rate_per_s, 0) + " s" : "";
+  std::fprintf(stderr, "\r[%s%s] %zu/%zu %s, %s/s%s\033[K", std::string(filled, '#').c_str(),
+               std::string(kWidth - filled, '.').c_str(), done, total_, label_.c_str(), fixed(rate_per_s, 1).c_str(),
+               eta.c_str());
   std::fflush(stderr);
 }
 

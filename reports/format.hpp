@@ -2,6 +2,7 @@
 // files, and a progress bar that only draws on a terminal.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -37,7 +38,12 @@ class TextTable {
 // Writes `text` to `path`; a failure is an InputError naming `flag` and the path.
 void write_file(const std::string& path, const std::string& text, const std::string& flag);
 
-// "[#####.....] 12/40 label" redrawn in place on stderr, only when stderr is a terminal (quiet in pipes and CI).
+// Writes `text` to a temporary file beside `path` and renames it over `path`, so that a reader (or an interrupted
+// run) sees the old file or the new one, never half of one. The temporary file is removed on failure.
+void write_file_replacing(const std::string& path, const std::string& text, const std::string& flag);
+
+// "[#####.....] 12/40 label, 3.1/s, ETA 9 s" redrawn in place on stderr, only when stderr is a terminal (quiet in
+// pipes and CI). The rate counts items done since the bar was made.
 class ProgressBar {
  public:
   ProgressBar(std::string label, std::size_t total);
@@ -48,6 +54,7 @@ class ProgressBar {
   std::string label_;
   std::size_t total_;
   bool enabled_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace commsim::reports

@@ -136,7 +136,7 @@ Evaluation evaluate(const Json& base, const std::string& file, const std::vector
 }
 
 void parallel_for(std::size_t n, int jobs, const std::function<void(std::size_t)>& fn,
-                  const std::function<void(std::size_t)>& progress) {
+                  const std::function<void(std::size_t)>& progress, const std::function<bool()>& stop) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t threads = std::min<std::size_t>(n, jobs > 0 ? static_cast<std::size_t>(jobs) : cores);
   std::atomic<std::size_t> next{0};
@@ -144,7 +144,7 @@ void parallel_for(std::size_t n, int jobs, const std::function<void(std::size_t)
   std::mutex mutex;
   std::exception_ptr first_error;
   auto worker = [&] {
-    for (std::size_t i; (i = next++) < n;) {
+    for (std::size_t i; !(stop && stop()) && (i = next++) < n;) {
       try {
         fn(i);
       } catch (...) {

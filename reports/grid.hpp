@@ -51,9 +51,10 @@ Json apply_sets(const Json& base, const std::vector<std::string>& sets, const st
 Evaluation evaluate(const Json& base, const std::string& file, const std::vector<std::string>& sets, Fidelity fidelity);
 
 // Runs fn(0..n-1) on `jobs` threads (0 = all cores); `progress(done)` is called after each item, serialised.
-// The first exception thrown by fn is rethrown after all threads have joined.
+// The first exception thrown by fn is rethrown after all threads have joined. When `stop` is given and returns true,
+// no further item is started (items in flight finish).
 void parallel_for(std::size_t n, int jobs, const std::function<void(std::size_t)>& fn,
-                  const std::function<void(std::size_t)>& progress = {});
+                  const std::function<void(std::size_t)>& progress = {}, const std::function<bool()>& stop = {});
 
 // Evaluates every variant in parallel, in input order; draws a progress bar on a terminal.
 std::vector<Evaluation> evaluate_all(const Json& base, const std::string& file,

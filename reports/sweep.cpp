@@ -1,5 +1,6 @@
 #include "reports/sweep.hpp"
 
+#include <csignal>
 #include <map>
 
 #include "reports/format.hpp"
@@ -23,7 +24,7 @@ std::string short_key(const std::string& key) { return key.substr(key.rfind('.')
 
 // "nodes=2, size_mb=25" from the labels of the axes in `which`.
 std::string label(const Sweep& s, std::size_t row, const std::vector<std::size_t>& which) {
-  const std::vector<std::size_t> at = coordinates(s.axes, row);
+  const std::vector<std::size_t> at = coordinates(s.axes, s.grid_row(row));
   std::string out;
   for (std::size_t a : which)
     out += (out.empty() ? "" : ", ") + short_key(s.axes[a].key) + "=" + s.axes[a].labels[at[a]];
@@ -67,7 +68,7 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> displ
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
     std::vector<std::string> row;
-    const std::vector<std::size_t> at = coordinates(s.axes, i);
+    const std::vector<std::size_t> at = coordinates(s.axes, s.grid_row(i));
     for (std::size_t a = 0; a < s.axes.size(); ++a) row.push_back(s.axes[a].labels[at[a]]);
     const Evaluation& e = s.rows[i];
     if (!e.ok()) {
@@ -87,11 +88,19 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> displ
 
 }  // namespace
 
+std::string partial_note(const Sweep& s) {
+  const char* signal_name = s.stopped_by_signal == SIGINT    ? "SIGINT"
+                            : s.stopped_by_signal == SIGTERM ? "SIGTERM"
+                                                             : "a signal";
+  return "partial: " + std::to_string(s.rows.size()) + " of " + std::to_string(s.grid_size) +
+         " configurations (stopped by " + signal_name + ")";
+}
+
 std::string sweep_table(const Sweep& s) {
   auto [header, rows] = display_rows(s);
   TextTable table(header);
   for (auto& r : rows) table.add(r);
-  return table.str();
+  return (s.partial() ? "# " + partial_note(s) + "\n" : "") + table.str();
 }
 
 std::string sweep_csv(const Sweep& s) {
@@ -105,7 +114,7 @@ std::string sweep_csv(const Sweep& s) {
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
     std::vector<std::string> row;
-    const std::vector<std::size_t> at = coordinates(s.axes, i);
+    const std::vector<std::size_t> at = coordinates(s.axes, s.grid_row(i));
     for (std::size_t a = 0; a < s.axes.size(); ++a) row.push_back(s.axes[a].labels[at[a]]);
     const Evaluation& e = s.rows[i];
     const Result& r = e.result;
@@ -118,7 +127,7 @@ std::string sweep_csv(const Sweep& s) {
     if (banded) row.push_back(e.ok() ? number(r.step_band_s()) : "");
     rows.push_back(row);
   }
-  return csv(header, rows);
+  return (s.partial() ? "# " + partial_note(s) + "\n" : "") + csv(header, rows);
 }
 
 nlohmann::json sweep_json(const Sweep& s) {
@@ -127,7 +136,7 @@ nlohmann::json sweep_json(const Sweep& s) {
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
     const Evaluation& e = s.rows[i];
     Json settings = Json::object();
-    const std::vector<std::size_t> at = coordinates(s.axes, i);
+    const std::vector<std::size_t> at = coordinates(s.axes, s.grid_row(i));
     for (std::size_t a = 0; a < s.axes.size(); ++a) settings[s.axes[a].key] = s.axes[a].labels[at[a]];
     Json row = {{"settings", settings}, {"sets", e.sets}};
     if (e.ok()) {
@@ -139,11 +148,18 @@ nlohmann::json sweep_json(const Sweep& s) {
     }
     rows.push_back(row);
   }
-  return {{"scenario", s.scenario_file},
-          {"fidelity", s.fidelity},
-          {"commsim_version", COMMSIM_VERSION},
-          {"vary", axes},
-          {"rows", rows}};
+  Json out = {{"scenario", s.scenario_file},
+              {"fidelity", s.fidelity},
+              {"commsim_version", COMMSIM_VERSION},
+              {"vary", axes},
+              {"rows", rows}};
+  if (s.partial()) {
+    out["partial"] = true;
+    out["rows_done"] = s.rows.size();
+    out["rows_total"] = s.grid_size;
+    out["note"] = partial_note(s);
+  }
+  return out;
 }
 
 std::string sweep_html(const Sweep& s) {
@@ -154,6 +170,7 @@ std::string sweep_html(const Sweep& s) {
   for (const Axis& a : s.axes) varied += (varied.empty() ? "" : ", ") + a.key;
   page.paragraph(std::to_string(s.rows.size()) + " configurations (" + varied + "), fidelity " + s.fidelity +
                  (impossible ? ", " + std::to_string(impossible) + " impossible (see the table)" : "") + ".");
+  if (s.partial()) page.paragraph("Incomplete sweep: " + partial_note(s) + ".");
 
   std::vector<double> xs;
   for (std::size_t a = 0; a < s.axes.size(); ++a) {
@@ -166,7 +183,7 @@ std::string sweep_html(const Sweep& s) {
       const std::string name = label(s, i, all_axes_but(s, a));
       auto [it, added] = index.emplace(name, step.size());
       if (added) step.push_back({name, {}, {}}), efficiency.push_back({name, {}, {}});
-      const double x = xs[coordinates(s.axes, i)[a]];
+      const double x = xs[coordinates(s.axes, s.grid_row(i))[a]];
       step[it->second].x.push_back(x);
       step[it->second].y.push_back(s.rows[i].result.step_time_s * 1e3);
       efficiency[it->second].x.push_back(x);
