@@ -1,6 +1,7 @@
 // commsim: predicts and measures the communication of distributed deep-learning training.
 // Exit codes: 0 success; 1 the check asked for failed; 2 bad input or usage (one line naming file, field, problem);
-// 3 an internal fault (a broken invariant, a bug: please report it), never bad input.
+// 3 an internal fault (a broken invariant, a bug: please report it), never bad input; 128 + signal a sweep stopped by
+// SIGINT/SIGTERM (its partial outputs written).
 #include <iostream>
 
 #include "cli/commands.hpp"
