@@ -1,6 +1,7 @@
 // Sweeps split into shards and merged, and sweeps stopped by a signal: `commsim sweep --shard I/N`, `--merge DIR...`
 // and SIGINT/SIGTERM, run through the built commsim from the source root. The MPI sweep is in sweep_mpi_test.cpp.
 #include <gtest/gtest.h>
+#include <pty.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -151,6 +152,30 @@ TEST(SweepCancel, SignalAfterTheLastRowLeavesACompleteSweep) {
                                             std::to_string(kGridRows) + ":" + std::to_string(SIGINT));
   EXPECT_EQ(late.code, 0) << late.err;
   expect_same_outputs(whole.out, dir / "whole", late.out, dir / "late");
+}
+
+// On a terminal the sweep shows its progress on stderr: rows done of the total, the rate and the time left. The
+// command runs on a pseudo-terminal (forkpty), which is what isatty() sees in an interactive shell.
+TEST(SweepProgress, ShownOnATerminal) {
+  ScratchDir dir("sweep-tty");
+  int terminal = -1;
+  const pid_t pid = forkpty(&terminal, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string command = std::string(COMMSIM_CLI_PATH) + " " + kGridArgs + " --jobs 1 -o " + (dir / "out");
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string seen;
+  char buffer[4096];
+  for (ssize_t n; (n = read(terminal, buffer, sizeof buffer)) > 0;) seen.append(buffer, static_cast<std::size_t>(n));
+  close(terminal);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << seen;
+  // the bar after the last of the 16 rows, then its rate and the time left (their values depend on the machine)
+  EXPECT_NE(seen.find("16/16 configurations, "), std::string::npos) << seen;
+  EXPECT_NE(seen.find("/s, ETA 0 s"), std::string::npos) << seen;
 }
 
 }  // namespace
