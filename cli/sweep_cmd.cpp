@@ -36,6 +36,13 @@ void write_results(const Sweep& sweep, const std::string& sweep_hash, const std:
               path.c_str());
 }
 
+std::optional<ShardSpec> checked_shard(const SweepOptions& o) {
+  if (o.request.scenario_file.empty()) throw InputError(std::string("scenario is required (or --merge DIR...)"));
+  if (o.request.vary.empty()) throw InputError(std::string("--vary is required (or --merge DIR...)"));
+  if (o.shard.empty()) return std::nullopt;
+  return reports::parse_shard(o.shard);
+}
+
 namespace {
 
 int run_merge(const SweepOptions& o) {
@@ -47,11 +54,8 @@ int run_merge(const SweepOptions& o) {
 
 int run_sweep(const SweepOptions& o) {
   if (!o.merge.empty()) return run_merge(o);
-  if (o.request.scenario_file.empty()) throw InputError(std::string("scenario is required (or --merge DIR...)"));
-  if (o.request.vary.empty()) throw InputError(std::string("--vary is required (or --merge DIR...)"));
-  std::optional<ShardSpec> shard;
-  if (!o.shard.empty()) shard = reports::parse_shard(o.shard);
   if (std::getenv("OMPI_COMM_WORLD_SIZE")) return run_sweep_on_ranks(o);
+  const std::optional<ShardSpec> shard = checked_shard(o);
 
   const reports::SweepGrid grid = reports::prepare_sweep(o.request);
   reports::create_output_dir(o.out);

@@ -18,6 +18,8 @@ struct SweepOptions {
   int jobs = 0;
 };
 
+// Checks that a sweep (not a merge) has its scenario and axes; returns --shard's value when given.
+std::optional<reports::ShardSpec> checked_shard(const SweepOptions& o);
 // The rows this run evaluates: the whole grid, or the shard's rows.
 std::vector<std::size_t> rows_to_run(std::size_t grid_size, const std::optional<reports::ShardSpec>& shard);
 // A whole sweep: the table and DIR/sweep.{csv,json,html}. A shard: its table and DIR/sweep.shard-I-of-N.json.

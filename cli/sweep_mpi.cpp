@@ -32,9 +32,8 @@ int default_jobs_per_rank() {
 int run_sweep_on_ranks(const SweepOptions& o) {
   hw::MpiSession session(nullptr, nullptr);
   return hw::run_on_rank(session, [&] {
+    const std::optional<reports::ShardSpec> shard = checked_shard(o);
     const reports::SweepGrid grid = reports::prepare_sweep(o.request);
-    std::optional<reports::ShardSpec> shard;
-    if (!o.shard.empty()) shard = reports::parse_shard(o.shard);
     // Rank 0 alone creates the folder; every rank learns whether it could, so that all stop alike.
     std::string problem;
     if (session.rank() == 0) try {

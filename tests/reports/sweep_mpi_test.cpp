@@ -41,5 +41,17 @@ TEST(SweepMpi, RanksShareAShard) {
   EXPECT_TRUE(read_text(std::filesystem::path(dir / "mpi") / file) == one);
 }
 
+// Bad input is found by every rank alike and reported once, by rank 0 (mpirun adds its own report of the exit code).
+TEST(SweepMpi, BadInputIsReportedOnce) {
+  ScratchDir dir("sweep-mpi-bad");
+  const CliRun ranks = shell(mpirun(2) + kGridArgs + " --shard 3/2 -o " + (dir / "mpi"), dir);
+  EXPECT_NE(ranks.code, 0);
+  const std::string line = "commsim: --shard: \"3/2\": I counts from 1 and must be in [1, 2]\n";
+  const std::size_t first = ranks.err.find(line);
+  ASSERT_NE(first, std::string::npos) << ranks.err;
+  EXPECT_EQ(ranks.err.find(line, first + 1), std::string::npos) << "reported twice:\n" << ranks.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "mpi"));
+}
+
 }  // namespace
 }  // namespace commsim::test
