@@ -1,7 +1,8 @@
 // `mpirun -n K commsim sweep ...`: each rank evaluates the rows k with k mod K = rank (of the whole grid, or of the
 // shard's rows with --shard); rank 0 gathers them and writes what one process writes. Bad input is found by every
-// rank alike and reported once (hw::run_on_rank). On SIGINT/SIGTERM (mpirun forwards them) every rank stops after its
-// rows in flight and rank 0 writes the rows gathered, marked partial.
+// rank alike and reported once (hw::run_on_rank). A rank that gets SIGINT/SIGTERM itself (Slurm's scancel signals every
+// process of the job) stops after its rows in flight and rank 0 writes the rows gathered, marked partial. Ctrl-C to
+// mpirun is not forwarded: Open MPI's mpirun kills the ranks, so nothing is written (and nothing is left half-written).
 #include <algorithm>
 #include <cstdlib>
 #include <thread>
