@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "explore/sweep.hpp"
 #include "reports/format.hpp"
-#include "reports/sweep.hpp"
 #include "sim/core/error.hpp"
 
 namespace commsim::cli {
