@@ -64,10 +64,7 @@ int bench_mpi(const BenchCommand& o) {
   });
 #else
   (void)o;
-  std::fprintf(stderr,
-               "commsim: this build has no MPI backend (it was not built: MPI not found at configure time, or "
-               "COMMSIM_MPI=OFF)\n");
-  return 2;
+  return missing_mpi_backend();
 #endif
 }
 
@@ -83,10 +80,7 @@ int bench_nccl(const BenchCommand& o) {
   return 0;
 #else
   (void)o;
-  std::fprintf(stderr,
-               "commsim: this build has no NCCL backend (it was not built: CUDA or NCCL not found at configure time, "
-               "or COMMSIM_NCCL=OFF)\n");
-  return 2;
+  return missing_nccl_backend();
 #endif
 }
 

@@ -39,5 +39,8 @@ std::uint64_t parse_byte_size(const std::string& text);
 CLI::Validator byte_size();
 // For numeric options: finite and in [min, max]; the message states the bound ("--groups: must be >= 0, got -5").
 CLI::Validator number_in(double min, double max = std::numeric_limits<double>::infinity());
+// A hardware command on a build without that backend: says so on stderr and returns exit code 2.
+int missing_mpi_backend();
+int missing_nccl_backend();
 
 }  // namespace commsim::cli

@@ -4,10 +4,10 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "explore/tuner.hpp"
 #include "reports/format.hpp"
 #include "reports/sharding_snippets.hpp"
 #include "reports/snippets.hpp"
-#include "reports/tuner.hpp"
 #include "sim/collective/nccl_model.hpp"
 #include "validate/calibration.hpp"
 

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "cli/commands.hpp"
-#include "reports/baseline.hpp"
+#include "explore/baseline.hpp"
 #include "reports/format.hpp"
 #include "reports/junit.hpp"
 #include "sim/core/json_fields.hpp"

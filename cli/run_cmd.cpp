@@ -131,10 +131,7 @@ int run_mpi(const RunCommand& o) {
   return hw::under_mpirun() ? run_rank(o) : launch_run(o);
 #else
   (void)o;
-  std::fprintf(stderr,
-               "commsim: this build has no MPI backend (it was not built: MPI not found at configure time, or "
-               "COMMSIM_MPI=OFF)\n");
-  return 2;
+  return missing_mpi_backend();
 #endif
 }
 
@@ -175,10 +172,7 @@ int run_nccl(const RunCommand& o) {
   return code;
 #else
   (void)o;
-  std::fprintf(stderr,
-               "commsim: this build has no NCCL backend (it was not built: CUDA or NCCL not found at configure time, "
-               "or COMMSIM_NCCL=OFF)\n");
-  return 2;
+  return missing_nccl_backend();
 #endif
 }
 

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "cli/commands.hpp"
+#include "explore/sweep.hpp"
 #include "reports/format.hpp"
 #include "sim/core/error.hpp"
 

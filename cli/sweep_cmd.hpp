@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "reports/sweep_run.hpp"
-#include "reports/sweep_shard.hpp"
+#include "explore/sweep_run.hpp"
+#include "explore/sweep_shard.hpp"
 
 namespace commsim::cli {
 

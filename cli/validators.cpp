@@ -79,4 +79,18 @@ CLI::Validator byte_size() {
       "SIZE");
 }
 
+int missing_mpi_backend() {
+  std::fprintf(stderr,
+               "commsim: this build has no MPI backend (it was not built: MPI not found at configure time, or "
+               "COMMSIM_MPI=OFF)\n");
+  return 2;
+}
+
+int missing_nccl_backend() {
+  std::fprintf(stderr,
+               "commsim: this build has no NCCL backend (it was not built: CUDA or NCCL not found at configure time, "
+               "or COMMSIM_NCCL=OFF)\n");
+  return 2;
+}
+
 }  // namespace commsim::cli

@@ -1,7 +1,7 @@
 // libFuzzer harness: the performance baseline reader (reports/baseline.cpp), then each entry's scenario with its
 // settings, as `commsim regress` loads them. The input sits in baselines/, so "../scenarios/..." resolves.
+#include "explore/baseline.hpp"
 #include "fuzz/sandbox.hpp"
-#include "reports/baseline.hpp"
 #include "sim/training/scenario.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

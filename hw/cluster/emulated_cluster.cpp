@@ -243,9 +243,9 @@ std::string fresh_prefix() {
   throw ClusterError("no unused emulated-cluster prefix found");
 }
 
-void validate(const ClusterSpec& spec) {
+void validate(const EmulatedClusterSpec& spec) {
   if (spec.nodes < 1 || spec.nodes > kMaxNodes) {
-    throw ClusterError("ClusterSpec.nodes must be between 1 and " + std::to_string(kMaxNodes) + ", got " +
+    throw ClusterError("EmulatedClusterSpec.nodes must be between 1 and " + std::to_string(kMaxNodes) + ", got " +
                        std::to_string(spec.nodes));
   }
   const double rate_Bps = spec.nic_bandwidth_Bps;
@@ -253,7 +253,9 @@ void validate(const ClusterSpec& spec) {
     char got[32];
     std::snprintf(got, sizeof got, "%g", rate_Bps);
     throw ClusterError(
-        std::string("ClusterSpec.nic_bandwidth_Bps must be 0 (unshaped) or between 1e3 and 1e12 bytes/s, got ") + got);
+        std::string(
+            "EmulatedClusterSpec.nic_bandwidth_Bps must be 0 (unshaped) or between 1e3 and 1e12 bytes/s, got ") +
+        got);
   }
 }
 
@@ -300,7 +302,7 @@ bool has_net_admin(std::string* why) {
   }
 }
 
-EmulatedCluster::EmulatedCluster(ClusterSpec spec, std::string prefix, int cleanup_slot)
+EmulatedCluster::EmulatedCluster(EmulatedClusterSpec spec, std::string prefix, int cleanup_slot)
     : spec_(spec), prefix_(std::move(prefix)), cleanup_slot_(cleanup_slot) {}
 
 EmulatedCluster::EmulatedCluster(EmulatedCluster&& other) noexcept
@@ -332,7 +334,7 @@ EmulatedCluster::~EmulatedCluster() {
 
 // Registers everything for cleanup first, writes the state file, then builds fabric and nodes; if any step
 // throws, the half-built cluster's destructor removes what exists. Clusters left by dead owners go first.
-EmulatedCluster EmulatedCluster::up(const ClusterSpec& spec, bool persistent) {
+EmulatedCluster EmulatedCluster::up(const EmulatedClusterSpec& spec, bool persistent) {
   validate(spec);
   install_cleanup_handlers();
   remove_stale();

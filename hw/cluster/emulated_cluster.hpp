@@ -9,7 +9,7 @@
 
 namespace commsim::hw {
 
-struct ClusterSpec {
+struct EmulatedClusterSpec {
   int nodes = 2;                     // number of emulated nodes (namespaces), 1..64
   double nic_bandwidth_Bps = 125e6;  // egress rate of each node's NIC in bytes/s, shaped with tc tbf; 0 = unshaped
 };
@@ -34,7 +34,7 @@ bool has_net_admin(std::string* why = nullptr);
 // down() or down_all().
 class EmulatedCluster {
  public:
-  static EmulatedCluster up(const ClusterSpec& spec, bool persistent = false);  // throws ClusterError
+  static EmulatedCluster up(const EmulatedClusterSpec& spec, bool persistent = false);  // throws ClusterError
   // Removes a cluster by prefix. One in use (its owner alive, or processes inside a persistent one) is refused
   // unless `force`, which ends its run (SIGTERM to the owner, then to what is left inside) before removing it.
   static void down(const std::string& prefix, bool force = false);
@@ -53,7 +53,7 @@ class EmulatedCluster {
   const std::string& prefix() const { return prefix_; }
   std::string launch_dir() const;  // $TMPDIR/commsim-<prefix>: launch files and Open MPI's session directory
   std::string shm_dir() const;     // /dev/shm/commsim-<prefix>: Open MPI's shared-memory segments
-  const ClusterSpec& spec() const { return spec_; }
+  const EmulatedClusterSpec& spec() const { return spec_; }
   std::string node_namespace(int node) const;  // "<prefix>-n<node>"
   std::string node_address(int node) const;    // "198.18.0.<node+1>"
   std::string interface_name() const;          // the node NIC's name, the same in every node namespace
@@ -65,12 +65,12 @@ class EmulatedCluster {
   std::string write_mpi_launch_files(const std::string& dir, int ranks_per_node) const;
 
  private:
-  EmulatedCluster(ClusterSpec spec, std::string prefix, int cleanup_slot);
+  EmulatedCluster(EmulatedClusterSpec spec, std::string prefix, int cleanup_slot);
   void check_node(int node) const;
   void create_fabric(const std::string& ip) const;
   void create_node(int node, const std::string& ip, const std::string& tc) const;
 
-  ClusterSpec spec_;
+  EmulatedClusterSpec spec_;
   std::string prefix_;
   int cleanup_slot_ = -1;  // registry entry listing what to remove; -1 = nothing to remove (persistent, moved-from)
 };

@@ -9,8 +9,8 @@
 namespace commsim::hw {
 
 struct Emulation {
-  ClusterSpec cluster;     // nodes and NIC rate (the fabric link class's bandwidth_Bps)
-  int ranks_per_node = 1;  // the node template's cpu_rank devices
+  EmulatedClusterSpec cluster;  // nodes and NIC rate (the fabric link class's bandwidth_Bps)
+  int ranks_per_node = 1;       // the node template's cpu_rank devices
 };
 
 // Reads the topology file; `nodes_override` > 0 replaces its node count (a scenario's "nodes"). Throws InputError

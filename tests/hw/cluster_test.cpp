@@ -33,8 +33,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using commsim::hw::ClusterError;
-using commsim::hw::ClusterSpec;
 using commsim::hw::EmulatedCluster;
+using commsim::hw::EmulatedClusterSpec;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
@@ -422,7 +422,7 @@ int main(int argc, char** argv) {  // rank 0 (node 0) sends 6 MiB to rank 2 (nod
   EXPECT_LT(rate_Bps, 1.10 * kNicBandwidth_Bps);
 }
 
-void expect_one_line_error(const ClusterSpec& spec, const std::string& mentions) {
+void expect_one_line_error(const EmulatedClusterSpec& spec, const std::string& mentions) {
   try {
     EmulatedCluster::up(spec);
     ADD_FAILURE() << "up() accepted nodes=" << spec.nodes << " bandwidth=" << spec.nic_bandwidth_Bps;
@@ -434,7 +434,8 @@ void expect_one_line_error(const ClusterSpec& spec, const std::string& mentions)
 }
 
 TEST(ClusterSpecTest, ImpossibleSpecsThrowOneLineErrors) {
-  expect_one_line_error({.nodes = 0, .nic_bandwidth_Bps = 125e6}, "ClusterSpec.nodes must be between 1 and 64, got 0");
+  expect_one_line_error({.nodes = 0, .nic_bandwidth_Bps = 125e6},
+                        "EmulatedClusterSpec.nodes must be between 1 and 64, got 0");
   expect_one_line_error({.nodes = 1000, .nic_bandwidth_Bps = 125e6}, "got 1000");
   expect_one_line_error({.nodes = 2, .nic_bandwidth_Bps = -1}, "nic_bandwidth_Bps must be 0 (unshaped)");
   expect_one_line_error({.nodes = 2, .nic_bandwidth_Bps = std::nan("")}, "nic_bandwidth_Bps");

@@ -4,13 +4,13 @@
 
 #include <cmath>
 
+#include "explore/grid.hpp"
+#include "explore/sweep.hpp"
 #include "reports/format.hpp"
-#include "reports/grid.hpp"
 #include "reports/html.hpp"
 #include "reports/junit.hpp"
 #include "reports/result_report.hpp"
 #include "reports/svg.hpp"
-#include "reports/sweep.hpp"
 #include "sim/core/error.hpp"
 #include "tests/reports/test_helpers.hpp"
 
@@ -47,14 +47,16 @@ TEST(Grid, SplitsValuesOutsideJsonBrackets) {
 TEST(Grid, TopologyRelativeToTheCurrentDirectoryBecomesAbsolute) {
   // The loader resolves paths against the scenario's folder; a path the user typed relative to the current
   // directory (the source root here) is made absolute so that it still names the same file. The label stays.
-  const Axis a = parse_axis("topology=topologies/dgx-h100.json,../topologies/dgx-a100.json", "scenarios/resnet50-dgx-a100.json");
+  const Axis a =
+      parse_axis("topology=topologies/dgx-h100.json,../topologies/dgx-a100.json", "scenarios/resnet50-dgx-a100.json");
   EXPECT_TRUE(std::filesystem::path(a.values[0]).is_absolute());
   EXPECT_EQ(a.labels[0], "topologies/dgx-h100.json");
   EXPECT_EQ(a.values[1], "../topologies/dgx-a100.json");  // already relative to the scenario's folder
 }
 
 TEST(Grid, CartesianProductFirstAxisSlowest) {
-  const std::vector<Axis> axes = {parse_axis("nodes=1,2", "s.json"), parse_axis("strategy.nccl_comm_num=1,2,3", "s.json")};
+  const std::vector<Axis> axes = {parse_axis("nodes=1,2", "s.json"),
+                                  parse_axis("strategy.nccl_comm_num=1,2,3", "s.json")};
   const auto grid = cartesian(axes);
   // 2 x 3 = 6 variants; row 4 = node value 1 (4 / 3), stream value 1 (4 % 3)
   ASSERT_EQ(grid.size(), 6u);
@@ -63,12 +65,12 @@ TEST(Grid, CartesianProductFirstAxisSlowest) {
 }
 
 TEST(Grid, BadVarySpecsAreInputErrors) {
-  EXPECT_THROW(parse_axis("nodes", "s.json"), InputError);           // no '='
-  EXPECT_THROW(parse_axis("=1,2", "s.json"), InputError);            // no key
-  EXPECT_THROW(parse_axis("nodes=", "s.json"), InputError);          // no values: empty grid
-  EXPECT_THROW(parse_axis("nodes=1,,2", "s.json"), InputError);      // empty value
+  EXPECT_THROW(parse_axis("nodes", "s.json"), InputError);                       // no '='
+  EXPECT_THROW(parse_axis("=1,2", "s.json"), InputError);                        // no key
+  EXPECT_THROW(parse_axis("nodes=", "s.json"), InputError);                      // no values: empty grid
+  EXPECT_THROW(parse_axis("nodes=1,,2", "s.json"), InputError);                  // empty value
   EXPECT_THROW(parse_axis("strategy.dgc.sparsity=[0.9", "s.json"), InputError);  // unbalanced
-  EXPECT_THROW(cartesian({}), InputError);                            // nothing varied
+  EXPECT_THROW(cartesian({}), InputError);                                       // nothing varied
   EXPECT_THROW(cartesian({parse_axis("nodes=1", "s.json"), parse_axis("nodes=2", "s.json")}), InputError);  // twice
 }
 
@@ -82,14 +84,23 @@ TEST(Grid, NullRemovesAField) {
 TEST(Grid, ParallelForRunsEveryItemOnceAndRethrows) {
   std::vector<int> hits(100, 0);
   std::size_t last = 0;
-  parallel_for(hits.size(), 4, [&](std::size_t i) { ++hits[i]; }, [&](std::size_t done) { last = done; });
+  parallel_for(
+      hits.size(), 4, [&](std::size_t i) { ++hits[i]; }, [&](std::size_t done) { last = done; });
   for (int h : hits) EXPECT_EQ(h, 1);
   EXPECT_EQ(last, 100u);  // progress is serialised, so its last call saw all items done
-  EXPECT_THROW(parallel_for(10, 2, [](std::size_t i) { if (i == 7) throw InputError("boom"); }), InputError);
+  EXPECT_THROW(parallel_for(10, 2,
+                            [](std::size_t i) {
+                              if (i == 7) throw InputError("boom");
+                            }),
+               InputError);
 }
 
 TEST(Svg, LineChartIsWellFormedAndCarriesItsNumbers) {
-  const std::string markup = svg(LineChart{"step-time-vs-nodes", "Step <time> & nodes", "nodes", "ms", false,
+  const std::string markup = svg(LineChart{"step-time-vs-nodes",
+                                           "Step <time> & nodes",
+                                           "nodes",
+                                           "ms",
+                                           false,
                                            {{"a=1", {1, 2, 4}, {10, 12.5, 20}}, {"a=2", {1, 2, 4}, {9, 9, 9}}}});
   const auto doc = check_xml(markup);
   ASSERT_EQ(doc.error, "");
@@ -102,7 +113,8 @@ TEST(Svg, LineChartIsWellFormedAndCarriesItsNumbers) {
 }
 
 TEST(Svg, StackedBarsSegmentsSumToTheBar) {
-  const auto doc = check_xml(svg(StackedBars{"breakdown", "t", "ms", {"compute", "exposed communication"}, {"x", "y"}, {{80, 0.25}, {40, 10}}}));
+  const auto doc = check_xml(svg(
+      StackedBars{"breakdown", "t", "ms", {"compute", "exposed communication"}, {"x", "y"}, {{80, 0.25}, {40, 10}}}));
   ASSERT_EQ(doc.error, "");
   std::vector<std::string> values;
   for (const auto* r : doc.named("rect"))
@@ -112,7 +124,9 @@ TEST(Svg, StackedBarsSegmentsSumToTheBar) {
 }
 
 TEST(Svg, TimelineDrawsOneBoxPerEventInItsLane) {
-  Timeline t{"timeline-0", "one step", {"compute", "comm stream 1"},
+  Timeline t{"timeline-0",
+             "one step",
+             {"compute", "comm stream 1"},
              {{"fwd", 0, 0.0, 0.002}, {"bwd", 0, 0.002, 0.004}, {"allreduce b0", 1, 0.004, 0.003}}};
   const auto doc = check_xml(svg(t));
   ASSERT_EQ(doc.error, "");
@@ -138,11 +152,13 @@ TEST(Html, PageIsWellFormedXhtmlWithoutExternalReferences) {
   EXPECT_TRUE(doc.named("script").empty());
   EXPECT_TRUE(doc.named("link").empty());
   EXPECT_EQ(html.find("http://www.w3.org/") != std::string::npos, true);  // namespaces only
-  for (const char* fetch : {"src=", "href=", "url(", "@import"}) EXPECT_EQ(html.find(fetch), std::string::npos) << fetch;
+  for (const char* fetch : {"src=", "href=", "url(", "@import"})
+    EXPECT_EQ(html.find(fetch), std::string::npos) << fetch;
 }
 
 TEST(JUnit, CountsFailuresAndSkips) {
-  const auto doc = check_xml(junit_xml("commsim.regress", {{"a", 0.5, "", "", ""}, {"b", 0.25, "slower & worse", "", ""}, {"c", 0, "", "no data", ""}}));
+  const auto doc = check_xml(junit_xml(
+      "commsim.regress", {{"a", 0.5, "", "", ""}, {"b", 0.25, "slower & worse", "", ""}, {"c", 0, "", "no data", ""}}));
   ASSERT_EQ(doc.error, "");
   const auto suite = doc.named("testsuite");
   ASSERT_EQ(suite.size(), 1u);
@@ -180,13 +196,15 @@ TEST(Sweep, HtmlChartsHoldTheNumbersOfTheResults) {
   for (const auto* e : doc.named("svg")) charts[e->attrs.at("data-chart")] = e;
   // nodes varies: step time and scaling efficiency against nodes; fusion size varies: step time against it;
   // and the breakdown bars
-  for (const char* id : {"step-time-vs-nodes", "scaling-efficiency-vs-nodes", "step-time-vs-strategy.fusion.size_mb", "breakdown"})
+  for (const char* id :
+       {"step-time-vs-nodes", "scaling-efficiency-vs-nodes", "step-time-vs-strategy.fusion.size_mb", "breakdown"})
     EXPECT_TRUE(charts.count(id)) << id;
   // every configuration's step time (ms) appears as a point, and its compute as a bar segment
   std::multiset<std::string> points, compute;
   for (const auto* c : doc.named("circle")) points.insert(c->attrs.at("data-value"));
   for (const auto* r : doc.named("rect"))
-    if (r->attrs.count("data-series") && r->attrs.at("data-series") == "compute") compute.insert(r->attrs.at("data-value"));
+    if (r->attrs.count("data-series") && r->attrs.at("data-series") == "compute")
+      compute.insert(r->attrs.at("data-value"));
   for (const Evaluation& e : s.rows) {
     ASSERT_TRUE(e.ok()) << e.error;
     EXPECT_TRUE(points.count(number(e.result.step_time_s * 1e3))) << e.result.step_time_s;

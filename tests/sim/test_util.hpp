@@ -29,6 +29,32 @@ namespace commsim::test {
 inline std::string fixture(const std::string& name) { return "tests/data/" + name; }
 inline std::string shipped(const std::string& name) { return "topologies/" + name + ".json"; }
 
+// Every file of topologies/: a new file fails EveryShippedTopology.IsInTheList (property_test.cpp) until it is added
+// here.
+inline constexpr const char* kShippedTopologies[] = {"abci-a-node",
+                                                     "astra-ring-switch",
+                                                     "aws-p4d",
+                                                     "aws-p5",
+                                                     "azure-nd-a100-v4",
+                                                     "azure-nd-h100-v5",
+                                                     "cloud-p3-v100-25gbe",
+                                                     "cloud-tcp-100gbe",
+                                                     "cloud-tcp-10gbe",
+                                                     "cloud-tcp-1gbe",
+                                                     "cloud-tcp-25gbe",
+                                                     "dgx-a100",
+                                                     "dgx-h100",
+                                                     "dgx1-v100",
+                                                     "emulated-cpu-cluster",
+                                                     "gb200-host4",
+                                                     "gb200-nvl72",
+                                                     "gcp-a3-high",
+                                                     "gcp-a3-mega",
+                                                     "h100-pcie-nvlink-pairs",
+                                                     "hgx-h200",
+                                                     "pcie-8gpu-2socket-nop2p",
+                                                     "pcie-gen4-8gpu"};
+
 inline constexpr double kUs = 1e-6;
 inline constexpr double kGBps = 1e9;
 

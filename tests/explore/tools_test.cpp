@@ -2,11 +2,11 @@
 // the regression baselines.
 #include <gtest/gtest.h>
 
-#include "reports/baseline.hpp"
+#include "explore/baseline.hpp"
+#include "explore/tuner.hpp"
 #include "reports/format.hpp"
 #include "reports/sharding_snippets.hpp"
 #include "reports/snippets.hpp"
-#include "reports/tuner.hpp"
 #include "sim/core/error.hpp"
 #include "tests/reports/test_helpers.hpp"
 

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "reports/sweep_shard.hpp"
+#include "explore/sweep_shard.hpp"
 #include "sim/core/error.hpp"
-#include "tests/reports/sweep_compare.hpp"
+#include "tests/explore/sweep_compare.hpp"
 
 namespace commsim::test {
 namespace {

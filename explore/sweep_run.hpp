@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "reports/interrupt.hpp"
-#include "reports/sweep.hpp"
+#include "explore/interrupt.hpp"
+#include "explore/sweep.hpp"
 
 namespace commsim::reports {
 

@@ -3,7 +3,7 @@
 // (as the other MPI tests: oversubscribed, allowed as root, unbound).
 #include <gtest/gtest.h>
 
-#include "tests/reports/sweep_compare.hpp"
+#include "tests/explore/sweep_compare.hpp"
 
 namespace commsim::test {
 namespace {

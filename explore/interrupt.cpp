@@ -1,4 +1,4 @@
-#include "reports/interrupt.hpp"
+#include "explore/interrupt.hpp"
 
 #include <signal.h>
 #include <unistd.h>

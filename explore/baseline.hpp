@@ -65,7 +65,8 @@ Check compare(const BaselineEntry& e, double now_s, double now_spread_s, double 
 
 // Re-evaluates every entry (simulation entries in parallel; hardware entries from `measured`, keyed by entry name)
 // and compares it. `seconds[i]` receives the time spent on entry i.
-std::vector<Check> check_baseline(const Baseline& b, double tolerance_pct, const std::map<std::string, Result>& measured,
-                                  int jobs, std::vector<double>& seconds);
+std::vector<Check> check_baseline(const Baseline& b, double tolerance_pct,
+                                  const std::map<std::string, Result>& measured, int jobs,
+                                  std::vector<double>& seconds);
 
 }  // namespace commsim::reports

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/grid.hpp"
+#include "explore/grid.hpp"
 
 namespace commsim::reports {
 

@@ -1,11 +1,11 @@
-#include "reports/baseline.hpp"
+#include "explore/baseline.hpp"
 
 #include <chrono>
 #include <filesystem>
 #include <set>
 
+#include "explore/grid.hpp"
 #include "reports/format.hpp"
-#include "reports/grid.hpp"
 #include "sim/core/data_path.hpp"
 #include "sim/core/json_fields.hpp"
 

@@ -1,4 +1,4 @@
-#include "reports/sweep_run.hpp"
+#include "explore/sweep_run.hpp"
 
 #include <algorithm>
 #include <cstdio>

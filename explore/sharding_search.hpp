@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "reports/tuner.hpp"
+#include "explore/tuner.hpp"
 
 namespace commsim::reports {
 

@@ -1,4 +1,4 @@
-#include "reports/sweep.hpp"
+#include "explore/sweep.hpp"
 
 #include <csignal>
 #include <map>

@@ -1,4 +1,4 @@
-#include "reports/grid.hpp"
+#include "explore/grid.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "reports/sharding_search.hpp"
+#include "explore/sharding_search.hpp"
 
 #include "reports/format.hpp"
 

@@ -1,11 +1,11 @@
-#include "reports/tuner.hpp"
+#include "explore/tuner.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
+#include "explore/sharding_search.hpp"
 #include "reports/format.hpp"
-#include "reports/sharding_search.hpp"
 #include "reports/snippets.hpp"
 
 namespace commsim::reports {

@@ -1,4 +1,4 @@
-#include "reports/sweep_shard.hpp"
+#include "explore/sweep_shard.hpp"
 
 #include <algorithm>
 #include <filesystem>

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "reports/sweep.hpp"
+#include "explore/sweep.hpp"
 
 namespace commsim::reports {
 

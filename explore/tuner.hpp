@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/grid.hpp"
+#include "explore/grid.hpp"
 #include "sim/topology/library.hpp"
 
 namespace commsim::reports {
