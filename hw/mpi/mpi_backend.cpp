@@ -25,14 +25,13 @@
 #include "hw/mpi/mpi_check.hpp"
 #include "hw/mpi/native_collectives.hpp"
 #include "hw/mpi/schedule_executor.hpp"
+#include "hw/mpi/task_work.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/statistics.hpp"
 
 namespace commsim::hw {
 
-SimulationRun load_run(const RunOptions& options) {
-  return prepare_run(options.scenario, options.sets, options.steps);
-}
+SimulationRun load_run(const RunOptions& options) { return prepare_run(options.scenario, options.sets, options.steps); }
 
 bool under_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
 
@@ -149,22 +148,11 @@ struct Compiled {
   std::vector<std::vector<Range>> contributed;  // every rank's allgather input ranges (AllGather checks, DGC)
 };
 
-enum class Work : std::uint8_t { Compute, Prepare, Dense, DgcGather };
-
-// What one task of a step kind does on this rank, worked out once before the timed steps.
-struct Prepared {
-  Work work = Work::Compute;
-  int target = -1;              // Prepare (a Delay: cast or top-k): the collective task it prepares
-  bool prepared_early = false;  // Dense / DgcGather: a Delay task packs it
-  Collective op = Collective::AllReduce;
-  std::uint64_t elements = 0;  // of the collective's vector (DgcGather: of the sparse gradients)
-  std::vector<Range> ranges;   // where the vector's elements live in the flat buffer, in order
-  bool on_parameters = false;  // Local SGD averages and sharded all-gathers move parameters, the rest gradients
+// What one task of a step kind does on this rank (task_work.hpp), with what this rank compiled for it.
+struct Prepared : TaskWork {
   bool hierarchical = false;
   std::shared_ptr<const Compiled> compiled;
-  double plan_bytes_sent = 0;  // the plan's figure, used for native collectives
-  int residual = -1;           // DgcGather: index of its residual buffer
-  std::uint64_t kept = 0;      // DgcGather: pairs each rank sends
+  int residual = -1;  // SparseGather: index of its residual buffer
 };
 
 struct Stream {
@@ -232,29 +220,14 @@ class RankRunner {
     prepared_.resize(plan_.kinds.size());
     for (std::size_t k = 0; k < plan_.kinds.size(); ++k) {
       const StepPlan& kind = plan_.kinds[k];
+      const std::vector<TaskWork> work = task_work(plan_, kind, layout_);
       std::vector<Prepared>& tasks = prepared_[k];
-      tasks.resize(kind.tasks.size());
-      for (std::size_t i = 0; i < kind.tasks.size(); ++i) {
+      tasks.resize(work.size());
+      for (std::size_t i = 0; i < work.size(); ++i) {
         const Task& t = kind.tasks[i];
         Prepared& p = tasks[i];
-        if (t.kind == TaskKind::Compute) continue;
-        if (t.kind == TaskKind::Delay) {
-          p.work = Work::Prepare;
-          for (std::size_t later = i + 1; later < kind.tasks.size() && p.target < 0; ++later)
-            if (kind.tasks[later].kind == TaskKind::Collective &&
-                std::find(kind.tasks[later].deps.begin(), kind.tasks[later].deps.end(), static_cast<int>(i)) !=
-                    kind.tasks[later].deps.end())
-              p.target = static_cast<int>(later);
-          COMMSIM_CHECK(p.target >= 0, "plan: delay task '" + t.label + "' prepares no collective");
-          continue;
-        }
-        p.op = t.collective.op;
-        p.ranges = layout_.ranges(t.tensors, plan_.model);
-        for (const Range& r : p.ranges) p.elements += r.count;
-        p.plan_bytes_sent = t.bytes_sent_per_rank;
-        if (kind.kind == StepKind::DgcSparse && t.collective.op == Collective::AllGather) {
-          p.work = Work::DgcGather;
-          p.kept = static_cast<std::uint64_t>(std::ceil((1 - kind.sparsity) * static_cast<double>(p.elements)));
+        static_cast<TaskWork&>(p) = work[i];
+        if (p.work == Work::SparseGather) {
           p.residual = residual_index(t.bucket, p.elements);
           if (options_.impl == CollectiveImpl::Schedule) {
             // The plan's ring all-gather of every rank's pairs, run on bytes (an all-gather does no arithmetic, so
@@ -265,18 +238,13 @@ class RankRunner {
                 compile(spec, ranks_ * p.kept * (element_bytes(dtype_) + sizeof(std::uint32_t)), CommDtype::Fp8, true);
             COMMSIM_CHECK(p.compiled->program.staging_elements == 0, "the DGC all-gather schedule needs no staging");
           }
-          continue;
+        } else if (p.work == Work::Dense) {
+          CollectiveSpec spec = t.collective;
+          if (spec.algorithm == Algorithm::Auto) spec.algorithm = choose_algorithm(spec, *run_.topology);
+          p.hierarchical = spec.algorithm == Algorithm::Hierarchical;
+          if (options_.impl == CollectiveImpl::Schedule) p.compiled = compile(spec, p.elements);
         }
-        p.work = Work::Dense;
-        p.on_parameters = kind.kind == StepKind::LocalAverage ||
-                          (kind.kind == StepKind::Sharded && t.collective.op == Collective::AllGather);
-        CollectiveSpec spec = t.collective;
-        if (spec.algorithm == Algorithm::Auto) spec.algorithm = choose_algorithm(spec, *run_.topology);
-        p.hierarchical = spec.algorithm == Algorithm::Hierarchical;
-        if (options_.impl == CollectiveImpl::Schedule) p.compiled = compile(spec, p.elements);
       }
-      for (std::size_t i = 0; i < kind.tasks.size(); ++i)
-        if (tasks[i].work == Work::Prepare) tasks[tasks[i].target].prepared_early = true;
     }
   }
 
@@ -328,7 +296,7 @@ class RankRunner {
     for (const auto& tasks : prepared_)
       for (const Prepared& p : tasks) {
         largest = std::max(largest, p.elements);
-        if (p.work == Work::DgcGather) largest_gather = std::max(largest_gather, p.kept);
+        if (p.work == Work::SparseGather) largest_gather = std::max(largest_gather, p.kept);
       }
     const std::size_t element = element_bytes(dtype_);
     const std::size_t pair = element + sizeof(std::uint32_t);
@@ -454,21 +422,16 @@ class RankRunner {
     switch (p.work) {
       case Work::Compute:
         return;
-      case Work::Prepare: {
-        Prepared& target = prepared_[kind_][p.target];
-        if (target.work == Work::DgcGather) {
-          select_top_k(target, stream, salt_ + static_cast<std::uint64_t>(p.target));
-        } else {
-          pack(target, stream, salt_ + static_cast<std::uint64_t>(p.target));
-        }
-        return;
-      }
+      case Work::Cast:
+        return pack(prepared_[kind_][p.target], stream, salt_ + static_cast<std::uint64_t>(p.target));
+      case Work::TopK:
+        return select_top_k(prepared_[kind_][p.target], stream, salt_ + static_cast<std::uint64_t>(p.target));
       case Work::Dense:
         if (!p.prepared_early) pack(p, stream, salt);
         communicate(p, stream);
         unpack(p, stream, salt);
         break;
-      case Work::DgcGather:
+      case Work::SparseGather:
         if (!p.prepared_early) select_top_k(p, stream, salt);
         gather_sparse(p, stream);
         break;
@@ -487,8 +450,8 @@ class RankRunner {
 
   // ---- dense collectives -------------------------------------------------------------------------------------
 
-  // The buffer a task's vector comes from and goes back to (see Prepared::on_parameters).
-  float* source(const Prepared& p) { return p.on_parameters ? parameters_.data() : gradients_.data(); }
+  // The buffer a task's vector comes from and goes back to.
+  float* source(const Prepared& p) { return p.buffer == Buffer::Parameters ? parameters_.data() : gradients_.data(); }
 
   Verifiable verifiable() const {
     Verifiable v{ranks_, dtype_, 1};
@@ -502,8 +465,7 @@ class RankRunner {
   // gradients first get verifiable values: element j of the vector holds value(rank, j, salt).
   void pack(const Prepared& p, Stream& stream, std::uint64_t salt) {
     float* data = source(p);
-    const bool local_sgd = plan_.kinds[kind_].kind == StepKind::LocalAverage;
-    if (options_.check && !local_sgd) {
+    if (options_.check && p.purpose != Purpose::ParameterAverage) {
       const Verifiable v = verifiable();
       std::uint64_t j = 0;
       for (const Range& r : p.ranges)
@@ -572,7 +534,7 @@ class RankRunner {
   void check_dense(const Prepared& p, const float* result, const std::vector<Range>& mine, std::uint64_t salt) {
     const Verifiable v = verifiable();
     std::uint64_t wrong = 0, checked = 0;
-    if (plan_.kinds[kind_].kind == StepKind::LocalAverage) {
+    if (p.purpose == Purpose::ParameterAverage) {
       // Sum over ranks of the parameters: each rank holds A - lr x sum over the window of (ranks x value(r, j, s)),
       // A the last average (the same everywhere). This rank's own parameters give A back.
       std::uint64_t j = 0;

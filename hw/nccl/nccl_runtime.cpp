@@ -641,9 +641,7 @@ class Runner {
           COMMSIM_CUDA(cudaStreamWaitEvent(s, r.events[static_cast<std::size_t>(op.event)], 0));
           break;
         case OpKind::Spin:
-        case OpKind::Delay:
-          if (!no_spin)
-            kernels::spin(std::llround(op.seconds * (op.kind == OpKind::Spin ? factor : 1.0) * r.cycles_per_s), s);
+          if (!no_spin) kernels::spin(std::llround(op.seconds * factor * r.cycles_per_s), s);
           break;
         case OpKind::CastDown:
           kernels::cast_down(b->f32 + offset, static_cast<char*>(b->comm) + offset * wb, wire_, op.count, s);

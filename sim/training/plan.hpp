@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/collective/collective.hpp"
@@ -12,16 +13,41 @@
 
 namespace commsim {
 
+// What a task is; a backend dispatches on it and infers nothing.
 enum class TaskKind : std::uint8_t {
-  Compute,     // layer compute on stream 0, seconds scaled by the step's straggler factor
-  Delay,       // fixed-time work on a communication stream (casts, top-k selection)
-  Collective,  // a collective over all ranks (or the spec's ranks)
+  Compute,     // stream 0: a layer's forward or backward, `seconds` x the step's straggler factor
+  Cast,        // before collective `prepares`: its fp32 data cast to the comm dtype, and back after it (`seconds`
+               // covers both ways)
+  TopK,        // before DGC gather `prepares`: the gradients added to the residual and the top `kept` of it
+               // selected as (value, int32 index) pairs (`seconds` also covers decoding the gathered pairs)
+  Collective,  // `collective` over all ranks (or the spec's ranks), for `purpose`
 };
 
+// What a collective is for; it fixes the buffer the collective reads and writes back (buffer_of).
+enum class Purpose : std::uint8_t {
+  DenseGradients,    // allreduce of gradients (reduce-scatter when sharded); the sum becomes the average
+  SparseGather,      // DGC: all-gather of every rank's `kept` (value, index) pairs; their sum becomes the average
+  ParameterGather,   // sharded data parallel: all-gather of the parameter shards
+  ParameterAverage,  // Local SGD: allreduce of the parameters; the sum becomes the average
+};
+
+// The per-rank state a collective moves.
+enum class Buffer : std::uint8_t { Gradients, Parameters };
+Buffer buffer_of(Purpose purpose);
+
+std::string_view to_string(TaskKind kind);
+std::string_view to_string(Purpose purpose);
+std::string_view to_string(Buffer buffer);
+
+// One task of a step. Which fields matter depends on `kind` (see TaskKind); a tagged struct rather than a variant,
+// so that what every task has (stream, dependencies, label, tensors) is read the same way for all of them.
 struct Task {
   TaskKind kind = TaskKind::Compute;
   int stream = 0;
-  double seconds = 0;  // Compute / Delay
+  double seconds = 0;      // Compute / Cast / TopK
+  int prepares = -1;       // Cast / TopK: the collective task it prepares (later, on the same stream)
+  std::uint64_t kept = 0;  // TopK / SparseGather: the (value, index) pairs each rank selects and sends
+  Purpose purpose = Purpose::DenseGradients;  // Collective
   // Collective: fixed costs the simulator charges on its stream around it (libraries/overheads.json): it starts at
   // the next multiple of start_grid_s after it is ready (Horovod's cycle), pays overhead_before_s (framework hook,
   // copy into the flat buffer, library launch), then overhead_after_s (copy back). The hardware backends pay their
@@ -32,7 +58,7 @@ struct Task {
   std::vector<int> deps;  // earlier tasks of the same step
   std::string label;
   int bucket = -1;           // for the trace and for the hardware backends
-  std::vector<int> tensors;  // gradient tensors this task communicates (indices into Model::tensors)
+  std::vector<int> tensors;  // tensors this task works on (indices into Model::tensors), in the buffer's order
   int gradient_layer = -1;   // Compute, backward: the layer whose gradients this task produces (for the trace)
 };
 

@@ -179,9 +179,9 @@ class StepRunner final : public EventHandler {
   }
 
   nlohmann::json task_details(const Task& t) {
-    nlohmann::json args = {{"kind", t.kind == TaskKind::Compute ? "compute"
-                                    : t.kind == TaskKind::Delay ? "local work"
-                                                                : "collective"}};
+    nlohmann::json args = {{"kind", t.kind == TaskKind::Compute      ? "compute"
+                                    : t.kind != TaskKind::Collective ? "local work"
+                                                                     : "collective"}};
     if (t.bucket >= 0) args["bucket"] = t.bucket;
     if (t.gradient_layer >= 0) {
       nlohmann::json produced = nlohmann::json::array();
@@ -232,7 +232,8 @@ class StepRunner final : public EventHandler {
       case TaskKind::Compute:
         compute_.start(id, seconds_to_ps(t.seconds * factor_, "compute time of " + t.label));
         break;
-      case TaskKind::Delay:
+      case TaskKind::Cast:
+      case TaskKind::TopK:
         queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds, "time of " + t.label)), this, event(id, kDone));
         break;
       case TaskKind::Collective: {
