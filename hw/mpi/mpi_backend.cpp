@@ -175,12 +175,12 @@ class RankRunner {
     COMMSIM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
     COMMSIM_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks_));
     if (ranks_ != plan_.ranks)
-      throw InputError(plan_.scenario.file, "nodes",
+      throw InputError(plan_.scenario_file, "nodes",
                        "the scenario has " + std::to_string(plan_.ranks) + " ranks but the MPI job has " +
                            std::to_string(ranks_) + " (run it with mpirun -np " + std::to_string(plan_.ranks) + ")");
-    dtype_ = plan_.scenario.strategy.comm_dtype;
+    dtype_ = plan_.comm_dtype;
     layout_ = gradient_layout(plan_);
-    total_steps_ = options.warmup + plan_.scenario.steps;
+    total_steps_ = options.warmup + plan_.steps();
     if (const char* kill = std::getenv("COMMSIM_TEST_KILL_RANK")) kill_ = std::atoi(kill) == rank_;
     if (const char* hang = std::getenv("COMMSIM_TEST_HANG_RANK")) hang_ = std::atoi(hang) == rank_;
     if (const char* corrupt = std::getenv("COMMSIM_TEST_CORRUPT_RANK")) corrupt_ = std::atoi(corrupt) == rank_;
@@ -193,7 +193,7 @@ class RankRunner {
     for (int s = 1; s <= plan_.streams; ++s) streams_[s].thread = std::thread([this, s] { stream_loop(s); });
     std::vector<StepRecord> records;
     try {
-      for (int step = -options_.warmup; step < plan_.scenario.steps; ++step) {
+      for (int step = -options_.warmup; step < plan_.steps(); ++step) {
         if (step == 0) {
           reset_state();
           COMMSIM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -217,9 +217,9 @@ class RankRunner {
 
   // Works out once what each task of each step kind does on this rank (which buffer, which schedule).
   void prepare() {
-    prepared_.resize(plan_.kinds.size());
-    for (std::size_t k = 0; k < plan_.kinds.size(); ++k) {
-      const StepPlan& kind = plan_.kinds[k];
+    prepared_.resize(plan_.step_plans.size());
+    for (std::size_t k = 0; k < plan_.step_plans.size(); ++k) {
+      const StepPlan& kind = plan_.step_plans[k];
       const std::vector<TaskWork> work = task_work(plan_, kind, layout_);
       std::vector<Prepared>& tasks = prepared_[k];
       tasks.resize(work.size());
@@ -301,8 +301,7 @@ class RankRunner {
     const std::size_t element = element_bytes(dtype_);
     const std::size_t pair = element + sizeof(std::uint32_t);
     gradients_.assign(layout_.elements, 0.0f);
-    const Strategy& st = plan_.scenario.strategy;
-    if (st.localsgd || st.sharding.stage) parameters_.assign(layout_.elements, 0.0f);
+    if (plan_.local_sgd || plan_.sharded) parameters_.assign(layout_.elements, 0.0f);
     streams_.resize(plan_.streams + 1);
     for (int s = 1; s <= plan_.streams; ++s) {  // collective over the world: the same order on every rank
       Stream& stream = streams_[s];
@@ -331,10 +330,10 @@ class RankRunner {
   // One step: this thread runs the compute stream, the stream threads the rest; the step ends when all are done.
   StepRecord run_step(int step) {
     // Warm-up steps cycle through the distinct step kinds, so every kind's connections and pages are warm.
-    kind_ = step < 0 ? (step + options_.warmup) % static_cast<int>(plan_.kinds.size()) : plan_.step_kind[step];
+    kind_ = step < 0 ? (step + options_.warmup) % static_cast<int>(plan_.step_plans.size()) : plan_.step_plan_of[step];
     step_ = step;
     salt_ = static_cast<std::uint64_t>(step + options_.warmup) * 1009;
-    const StepPlan& plan = plan_.kinds[kind_];
+    const StepPlan& plan = plan_.step_plans[kind_];
     const std::size_t n = plan.tasks.size();
     start_s_.assign(n, 0);
     end_s_.assign(n, 0);
@@ -396,7 +395,7 @@ class RankRunner {
     try {
       std::uint64_t seen = 0;
       while (gate_.next(seen)) {
-        const StepPlan& plan = plan_.kinds[kind_];
+        const StepPlan& plan = plan_.step_plans[kind_];
         for (std::size_t i = 0; i < plan.tasks.size(); ++i) {
           const Task& t = plan.tasks[i];
           if (t.stream != s) continue;
@@ -456,8 +455,8 @@ class RankRunner {
   Verifiable verifiable() const {
     Verifiable v{ranks_, dtype_, 1};
     // Local SGD sums ranks x (p x a gradient) per step over the whole run; DGC residuals add up to a run's steps.
-    if (plan_.scenario.strategy.localsgd) v.accumulate = ranks_ * total_steps_;
-    if (plan_.scenario.strategy.dgc) v.accumulate = total_steps_;
+    if (plan_.local_sgd) v.accumulate = ranks_ * total_steps_;
+    if (plan_.dgc) v.accumulate = total_steps_;
     return v;
   }
 
@@ -712,17 +711,15 @@ class RankRunner {
   // The Result in the simulator's schema, from the slowest rank's step times and the ranks' mean breakdown.
   void fill_result(const std::vector<double>& slowest, const std::vector<double>& sums, int columns,
                    const std::uint64_t* check) {
-    const Scenario& sc = plan_.scenario;
     Result& r = run_.result;
-    r.scenario = sc.name;
+    r.scenario = plan_.scenario_name;
     r.backend = "mpi";
     r.fidelity = "measured";
     r.ranks = plan_.ranks;
-    r.batch_per_gpu = sc.batch_per_gpu;
+    r.batch_per_gpu = plan_.batch_per_gpu;
     r.steps_s = slowest;
     // The steady state starts where the simulator's does (DGC at its final sparsity, Local SGD begun).
-    const Strategy& st = sc.strategy;
-    r.steady_from = steady_state_start(st, sc.steps);
+    r.steady_from = plan_.steady_from;
     const std::vector<double> steady(slowest.begin() + r.steady_from, slowest.end());
     r.step_time_s = median(steady);
     r.step_time_spread_s = half_interquartile_range(steady);
@@ -736,7 +733,7 @@ class RankRunner {
       for (int k = 0; k <= plan_.streams; ++k) r.stream_busy_s[k] += row[4 + k] / count;
       r.exposed_comm_s += std::max(0.0, slowest[s] - row[0] / ranks_) / static_cast<double>(steady.size());
     }
-    r.throughput_samples_s = plan_.ranks * static_cast<double>(sc.batch_per_gpu) / r.step_time_s;
+    r.throughput_samples_s = plan_.ranks * static_cast<double>(plan_.batch_per_gpu) / r.step_time_s;
     r.scaling_efficiency = plan_.compute_s / r.step_time_s;
     r.overlap_ratio = r.comm_s > 0 ? std::clamp(1 - r.exposed_comm_s / r.comm_s, 0.0, 1.0) : 0;
     r.trace = trace_;
@@ -752,10 +749,10 @@ class RankRunner {
                              "MPI_Comm_split_type); DGC "
                              "pairs with MPI_Allgather"));
     r.notes.push_back("step time: median of steps " + std::to_string(r.steady_from) + ".." +
-                      std::to_string(sc.steps - 1) +
+                      std::to_string(plan_.steps() - 1) +
                       " (slowest rank per step), spread = half the interquartile range; " +
                       std::to_string(options_.warmup) + " warm-up step(s) not counted");
-    if (st.stragglers.compute_cv > 0 || !st.stragglers.slow_ranks.empty())
+    if (!plan_.symmetric_ranks)
       r.notes.push_back("stragglers: every rank waits the plan's critical-rank compute factor of each step");
     if (const char* mode = std::getenv("COMMSIM_RUN_MODE")) r.notes.push_back(std::string("network: ") + mode);
     if (options_.check)

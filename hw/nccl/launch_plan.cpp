@@ -82,10 +82,10 @@ std::string to_string(Scope s) {
 }
 
 int hierarchy_group_size(const Plan& plan, int ranks_per_node) {
-  const int groups = plan.scenario.strategy.hierarchical_allreduce_leaders;
+  const int groups = plan.hierarchy_groups;
   if (groups <= 0) return std::max(1, ranks_per_node);
   if (plan.ranks % groups != 0)
-    throw InputError(plan.scenario.file, "strategy.hierarchical_allreduce_leaders",
+    throw InputError(plan.scenario_file, "strategy.hierarchical_allreduce_leaders",
                      std::to_string(groups) + " groups do not divide " + std::to_string(plan.ranks) + " ranks");
   return plan.ranks / groups;
 }
@@ -100,7 +100,7 @@ class Translator {
     program_.ranks = plan.ranks;
     program_.streams = plan.streams;
     program_.group_size = hierarchy_group_size(plan, ranks_per_node);
-    program_.comm_dtype = plan.scenario.strategy.comm_dtype;
+    program_.comm_dtype = plan.comm_dtype;
   }
 
   LaunchStep step(const StepPlan& step) {
@@ -332,7 +332,7 @@ class Translator {
 LaunchProgram translate_plan(const Plan& plan, int ranks_per_node) {
   LaunchProgram program;
   Translator tr(plan, ranks_per_node, program);
-  for (const StepPlan& k : plan.kinds) program.kinds.push_back(tr.step(k));
+  for (const StepPlan& k : plan.step_plans) program.step_plans.push_back(tr.step(k));
   return program;
 }
 
@@ -395,14 +395,14 @@ std::string format_program(const Plan& plan, const LaunchProgram& program) {
                 "# %d ranks, hierarchy groups of %d, %d communication stream(s), %zu communicator(s), %zu buffer(s)\n",
                 program.ranks, program.group_size, program.streams, program.comms.size(), program.buffers.size());
   out += buf;
-  for (std::size_t k = 0; k < program.kinds.size(); ++k) {
+  for (std::size_t k = 0; k < program.step_plans.size(); ++k) {
     std::string steps;
-    for (std::size_t s = 0; s < plan.step_kind.size(); ++s)
-      if (plan.step_kind[s] == static_cast<int>(k)) {
+    for (std::size_t s = 0; s < plan.step_plan_of.size(); ++s)
+      if (plan.step_plan_of[s] == static_cast<int>(k)) {
         if (!steps.empty()) steps += ',';
         steps += std::to_string(s);
       }
-    const LaunchStep& step = program.kinds[k];
+    const LaunchStep& step = program.step_plans[k];
     std::snprintf(buf, sizeof buf, "step kind %zu: %s", k, kKinds[static_cast<int>(step.kind)]);
     out += buf;
     if (step.kind == StepKind::DgcSparse) out += " sparsity " + std::to_string(step.sparsity);
@@ -410,7 +410,7 @@ std::string format_program(const Plan& plan, const LaunchProgram& program) {
     for (const LaunchOp& op : step.ops) {
       out += "  " + describe(op, program);
       if (op.task >= 0 && op.kind != OpKind::Record && op.kind != OpKind::Wait)
-        out += "  [" + plan.kinds[k].tasks[static_cast<std::size_t>(op.task)].label + "]";
+        out += "  [" + plan.step_plans[k].tasks[static_cast<std::size_t>(op.task)].label + "]";
       out += "\n";
     }
   }

@@ -100,7 +100,7 @@ struct LaunchStep {
   std::vector<LaunchOp> ops;
 };
 
-// The whole Plan, translated: per distinct step kind (parallel to Plan::kinds) the ops, plus the communicators and
+// The whole Plan, translated: per distinct step kind (parallel to Plan::step_plans) the ops, plus the communicators and
 // buffers they name.
 struct LaunchProgram {
   int ranks = 0;
@@ -109,7 +109,7 @@ struct LaunchProgram {
   CommDtype comm_dtype = CommDtype::Fp32;
   std::vector<CommSpec> comms;
   std::vector<BufferSpec> buffers;
-  std::vector<LaunchStep> kinds;
+  std::vector<LaunchStep> step_plans;
 };
 
 // Ranks per hierarchy group: ranks / hierarchical_allreduce_leaders when that is set, else ranks per node.

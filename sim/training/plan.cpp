@@ -269,10 +269,11 @@ std::vector<std::string> plan_notes(const Scenario& sc, const Topology& topo, co
 void plan_steps(const StepBuilder& b, Plan& plan) {
   const Strategy& st = b.sc.strategy;
   auto index_of = [&](StepPlan step) {
-    for (std::size_t k = 0; k < plan.kinds.size(); ++k)
-      if (plan.kinds[k].kind == step.kind && plan.kinds[k].sparsity == step.sparsity) return static_cast<int>(k);
-    plan.kinds.push_back(std::move(step));
-    return static_cast<int>(plan.kinds.size() - 1);
+    for (std::size_t k = 0; k < plan.step_plans.size(); ++k)
+      if (plan.step_plans[k].kind == step.kind && plan.step_plans[k].sparsity == step.sparsity)
+        return static_cast<int>(k);
+    plan.step_plans.push_back(std::move(step));
+    return static_cast<int>(plan.step_plans.size() - 1);
   };
   // Paddle's Local SGD averages the parameters at every step up to begin_step, then every k steps (schedules.cpp).
   const std::vector<bool> averages =
@@ -289,7 +290,7 @@ void plan_steps(const StepBuilder& b, Plan& plan) {
     } else {
       k = index_of(sync_step(b, plan.buckets, StepKind::Sync, 0));
     }
-    plan.step_kind.push_back(k);
+    plan.step_plan_of.push_back(k);
   }
 }
 
@@ -313,7 +314,7 @@ void straggler_factors(const Stragglers& sg, int steps, Plan& plan) {
       worst = std::max(worst, since_sync[r]);
       mean += f / plan.ranks;
     }
-    if (plan.kinds[plan.step_kind[s]].kind == StepKind::LocalOnly) {
+    if (plan.step_plans[plan.step_plan_of[s]].kind == StepKind::LocalOnly) {
       // Ranks run ahead independently: the representative timeline advances by the mean; the wait comes at sync.
       plan.compute_factor[s] = mean;
       plan.critical_rank[s] = -1;
@@ -329,9 +330,18 @@ void straggler_factors(const Stragglers& sg, int steps, Plan& plan) {
 }  // namespace
 
 Plan build_plan(const Scenario& given, const Topology& topo) {
+  const Scenario sc = with_hierarchy_leaders(given, topo.ranks());
   Plan plan;
-  plan.scenario = with_hierarchy_leaders(given, topo.ranks());
-  const Scenario& sc = plan.scenario;
+  plan.scenario_name = sc.name;
+  plan.scenario_file = sc.file;
+  plan.batch_per_gpu = sc.batch_per_gpu;
+  plan.comm_dtype = sc.strategy.comm_dtype;
+  plan.algorithm = sc.strategy.algorithm;
+  plan.hierarchy_groups = sc.strategy.hierarchical_allreduce_leaders;
+  plan.local_sgd = sc.strategy.localsgd.has_value();
+  plan.sharded = sc.strategy.sharding.stage != 0;
+  plan.dgc = sc.strategy.dgc.has_value();
+  plan.steady_from = steady_state_start(sc.strategy, sc.steps);
   plan.model = load_model(sc.model_path);
   plan.ranks = topo.ranks();
   plan.streams = sc.strategy.nccl_comm_num;

@@ -78,13 +78,24 @@ struct StepPlan {
 };
 
 struct Plan {
-  Scenario scenario;
+  // What the backends and the reports need to know of the scenario, besides the tasks (a Plan carries no Scenario).
+  std::string scenario_name;
+  std::string scenario_file;  // names the scenario in errors about it
+  int batch_per_gpu = 0;
+  CommDtype comm_dtype = CommDtype::Fp32;  // every collective's element type (Cast tasks around narrower ones)
+  Algorithm algorithm = Algorithm::Auto;   // strategy.algorithm as asked (the NCCL backend sets NCCL_ALGO from it)
+  int hierarchy_groups = 0;                // hierarchical allreduce: groups (leaders); 0 = one group per node
+  bool local_sgd = false;                  // ranks keep their own parameters between averages
+  bool sharded = false;                    // ranks keep parameter shards (ZeRO stage 2 or 3)
+  bool dgc = false;                        // ranks keep DGC residuals
+  int steady_from = 0;                     // first step of the steady state (steady_state_start, schedules.hpp)
+
   Model model;
   int ranks = 0;
   int streams = 1;  // communication streams
   std::vector<Bucket> buckets;
-  std::vector<StepPlan> kinds;         // distinct step plans
-  std::vector<int> step_kind;          // per step: index into kinds
+  std::vector<StepPlan> step_plans;    // the distinct step plans
+  std::vector<int> step_plan_of;       // per step: index into step_plans
   std::vector<double> compute_factor;  // per step: straggler slowdown of the critical rank
   // Per step: the rank whose timeline the step follows (the slowest since the last synchronisation); -1 for a
   // Local SGD local step, which follows the mean of the ranks. Without stragglers every rank is the same: 0.
@@ -92,6 +103,9 @@ struct Plan {
   bool symmetric_ranks = true;     // no stragglers: every rank runs the same timeline
   double compute_s = 0;            // one step's compute on an unslowed rank
   std::vector<std::string> notes;  // assumptions stated in the output
+
+  int steps() const { return static_cast<int>(step_plan_of.size()); }
+  const StepPlan& step_plan(int step) const { return step_plans[static_cast<std::size_t>(step_plan_of[step])]; }
 };
 
 // Builds the plan; throws InputError for impossible settings (bucket index past the last tensor, too few ranks).

@@ -354,24 +354,23 @@ class StepRunner final : public EventHandler {
 }  // namespace
 
 Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, const TraceSelection& trace) {
-  const Scenario& sc = plan.scenario;
   Result r;
-  r.scenario = sc.name;
+  r.scenario = plan.scenario_name;
   r.fidelity = std::string(to_string(fidelity));
   r.ranks = plan.ranks;
-  r.batch_per_gpu = sc.batch_per_gpu;
+  r.batch_per_gpu = plan.batch_per_gpu;
   r.notes = plan.notes;
   StepRunner runner(plan, topology, fidelity);
   // The steady state starts once DGC has reached its final sparsity and Local SGD has begun (schedules.hpp).
-  r.steady_from = steady_state_start(sc.strategy, sc.steps);
-  const int steady = sc.steps - r.steady_from;
+  r.steady_from = plan.steady_from;
+  const int steady = plan.steps() - r.steady_from;
   r.stream_busy_s.assign(plan.streams + 1, 0.0);
   LinkUsage before{};
-  for (int s = 0; s < sc.steps; ++s) {
+  for (int s = 0; s < plan.steps(); ++s) {
     // The simulated timeline is the step's critical rank; every rank asked for where all ranks are alike.
     const std::vector<int> traced_ranks =
         trace.ranks.empty() || !plan.symmetric_ranks ? std::vector<int>{plan.critical_rank[s]} : trace.ranks;
-    const TimePs t = runner.run(plan.kinds[plan.step_kind[s]], plan.compute_factor[s],
+    const TimePs t = runner.run(plan.step_plans[plan.step_plan_of[s]], plan.compute_factor[s],
                                 trace.traces(s) ? &traced_ranks : nullptr, s, r);
     const double seconds = ps_to_seconds(t);
     r.steps_s.push_back(seconds);
@@ -390,7 +389,7 @@ Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fideli
     }
     if (const LinkUsage* u = runner.usage()) before = *u;
   }
-  r.throughput_samples_s = plan.ranks * static_cast<double>(sc.batch_per_gpu) / r.step_time_s;
+  r.throughput_samples_s = plan.ranks * static_cast<double>(plan.batch_per_gpu) / r.step_time_s;
   r.scaling_efficiency = plan.compute_s / r.step_time_s;
   r.overlap_ratio = r.comm_s > 0 ? std::clamp(1 - r.exposed_comm_s / r.comm_s, 0.0, 1.0) : 0;
   return r;

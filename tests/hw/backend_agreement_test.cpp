@@ -132,16 +132,16 @@ TEST_P(BackendAgreement, SameCollectivesSizesBuffersAndOrder) {
   const std::unique_ptr<Topology> topology = load_topology(scenario.topology_path, scenario.nodes);
   const Plan plan = build_plan(scenario, *topology);
   const nccl::LaunchProgram program = nccl::translate_plan(plan, topology->ranks_per_node());
-  ASSERT_EQ(program.kinds.size(), plan.kinds.size());
+  ASSERT_EQ(program.step_plans.size(), plan.step_plans.size());
   std::size_t collectives = 0;
-  for (std::size_t k = 0; k < plan.kinds.size(); ++k) {
-    const std::vector<Target> mpi = mpi_targets(plan, plan.kinds[k]);
-    const std::vector<Target> nccl = nccl_targets(plan, program, program.kinds[k]);
+  for (std::size_t k = 0; k < plan.step_plans.size(); ++k) {
+    const std::vector<Target> mpi = mpi_targets(plan, plan.step_plans[k]);
+    const std::vector<Target> nccl = nccl_targets(plan, program, program.step_plans[k]);
     ASSERT_EQ(mpi.size(), nccl.size()) << c.name << " step kind " << k;
     for (std::size_t i = 0; i < mpi.size(); ++i) EXPECT_EQ(mpi[i], nccl[i]) << c.name << " step kind " << k;
     // Each side agrees with the Plan task it came from: the task's purpose fixes the buffer and the sparse form.
     for (const Target& t : mpi) {
-      const Task& task = plan.kinds[k].tasks[static_cast<std::size_t>(t.task)];
+      const Task& task = plan.step_plans[k].tasks[static_cast<std::size_t>(t.task)];
       EXPECT_EQ(t.buffer, buffer_of(task.purpose));
       EXPECT_EQ(t.sparse, task.purpose == Purpose::SparseGather);
     }
@@ -164,7 +164,7 @@ TEST(BackendAgreement, VariantsCoverEveryTaskKindAndPurpose) {
   for (const Case& c : cases()) {
     const Scenario scenario = load_scenario(c.file, c.sets);
     const std::unique_ptr<Topology> topology = load_topology(scenario.topology_path, scenario.nodes);
-    for (const StepPlan& step : build_plan(scenario, *topology).kinds)
+    for (const StepPlan& step : build_plan(scenario, *topology).step_plans)
       for (const Task& t : step.tasks)
         seen.insert({t.kind, t.kind == TaskKind::Collective ? t.purpose : Purpose::DenseGradients});
   }
