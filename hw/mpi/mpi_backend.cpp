@@ -28,6 +28,7 @@
 #include "hw/mpi/task_work.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/statistics.hpp"
+#include "sim/training/step_metrics.hpp"
 
 namespace commsim::hw {
 
@@ -164,8 +165,8 @@ struct Stream {
 };
 
 struct StepRecord {
-  double seconds = 0, compute_s = 0, comm_s = 0, bytes_sent = 0;
-  std::vector<double> stream_busy_s;
+  double seconds = 0, bytes_sent = 0;
+  StepBreakdown breakdown;
 };
 
 class RankRunner {
@@ -363,28 +364,12 @@ class RankRunner {
     StepRecord record;
     record.seconds = MPI_Wtime() - step_begin_;
     if (plan.kind == StepKind::LocalAverage) window_salts_.clear();
-    // Metrics as the simulator computes them: compute = sum of compute tasks; comm = the union of the other tasks.
-    record.stream_busy_s.assign(plan_.streams + 1, 0.0);
-    std::vector<std::pair<double, double>> comm;
-    for (std::size_t i = 0; i < n; ++i) {
-      const Task& t = plan.tasks[i];
-      const double d = end_s_[i] - start_s_[i];
-      record.stream_busy_s[t.stream] += d;
-      if (t.kind == TaskKind::Compute) {
-        record.compute_s += d;
-      } else {
-        comm.push_back({start_s_[i], end_s_[i]});
-      }
+    // Metrics as the simulator computes them (step_metrics.hpp).
+    record.breakdown =
+        step_breakdown(task_intervals(plan, start_s_, end_s_), plan_.streams, [](double d) { return d; });
+    for (std::size_t i = 0; i < n; ++i)
       if (rank_ == 0 && step >= 0 && step < kTraceSteps)
-        trace_.push_back({t.label, t.stream, traced_s_ + start_s_[i], d});
-    }
-    std::sort(comm.begin(), comm.end());
-    double reach = 0;
-    for (auto [a, b] : comm) {
-      if (b <= reach) continue;
-      record.comm_s += b - std::max(a, reach);
-      reach = b;
-    }
+        trace_.push_back({plan.tasks[i].label, plan.tasks[i].stream, traced_s_ + start_s_[i], end_s_[i] - start_s_[i]});
     if (step >= 0 && step < kTraceSteps) traced_s_ += record.seconds;
     for (const Stream& s : streams_) record.bytes_sent += s.bytes_sent;
     return record;
@@ -692,11 +677,11 @@ class RankRunner {
       const StepRecord& r = records[s];
       seconds[s] = r.seconds;
       double* row = mine.data() + static_cast<std::size_t>(s) * columns;
-      row[0] = r.compute_s;
-      row[1] = r.comm_s;
+      row[0] = r.breakdown.compute_s;
+      row[1] = r.breakdown.comm_s;
       row[2] = r.bytes_sent;
       row[3] = 0;
-      for (int k = 0; k <= plan_.streams; ++k) row[4 + k] = r.stream_busy_s[k];
+      for (int k = 0; k <= plan_.streams; ++k) row[4 + k] = r.breakdown.stream_busy_s[k];
     }
     // A synchronous step is as long as its slowest rank; the breakdown is the mean over ranks.
     COMMSIM_MPI_CHECK(MPI_Reduce(seconds.data(), slowest.data(), steps, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
@@ -711,31 +696,22 @@ class RankRunner {
   // The Result in the simulator's schema, from the slowest rank's step times and the ranks' mean breakdown.
   void fill_result(const std::vector<double>& slowest, const std::vector<double>& sums, int columns,
                    const std::uint64_t* check) {
-    Result& r = run_.result;
+    Result& r = run_.result;  // holds prepare_run's hash and settings
     r.scenario = plan_.scenario_name;
     r.backend = "mpi";
     r.fidelity = "measured";
     r.ranks = plan_.ranks;
     r.batch_per_gpu = plan_.batch_per_gpu;
-    r.steps_s = slowest;
-    // The steady state starts where the simulator's does (DGC at its final sparsity, Local SGD begun).
-    r.steady_from = plan_.steady_from;
-    const std::vector<double> steady(slowest.begin() + r.steady_from, slowest.end());
-    r.step_time_s = median(steady);
-    r.step_time_spread_s = half_interquartile_range(steady);
-    const double count = static_cast<double>(steady.size()) * ranks_;
-    r.stream_busy_s.assign(plan_.streams + 1, 0.0);
-    for (std::size_t s = static_cast<std::size_t>(r.steady_from); s < slowest.size(); ++s) {
+    // Each step as long as its slowest rank; its breakdown the mean over ranks.
+    std::vector<StepMeasure> steps(slowest.size());
+    for (std::size_t s = 0; s < slowest.size(); ++s) {
       const double* row = sums.data() + s * static_cast<std::size_t>(columns);
-      r.compute_s += row[0] / count;
-      r.comm_s += row[1] / count;
-      r.bytes_sent_per_rank += row[2] / count;
-      for (int k = 0; k <= plan_.streams; ++k) r.stream_busy_s[k] += row[4 + k] / count;
-      r.exposed_comm_s += std::max(0.0, slowest[s] - row[0] / ranks_) / static_cast<double>(steady.size());
+      steps[s].seconds = slowest[s];
+      steps[s].breakdown = {row[0] / ranks_, row[1] / ranks_, {}};
+      steps[s].bytes_sent = row[2] / ranks_;
+      for (int k = 0; k <= plan_.streams; ++k) steps[s].breakdown.stream_busy_s.push_back(row[4 + k] / ranks_);
     }
-    r.throughput_samples_s = plan_.ranks * static_cast<double>(plan_.batch_per_gpu) / r.step_time_s;
-    r.scaling_efficiency = plan_.compute_s / r.step_time_s;
-    r.overlap_ratio = r.comm_s > 0 ? std::clamp(1 - r.exposed_comm_s / r.comm_s, 0.0, 1.0) : 0;
+    summarize_steps(plan_, steps, SteadyStatistic::Median, r);
     r.trace = trace_;
     r.notes = plan_.notes;
     r.notes.push_back(

@@ -18,6 +18,7 @@
 #include "hw/nccl/launch_plan.hpp"
 #include "hw/nccl/world.hpp"
 #include "sim/core/statistics.hpp"
+#include "sim/training/step_metrics.hpp"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
 #error "the NCCL backend needs NCCL 2.18 or newer (ncclCommSplit)"
@@ -395,33 +396,20 @@ class Runner {
   }
 
   Result result() {
-    Result r;
-    r.scenario = plan_.scenario_name;
-    r.backend = "nccl";
-    r.fidelity = "measured";
-    r.ranks = plan_.ranks;
-    r.batch_per_gpu = plan_.batch_per_gpu;
-    const int steps = static_cast<int>(step_s_.size());
-    r.steady_from = plan_.steady_from;
-    const double steady = steps - r.steady_from;
-    r.stream_busy_s.assign(static_cast<std::size_t>(program_.streams + 1), 0.0);
-    for (int s = 0; s < steps; ++s) {
-      const double t = median(step_s_[static_cast<std::size_t>(s)]);
-      r.steps_s.push_back(t);
-      if (s < r.steady_from) continue;
-      const StepMetrics& m = metrics_[static_cast<std::size_t>(s)];
+    Result r = plan_result(plan_, "nccl", "measured");
+    // Each step: the median over repeats of the slowest rank; rank 0's breakdown, averaged over the repeats.
+    std::vector<StepMeasure> steps(step_s_.size());
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+      const StepMetrics& m = metrics_[s];
       const double reps = std::max(1, m.samples);
-      r.step_time_s += t / steady;
-      r.step_time_spread_s += half_interquartile_range(step_s_[static_cast<std::size_t>(s)]) / steady;
-      r.compute_s += m.compute_s / reps / steady;
-      r.comm_s += m.comm_s / reps / steady;
-      r.exposed_comm_s += std::max(0.0, t - m.compute_s / reps) / steady;
-      for (std::size_t k = 0; k < r.stream_busy_s.size(); ++k) r.stream_busy_s[k] += m.stream_busy_s[k] / reps / steady;
-      double bytes = 0;
-      for (const Task& task : plan_.step_plans[static_cast<std::size_t>(plan_.step_plan_of[static_cast<std::size_t>(s)])].tasks)
-        bytes += task.bytes_sent_per_rank;
-      r.bytes_sent_per_rank += bytes / steady;
+      steps[s].seconds = median(step_s_[s]);
+      steps[s].spread_s = half_interquartile_range(step_s_[s]);
+      steps[s].breakdown.compute_s = m.compute_s / reps;
+      steps[s].breakdown.comm_s = m.comm_s / reps;
+      for (double busy : m.stream_busy_s) steps[s].breakdown.stream_busy_s.push_back(busy / reps);
+      steps[s].bytes_sent = plan_bytes_sent(plan_.step_plan(static_cast<int>(s)));
     }
+    summarize_steps(plan_, steps, SteadyStatistic::Mean, r);
     // Only rank 0 measured the breakdown: the other processes contribute zeros to the sum that shares it.
     std::vector<double> shared{r.compute_s, r.comm_s, r.exposed_comm_s};
     shared.insert(shared.end(), r.stream_busy_s.begin(), r.stream_busy_s.end());
@@ -429,10 +417,7 @@ class Runner {
     world_.sum(shared);
     r.compute_s = shared[0], r.comm_s = shared[1], r.exposed_comm_s = shared[2];
     std::copy(shared.begin() + 3, shared.end(), r.stream_busy_s.begin());
-    r.throughput_samples_s =
-        r.step_time_s > 0 ? plan_.ranks * static_cast<double>(plan_.batch_per_gpu) / r.step_time_s : 0;
-    r.scaling_efficiency = r.step_time_s > 0 ? plan_.compute_s / r.step_time_s : 0;
-    r.overlap_ratio = r.comm_s > 0 ? std::clamp(1 - r.exposed_comm_s / r.comm_s, 0.0, 1.0) : 0;
+    finish_result(plan_, r);
     r.trace = trace_;
     r.notes = notes_;
     add_estimate_notes(r.notes);
@@ -719,31 +704,23 @@ class Runner {
     const StepPlan& kind = plan_.step_plans[static_cast<std::size_t>(t.kind)];
     const Marks& marks = (trace ? marks_trace_ : marks_).at(t.kind);
     StepMetrics& m = metrics_[static_cast<std::size_t>(s)];
-    m.stream_busy_s.resize(static_cast<std::size_t>(program_.streams + 1), 0.0);
-    std::vector<std::pair<double, double>> comm;
+    std::vector<TaskInterval<double>> intervals;
     for (std::size_t i = 0; i < marks.marks.size(); ++i) {
       const Mark& mk = marks.marks[i];
       const double a = elapsed(t.begin[0], t.marks[i].first), b = elapsed(t.begin[0], t.marks[i].second);
-      m.stream_busy_s[static_cast<std::size_t>(mk.stream)] += b - a;
-      if (mk.compute)
-        m.compute_s += b - a;
-      else {
-        comm.push_back({a, b});
-        task_s_[{t.kind, mk.task}].push_back(b - a);
-      }
+      intervals.push_back({mk.stream, mk.compute, a, b});
+      if (!mk.compute) task_s_[{t.kind, mk.task}].push_back(b - a);
       if (trace) {
         const std::string name = mk.task >= 0 ? kind.tasks[static_cast<std::size_t>(mk.task)].label : "compute";
         trace_.push_back({name, mk.stream, elapsed(first.begin[0], t.marks[i].first), b - a});
       }
     }
-    std::sort(comm.begin(), comm.end());
-    double covered = 0, reach = 0;
-    for (auto [a, b] : comm) {
-      if (b <= reach) continue;
-      covered += b - std::max(a, reach);
-      reach = b;
-    }
-    m.comm_s += covered;
+    // Summed over the repeats; result() divides by the samples.
+    const StepBreakdown step = step_breakdown(intervals, program_.streams, [](double d) { return d; });
+    m.compute_s += step.compute_s;
+    m.comm_s += step.comm_s;
+    m.stream_busy_s.resize(step.stream_busy_s.size(), 0.0);
+    for (std::size_t k = 0; k < step.stream_busy_s.size(); ++k) m.stream_busy_s[k] += step.stream_busy_s[k];
     ++m.samples;
   }
 
