@@ -16,11 +16,11 @@ struct PredictedCollective {
 std::vector<std::vector<PredictedCollective>> predicted_collectives(const SimulationRun& run) {
   const Result& r = run.result;
   const Plan& plan = run.plan;
-  const auto elem_bytes = static_cast<Bytes>(dtype_bytes(plan.scenario.strategy.comm_dtype));
+  const auto elem_bytes = static_cast<Bytes>(dtype_bytes(plan.comm_dtype));
   std::vector<std::vector<PredictedCollective>> steps;
   std::size_t next = 0;
   for (std::size_t s = 0; s < r.steps_s.size() && next < r.trace.size(); ++s) {
-    const StepPlan& kind = plan.kinds[static_cast<std::size_t>(plan.step_kind[s])];
+    const StepPlan& kind = plan.step_plans[static_cast<std::size_t>(plan.step_plan_of[s])];
     std::vector<PredictedCollective> step;
     for (std::size_t i = 0; i < kind.tasks.size() && next < r.trace.size(); ++i, ++next)
       if (kind.tasks[i].kind == TaskKind::Collective)

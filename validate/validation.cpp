@@ -64,7 +64,7 @@ Prediction predict(const Suite& suite, const SuiteEntry& entry, const Calibratio
   p.calibration_file = calibration.file;
   const SimulationRun nominal = simulate_with(document, entry.scenario, calibration.file, calibration.reduce_Bps);
   p.step_time_s = nominal.result.step_time_s;
-  p.step_kind = nominal.plan.step_kind;
+  p.step_kind = nominal.plan.step_plan_of;
   p.steady_from = nominal.result.steady_from;
   p.ranks = nominal.plan.ranks;
   const auto [fast, slow] = band_topologies(calibration, work_dir);

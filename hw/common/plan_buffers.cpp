@@ -40,7 +40,7 @@ GradientLayout gradient_layout(const Plan& plan) {
 
 std::uint64_t largest_collective_elements(const Plan& plan) {
   std::uint64_t largest = 0;
-  for (const StepPlan& kind : plan.kinds)
+  for (const StepPlan& kind : plan.step_plans)
     for (const Task& t : kind.tasks) {
       if (t.kind != TaskKind::Collective) continue;
       std::uint64_t elements = 0;
@@ -52,8 +52,7 @@ std::uint64_t largest_collective_elements(const Plan& plan) {
 
 std::uint64_t bytes_per_rank(const Plan& plan) {
   const std::uint64_t parameters = plan.model.parameters();
-  const Strategy& st = plan.scenario.strategy;
-  const std::uint64_t state_copies = 1 + (st.localsgd || st.sharding.stage ? 1 : 0) + (st.dgc ? 1 : 0);
+  const std::uint64_t state_copies = 1 + (plan.local_sgd || plan.sharded ? 1 : 0) + (plan.dgc ? 1 : 0);
   // Per stream: packed vector (<= 4 B/element), fp32 view (4 B), staging (<= 2 x 4 B).
   const std::uint64_t per_stream = 16 * largest_collective_elements(plan);
   return 4 * parameters * state_copies + static_cast<std::uint64_t>(plan.streams) * per_stream;
@@ -69,9 +68,11 @@ void check_memory(const Plan& plan, std::uint64_t available_bytes) {
   const double needed = per_rank * plan.ranks;
   if (needed <= static_cast<double>(available_bytes)) return;
   char what[256];
-  std::snprintf(what, sizeof what, "%d ranks need %.3g GB (%.3g GB each for %s's buffers), more than the %.3g GB of memory available",
-                plan.ranks, needed / 1e9, per_rank / 1e9, plan.model.name.c_str(), static_cast<double>(available_bytes) / 1e9);
-  throw InputError(plan.scenario.file, "model", what);
+  std::snprintf(what, sizeof what,
+                "%d ranks need %.3g GB (%.3g GB each for %s's buffers), more than the %.3g GB of memory available",
+                plan.ranks, needed / 1e9, per_rank / 1e9, plan.model.name.c_str(),
+                static_cast<double>(available_bytes) / 1e9);
+  throw InputError(plan.scenario_file, "model", what);
 }
 
 }  // namespace commsim::hw

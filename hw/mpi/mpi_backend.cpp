@@ -25,14 +25,14 @@
 #include "hw/mpi/mpi_check.hpp"
 #include "hw/mpi/native_collectives.hpp"
 #include "hw/mpi/schedule_executor.hpp"
+#include "hw/mpi/task_work.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/statistics.hpp"
+#include "sim/training/step_metrics.hpp"
 
 namespace commsim::hw {
 
-SimulationRun load_run(const RunOptions& options) {
-  return prepare_run(options.scenario, options.sets, options.steps);
-}
+SimulationRun load_run(const RunOptions& options) { return prepare_run(options.scenario, options.sets, options.steps); }
 
 bool under_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
 
@@ -149,22 +149,11 @@ struct Compiled {
   std::vector<std::vector<Range>> contributed;  // every rank's allgather input ranges (AllGather checks, DGC)
 };
 
-enum class Work : std::uint8_t { Compute, Prepare, Dense, DgcGather };
-
-// What one task of a step kind does on this rank, worked out once before the timed steps.
-struct Prepared {
-  Work work = Work::Compute;
-  int target = -1;              // Prepare (a Delay: cast or top-k): the collective task it prepares
-  bool prepared_early = false;  // Dense / DgcGather: a Delay task packs it
-  Collective op = Collective::AllReduce;
-  std::uint64_t elements = 0;  // of the collective's vector (DgcGather: of the sparse gradients)
-  std::vector<Range> ranges;   // where the vector's elements live in the flat buffer, in order
-  bool on_parameters = false;  // Local SGD averages and sharded all-gathers move parameters, the rest gradients
+// What one task of a step kind does on this rank (task_work.hpp), with what this rank compiled for it.
+struct Prepared : TaskWork {
   bool hierarchical = false;
   std::shared_ptr<const Compiled> compiled;
-  double plan_bytes_sent = 0;  // the plan's figure, used for native collectives
-  int residual = -1;           // DgcGather: index of its residual buffer
-  std::uint64_t kept = 0;      // DgcGather: pairs each rank sends
+  int residual = -1;  // SparseGather: index of its residual buffer
 };
 
 struct Stream {
@@ -176,8 +165,8 @@ struct Stream {
 };
 
 struct StepRecord {
-  double seconds = 0, compute_s = 0, comm_s = 0, bytes_sent = 0;
-  std::vector<double> stream_busy_s;
+  double seconds = 0, bytes_sent = 0;
+  StepBreakdown breakdown;
 };
 
 class RankRunner {
@@ -187,12 +176,12 @@ class RankRunner {
     COMMSIM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
     COMMSIM_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks_));
     if (ranks_ != plan_.ranks)
-      throw InputError(plan_.scenario.file, "nodes",
+      throw InputError(plan_.scenario_file, "nodes",
                        "the scenario has " + std::to_string(plan_.ranks) + " ranks but the MPI job has " +
                            std::to_string(ranks_) + " (run it with mpirun -np " + std::to_string(plan_.ranks) + ")");
-    dtype_ = plan_.scenario.strategy.comm_dtype;
+    dtype_ = plan_.comm_dtype;
     layout_ = gradient_layout(plan_);
-    total_steps_ = options.warmup + plan_.scenario.steps;
+    total_steps_ = options.warmup + plan_.steps();
     if (const char* kill = std::getenv("COMMSIM_TEST_KILL_RANK")) kill_ = std::atoi(kill) == rank_;
     if (const char* hang = std::getenv("COMMSIM_TEST_HANG_RANK")) hang_ = std::atoi(hang) == rank_;
     if (const char* corrupt = std::getenv("COMMSIM_TEST_CORRUPT_RANK")) corrupt_ = std::atoi(corrupt) == rank_;
@@ -205,7 +194,7 @@ class RankRunner {
     for (int s = 1; s <= plan_.streams; ++s) streams_[s].thread = std::thread([this, s] { stream_loop(s); });
     std::vector<StepRecord> records;
     try {
-      for (int step = -options_.warmup; step < plan_.scenario.steps; ++step) {
+      for (int step = -options_.warmup; step < plan_.steps(); ++step) {
         if (step == 0) {
           reset_state();
           COMMSIM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -229,32 +218,17 @@ class RankRunner {
 
   // Works out once what each task of each step kind does on this rank (which buffer, which schedule).
   void prepare() {
-    prepared_.resize(plan_.kinds.size());
-    for (std::size_t k = 0; k < plan_.kinds.size(); ++k) {
-      const StepPlan& kind = plan_.kinds[k];
+    prepared_.resize(plan_.step_plans.size());
+    for (std::size_t k = 0; k < plan_.step_plans.size(); ++k) {
+      const StepPlan& kind = plan_.step_plans[k];
+      const std::vector<TaskWork> work = task_work(plan_, kind, layout_);
       std::vector<Prepared>& tasks = prepared_[k];
-      tasks.resize(kind.tasks.size());
-      for (std::size_t i = 0; i < kind.tasks.size(); ++i) {
+      tasks.resize(work.size());
+      for (std::size_t i = 0; i < work.size(); ++i) {
         const Task& t = kind.tasks[i];
         Prepared& p = tasks[i];
-        if (t.kind == TaskKind::Compute) continue;
-        if (t.kind == TaskKind::Delay) {
-          p.work = Work::Prepare;
-          for (std::size_t later = i + 1; later < kind.tasks.size() && p.target < 0; ++later)
-            if (kind.tasks[later].kind == TaskKind::Collective &&
-                std::find(kind.tasks[later].deps.begin(), kind.tasks[later].deps.end(), static_cast<int>(i)) !=
-                    kind.tasks[later].deps.end())
-              p.target = static_cast<int>(later);
-          COMMSIM_CHECK(p.target >= 0, "plan: delay task '" + t.label + "' prepares no collective");
-          continue;
-        }
-        p.op = t.collective.op;
-        p.ranges = layout_.ranges(t.tensors, plan_.model);
-        for (const Range& r : p.ranges) p.elements += r.count;
-        p.plan_bytes_sent = t.bytes_sent_per_rank;
-        if (kind.kind == StepKind::DgcSparse && t.collective.op == Collective::AllGather) {
-          p.work = Work::DgcGather;
-          p.kept = static_cast<std::uint64_t>(std::ceil((1 - kind.sparsity) * static_cast<double>(p.elements)));
+        static_cast<TaskWork&>(p) = work[i];
+        if (p.work == Work::SparseGather) {
           p.residual = residual_index(t.bucket, p.elements);
           if (options_.impl == CollectiveImpl::Schedule) {
             // The plan's ring all-gather of every rank's pairs, run on bytes (an all-gather does no arithmetic, so
@@ -265,18 +239,13 @@ class RankRunner {
                 compile(spec, ranks_ * p.kept * (element_bytes(dtype_) + sizeof(std::uint32_t)), CommDtype::Fp8, true);
             COMMSIM_CHECK(p.compiled->program.staging_elements == 0, "the DGC all-gather schedule needs no staging");
           }
-          continue;
+        } else if (p.work == Work::Dense) {
+          CollectiveSpec spec = t.collective;
+          if (spec.algorithm == Algorithm::Auto) spec.algorithm = choose_algorithm(spec, *run_.topology);
+          p.hierarchical = spec.algorithm == Algorithm::Hierarchical;
+          if (options_.impl == CollectiveImpl::Schedule) p.compiled = compile(spec, p.elements);
         }
-        p.work = Work::Dense;
-        p.on_parameters = kind.kind == StepKind::LocalAverage ||
-                          (kind.kind == StepKind::Sharded && t.collective.op == Collective::AllGather);
-        CollectiveSpec spec = t.collective;
-        if (spec.algorithm == Algorithm::Auto) spec.algorithm = choose_algorithm(spec, *run_.topology);
-        p.hierarchical = spec.algorithm == Algorithm::Hierarchical;
-        if (options_.impl == CollectiveImpl::Schedule) p.compiled = compile(spec, p.elements);
       }
-      for (std::size_t i = 0; i < kind.tasks.size(); ++i)
-        if (tasks[i].work == Work::Prepare) tasks[tasks[i].target].prepared_early = true;
     }
   }
 
@@ -328,13 +297,12 @@ class RankRunner {
     for (const auto& tasks : prepared_)
       for (const Prepared& p : tasks) {
         largest = std::max(largest, p.elements);
-        if (p.work == Work::DgcGather) largest_gather = std::max(largest_gather, p.kept);
+        if (p.work == Work::SparseGather) largest_gather = std::max(largest_gather, p.kept);
       }
     const std::size_t element = element_bytes(dtype_);
     const std::size_t pair = element + sizeof(std::uint32_t);
     gradients_.assign(layout_.elements, 0.0f);
-    const Strategy& st = plan_.scenario.strategy;
-    if (st.localsgd || st.sharding.stage) parameters_.assign(layout_.elements, 0.0f);
+    if (plan_.local_sgd || plan_.sharded) parameters_.assign(layout_.elements, 0.0f);
     streams_.resize(plan_.streams + 1);
     for (int s = 1; s <= plan_.streams; ++s) {  // collective over the world: the same order on every rank
       Stream& stream = streams_[s];
@@ -363,10 +331,10 @@ class RankRunner {
   // One step: this thread runs the compute stream, the stream threads the rest; the step ends when all are done.
   StepRecord run_step(int step) {
     // Warm-up steps cycle through the distinct step kinds, so every kind's connections and pages are warm.
-    kind_ = step < 0 ? (step + options_.warmup) % static_cast<int>(plan_.kinds.size()) : plan_.step_kind[step];
+    kind_ = step < 0 ? (step + options_.warmup) % static_cast<int>(plan_.step_plans.size()) : plan_.step_plan_of[step];
     step_ = step;
     salt_ = static_cast<std::uint64_t>(step + options_.warmup) * 1009;
-    const StepPlan& plan = plan_.kinds[kind_];
+    const StepPlan& plan = plan_.step_plans[kind_];
     const std::size_t n = plan.tasks.size();
     start_s_.assign(n, 0);
     end_s_.assign(n, 0);
@@ -396,28 +364,12 @@ class RankRunner {
     StepRecord record;
     record.seconds = MPI_Wtime() - step_begin_;
     if (plan.kind == StepKind::LocalAverage) window_salts_.clear();
-    // Metrics as the simulator computes them: compute = sum of compute tasks; comm = the union of the other tasks.
-    record.stream_busy_s.assign(plan_.streams + 1, 0.0);
-    std::vector<std::pair<double, double>> comm;
-    for (std::size_t i = 0; i < n; ++i) {
-      const Task& t = plan.tasks[i];
-      const double d = end_s_[i] - start_s_[i];
-      record.stream_busy_s[t.stream] += d;
-      if (t.kind == TaskKind::Compute) {
-        record.compute_s += d;
-      } else {
-        comm.push_back({start_s_[i], end_s_[i]});
-      }
+    // Metrics as the simulator computes them (step_metrics.hpp).
+    record.breakdown =
+        step_breakdown(task_intervals(plan, start_s_, end_s_), plan_.streams, [](double d) { return d; });
+    for (std::size_t i = 0; i < n; ++i)
       if (rank_ == 0 && step >= 0 && step < kTraceSteps)
-        trace_.push_back({t.label, t.stream, traced_s_ + start_s_[i], d});
-    }
-    std::sort(comm.begin(), comm.end());
-    double reach = 0;
-    for (auto [a, b] : comm) {
-      if (b <= reach) continue;
-      record.comm_s += b - std::max(a, reach);
-      reach = b;
-    }
+        trace_.push_back({plan.tasks[i].label, plan.tasks[i].stream, traced_s_ + start_s_[i], end_s_[i] - start_s_[i]});
     if (step >= 0 && step < kTraceSteps) traced_s_ += record.seconds;
     for (const Stream& s : streams_) record.bytes_sent += s.bytes_sent;
     return record;
@@ -428,7 +380,7 @@ class RankRunner {
     try {
       std::uint64_t seen = 0;
       while (gate_.next(seen)) {
-        const StepPlan& plan = plan_.kinds[kind_];
+        const StepPlan& plan = plan_.step_plans[kind_];
         for (std::size_t i = 0; i < plan.tasks.size(); ++i) {
           const Task& t = plan.tasks[i];
           if (t.stream != s) continue;
@@ -454,21 +406,16 @@ class RankRunner {
     switch (p.work) {
       case Work::Compute:
         return;
-      case Work::Prepare: {
-        Prepared& target = prepared_[kind_][p.target];
-        if (target.work == Work::DgcGather) {
-          select_top_k(target, stream, salt_ + static_cast<std::uint64_t>(p.target));
-        } else {
-          pack(target, stream, salt_ + static_cast<std::uint64_t>(p.target));
-        }
-        return;
-      }
+      case Work::Cast:
+        return pack(prepared_[kind_][p.target], stream, salt_ + static_cast<std::uint64_t>(p.target));
+      case Work::TopK:
+        return select_top_k(prepared_[kind_][p.target], stream, salt_ + static_cast<std::uint64_t>(p.target));
       case Work::Dense:
         if (!p.prepared_early) pack(p, stream, salt);
         communicate(p, stream);
         unpack(p, stream, salt);
         break;
-      case Work::DgcGather:
+      case Work::SparseGather:
         if (!p.prepared_early) select_top_k(p, stream, salt);
         gather_sparse(p, stream);
         break;
@@ -487,14 +434,14 @@ class RankRunner {
 
   // ---- dense collectives -------------------------------------------------------------------------------------
 
-  // The buffer a task's vector comes from and goes back to (see Prepared::on_parameters).
-  float* source(const Prepared& p) { return p.on_parameters ? parameters_.data() : gradients_.data(); }
+  // The buffer a task's vector comes from and goes back to.
+  float* source(const Prepared& p) { return p.buffer == Buffer::Parameters ? parameters_.data() : gradients_.data(); }
 
   Verifiable verifiable() const {
     Verifiable v{ranks_, dtype_, 1};
     // Local SGD sums ranks x (p x a gradient) per step over the whole run; DGC residuals add up to a run's steps.
-    if (plan_.scenario.strategy.localsgd) v.accumulate = ranks_ * total_steps_;
-    if (plan_.scenario.strategy.dgc) v.accumulate = total_steps_;
+    if (plan_.local_sgd) v.accumulate = ranks_ * total_steps_;
+    if (plan_.dgc) v.accumulate = total_steps_;
     return v;
   }
 
@@ -502,8 +449,7 @@ class RankRunner {
   // gradients first get verifiable values: element j of the vector holds value(rank, j, salt).
   void pack(const Prepared& p, Stream& stream, std::uint64_t salt) {
     float* data = source(p);
-    const bool local_sgd = plan_.kinds[kind_].kind == StepKind::LocalAverage;
-    if (options_.check && !local_sgd) {
+    if (options_.check && p.purpose != Purpose::ParameterAverage) {
       const Verifiable v = verifiable();
       std::uint64_t j = 0;
       for (const Range& r : p.ranges)
@@ -572,7 +518,7 @@ class RankRunner {
   void check_dense(const Prepared& p, const float* result, const std::vector<Range>& mine, std::uint64_t salt) {
     const Verifiable v = verifiable();
     std::uint64_t wrong = 0, checked = 0;
-    if (plan_.kinds[kind_].kind == StepKind::LocalAverage) {
+    if (p.purpose == Purpose::ParameterAverage) {
       // Sum over ranks of the parameters: each rank holds A - lr x sum over the window of (ranks x value(r, j, s)),
       // A the last average (the same everywhere). This rank's own parameters give A back.
       std::uint64_t j = 0;
@@ -731,11 +677,11 @@ class RankRunner {
       const StepRecord& r = records[s];
       seconds[s] = r.seconds;
       double* row = mine.data() + static_cast<std::size_t>(s) * columns;
-      row[0] = r.compute_s;
-      row[1] = r.comm_s;
+      row[0] = r.breakdown.compute_s;
+      row[1] = r.breakdown.comm_s;
       row[2] = r.bytes_sent;
       row[3] = 0;
-      for (int k = 0; k <= plan_.streams; ++k) row[4 + k] = r.stream_busy_s[k];
+      for (int k = 0; k <= plan_.streams; ++k) row[4 + k] = r.breakdown.stream_busy_s[k];
     }
     // A synchronous step is as long as its slowest rank; the breakdown is the mean over ranks.
     COMMSIM_MPI_CHECK(MPI_Reduce(seconds.data(), slowest.data(), steps, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
@@ -750,33 +696,22 @@ class RankRunner {
   // The Result in the simulator's schema, from the slowest rank's step times and the ranks' mean breakdown.
   void fill_result(const std::vector<double>& slowest, const std::vector<double>& sums, int columns,
                    const std::uint64_t* check) {
-    const Scenario& sc = plan_.scenario;
-    Result& r = run_.result;
-    r.scenario = sc.name;
+    Result& r = run_.result;  // holds prepare_run's hash and settings
+    r.scenario = plan_.scenario_name;
     r.backend = "mpi";
     r.fidelity = "measured";
     r.ranks = plan_.ranks;
-    r.batch_per_gpu = sc.batch_per_gpu;
-    r.steps_s = slowest;
-    // The steady state starts where the simulator's does (DGC at its final sparsity, Local SGD begun).
-    const Strategy& st = sc.strategy;
-    r.steady_from = steady_state_start(st, sc.steps);
-    const std::vector<double> steady(slowest.begin() + r.steady_from, slowest.end());
-    r.step_time_s = median(steady);
-    r.step_time_spread_s = half_interquartile_range(steady);
-    const double count = static_cast<double>(steady.size()) * ranks_;
-    r.stream_busy_s.assign(plan_.streams + 1, 0.0);
-    for (std::size_t s = static_cast<std::size_t>(r.steady_from); s < slowest.size(); ++s) {
+    r.batch_per_gpu = plan_.batch_per_gpu;
+    // Each step as long as its slowest rank; its breakdown the mean over ranks.
+    std::vector<StepMeasure> steps(slowest.size());
+    for (std::size_t s = 0; s < slowest.size(); ++s) {
       const double* row = sums.data() + s * static_cast<std::size_t>(columns);
-      r.compute_s += row[0] / count;
-      r.comm_s += row[1] / count;
-      r.bytes_sent_per_rank += row[2] / count;
-      for (int k = 0; k <= plan_.streams; ++k) r.stream_busy_s[k] += row[4 + k] / count;
-      r.exposed_comm_s += std::max(0.0, slowest[s] - row[0] / ranks_) / static_cast<double>(steady.size());
+      steps[s].seconds = slowest[s];
+      steps[s].breakdown = {row[0] / ranks_, row[1] / ranks_, {}};
+      steps[s].bytes_sent = row[2] / ranks_;
+      for (int k = 0; k <= plan_.streams; ++k) steps[s].breakdown.stream_busy_s.push_back(row[4 + k] / ranks_);
     }
-    r.throughput_samples_s = plan_.ranks * static_cast<double>(sc.batch_per_gpu) / r.step_time_s;
-    r.scaling_efficiency = plan_.compute_s / r.step_time_s;
-    r.overlap_ratio = r.comm_s > 0 ? std::clamp(1 - r.exposed_comm_s / r.comm_s, 0.0, 1.0) : 0;
+    summarize_steps(plan_, steps, SteadyStatistic::Median, r);
     r.trace = trace_;
     r.notes = plan_.notes;
     r.notes.push_back(
@@ -790,10 +725,10 @@ class RankRunner {
                              "MPI_Comm_split_type); DGC "
                              "pairs with MPI_Allgather"));
     r.notes.push_back("step time: median of steps " + std::to_string(r.steady_from) + ".." +
-                      std::to_string(sc.steps - 1) +
+                      std::to_string(plan_.steps() - 1) +
                       " (slowest rank per step), spread = half the interquartile range; " +
                       std::to_string(options_.warmup) + " warm-up step(s) not counted");
-    if (st.stragglers.compute_cv > 0 || !st.stragglers.slow_ranks.empty())
+    if (!plan_.symmetric_ranks)
       r.notes.push_back("stragglers: every rank waits the plan's critical-rank compute factor of each step");
     if (const char* mode = std::getenv("COMMSIM_RUN_MODE")) r.notes.push_back(std::string("network: ") + mode);
     if (options_.check)

@@ -82,10 +82,10 @@ std::string to_string(Scope s) {
 }
 
 int hierarchy_group_size(const Plan& plan, int ranks_per_node) {
-  const int groups = plan.scenario.strategy.hierarchical_allreduce_leaders;
+  const int groups = plan.hierarchy_groups;
   if (groups <= 0) return std::max(1, ranks_per_node);
   if (plan.ranks % groups != 0)
-    throw InputError(plan.scenario.file, "strategy.hierarchical_allreduce_leaders",
+    throw InputError(plan.scenario_file, "strategy.hierarchical_allreduce_leaders",
                      std::to_string(groups) + " groups do not divide " + std::to_string(plan.ranks) + " ranks");
   return plan.ranks / groups;
 }
@@ -100,7 +100,7 @@ class Translator {
     program_.ranks = plan.ranks;
     program_.streams = plan.streams;
     program_.group_size = hierarchy_group_size(plan, ranks_per_node);
-    program_.comm_dtype = plan.scenario.strategy.comm_dtype;
+    program_.comm_dtype = plan.comm_dtype;
   }
 
   LaunchStep step(const StepPlan& step) {
@@ -113,16 +113,12 @@ class Translator {
     const int start_event = n, join_event0 = n + 1;  // events: one per task, the start, one join per comm stream
     out_.events = n + 1 + plan_.streams;
 
-    // Which tasks another stream waits for (they record an event), and what each Delay prepares.
+    // Which tasks another stream waits for (they record an event).
     std::vector<bool> recorded(n, false);
-    std::vector<int> consumer(n, -1);  // the first Collective on the same stream that depends on a Delay
     for (int i = 0; i < n; ++i)
       for (int d : tasks[i].deps) {
         COMMSIM_CHECK(d >= 0 && d < i, "plan task " + std::to_string(i) + " depends on a later task");
         if (tasks[d].stream != tasks[i].stream) recorded[d] = true;
-        if (tasks[d].kind == TaskKind::Delay && tasks[i].kind == TaskKind::Collective &&
-            tasks[d].stream == tasks[i].stream && consumer[d] < 0)
-          consumer[d] = i;
       }
     std::vector<bool> used(plan_.streams + 1, false);
     for (const Task& t : tasks) {
@@ -147,8 +143,11 @@ class Translator {
         case TaskKind::Compute:
           emit({.kind = OpKind::Spin, .stream = t.stream, .task = i, .seconds = t.seconds});
           break;
-        case TaskKind::Delay:
-          delay(i, consumer[i], cast_before);
+        case TaskKind::Cast:
+          cast_down(i, cast_before);
+          break;
+        case TaskKind::TopK:
+          top_k(i);
           break;
         case TaskKind::Collective:
           collective(i, cast_before[i]);
@@ -174,17 +173,23 @@ class Translator {
     if (e == 0) e = t.collective.bytes / static_cast<std::uint64_t>(dtype_bytes(program_.comm_dtype));
     return e;
   }
-  bool dgc_gather(const Task& t) const {
-    return step_->kind == StepKind::DgcSparse && t.kind == TaskKind::Collective &&
-           t.collective.op == Collective::AllGather && t.bucket >= 0;
+  // The collective task a Cast or TopK prepares: later, on the same stream.
+  const Task& prepared(int i) const {
+    const Task& t = step_->tasks[i];
+    COMMSIM_CHECK(t.prepares > i && t.prepares < static_cast<int>(step_->tasks.size()) &&
+                      step_->tasks[t.prepares].kind == TaskKind::Collective &&
+                      step_->tasks[t.prepares].stream == t.stream,
+                  "plan task '" + t.label + "' prepares no later collective on its stream");
+    return step_->tasks[t.prepares];
   }
 
-  // One buffer per distinct tensor group; sized by the largest use.
+  // One buffer per distinct tensor group and state (gradients or parameters); sized by the largest use.
   int buffer(const Task& t, std::uint64_t elements) {
+    const Buffer holds = buffer_of(t.purpose);
     std::vector<int> key = t.tensors;
     if (key.empty()) key = {-1 - static_cast<int>(program_.buffers.size())};  // no tensors named: a buffer of its own
-    auto [it, fresh] = index_.try_emplace(key, static_cast<int>(program_.buffers.size()));
-    if (fresh) program_.buffers.push_back(BufferSpec{.tensors = t.tensors});
+    auto [it, fresh] = index_.try_emplace({holds, key}, static_cast<int>(program_.buffers.size()));
+    if (fresh) program_.buffers.push_back(BufferSpec{.tensors = t.tensors, .holds = holds});
     BufferSpec& b = program_.buffers[it->second];
     b.elements = std::max(b.elements, elements);
     return it->second;
@@ -220,51 +225,42 @@ class Translator {
     return {Call::AllReduce, e, e};
   }
 
-  // DGC: kept elements per rank, as the Plan sized the gather: bytes = kept x (value bytes + 4-byte index) x ranks.
-  std::uint64_t dgc_kept(const Task& gather) const {
-    const std::uint64_t pair = static_cast<std::uint64_t>(dtype_bytes(program_.comm_dtype)) + 4;
-    const std::uint64_t per_rank = pair * static_cast<std::uint64_t>(plan_.ranks);
-    COMMSIM_CHECK(gather.collective.bytes % per_rank == 0,
-                  "DGC gather of " + std::to_string(gather.collective.bytes) +
-                      " bytes is not a whole number of (index, value) pairs per rank");
-    return gather.collective.bytes / per_rank;
+  // DGC: the top-k selection of the sparse gather it prepares.
+  void top_k(int i) {
+    const Task& gather = prepared(i);
+    COMMSIM_CHECK(gather.purpose == Purpose::SparseGather,
+                  "top-k task '" + step_->tasks[i].label + "' prepares no sparse gather");
+    const std::uint64_t e = elements_of(gather);
+    emit({.kind = OpKind::TopK,
+          .stream = step_->tasks[i].stream,
+          .task = i,
+          .buffer = buffer(gather, e),
+          .count = gather.kept,
+          .elements = e});
   }
 
-  void delay(int i, int consumer, std::vector<bool>& cast_before) {
-    const Task& t = step_->tasks[i];
-    if (consumer >= 0) {
-      const Task& c = step_->tasks[consumer];
-      if (dgc_gather(c)) {  // the top-k selection of a DGC bucket
-        const std::uint64_t e = elements_of(c);
-        const int b = buffer(c, e);
-        emit({.kind = OpKind::TopK, .stream = t.stream, .task = i, .buffer = b, .count = dgc_kept(c), .elements = e});
-        return;
-      }
-      if (program_.comm_dtype !=
-          CommDtype::Fp32) {  // the cast to the comm dtype (the Plan's one delay covers both ways)
-        const Shape s = shape(c);
-        const int b = buffer(c, s.buffer_elements);
-        program_.buffers[b].comm_copy = true;
-        // The input a rank sends: the whole buffer, except for an AllGather, which sends the rank's own shard.
-        const bool own_shard = s.call == Call::AllGather;
-        emit({.kind = OpKind::CastDown,
-              .stream = t.stream,
-              .task = i,
-              .buffer = b,
-              .count = own_shard ? s.count : s.buffer_elements,
-              .shard = own_shard});
-        cast_before[consumer] = true;
-        return;
-      }
-    }
-    emit({.kind = OpKind::Delay, .stream = t.stream, .task = i, .seconds = t.seconds});
+  // The cast to the comm dtype before a collective (the Plan's one Cast covers both ways: CastUp follows it).
+  void cast_down(int i, std::vector<bool>& cast_before) {
+    const Task& c = prepared(i);
+    const Shape s = shape(c);
+    const int b = buffer(c, s.buffer_elements);
+    program_.buffers[b].comm_copy = true;
+    // The input a rank sends: the whole buffer, except for an AllGather, which sends the rank's own shard.
+    const bool own_shard = s.call == Call::AllGather;
+    emit({.kind = OpKind::CastDown,
+          .stream = step_->tasks[i].stream,
+          .task = i,
+          .buffer = b,
+          .count = own_shard ? s.count : s.buffer_elements,
+          .shard = own_shard});
+    cast_before[step_->tasks[i].prepares] = true;
   }
 
   void collective(int i, bool cast) {
     const Task& t = step_->tasks[i];
     const Dtype wire = wire_dtype(program_.comm_dtype);
-    if (dgc_gather(t)) {
-      const std::uint64_t e = elements_of(t), kept = dgc_kept(t);
+    if (t.purpose == Purpose::SparseGather) {
+      const std::uint64_t e = elements_of(t), kept = t.kept;
       // Indices first (aligned), then values in the comm dtype, rounded up to whole words.
       const std::uint64_t words = ceil_div(kept * (4 + static_cast<std::uint64_t>(dtype_size(wire))), 4);
       const int b = buffer(t, e);
@@ -311,7 +307,7 @@ class Translator {
       emit(op);
     }
     // Local SGD averages parameters: the sum is scaled by 1/ranks on the way back to fp32.
-    const float scale = step_->kind == StepKind::LocalAverage ? 1.0f / static_cast<float>(plan_.ranks) : 1.0f;
+    const float scale = t.purpose == Purpose::ParameterAverage ? 1.0f / static_cast<float>(plan_.ranks) : 1.0f;
     if (cast || scale != 1.0f) {
       const bool own_shard = s.call == Call::ReduceScatter;  // a reduce-scatter leaves each rank its shard
       emit({.kind = OpKind::CastUp,
@@ -328,7 +324,7 @@ class Translator {
   LaunchProgram& program_;
   const StepPlan* step_ = nullptr;
   LaunchStep out_;
-  std::map<std::vector<int>, int> index_;
+  std::map<std::pair<Buffer, std::vector<int>>, int> index_;
 };
 
 }  // namespace
@@ -336,7 +332,7 @@ class Translator {
 LaunchProgram translate_plan(const Plan& plan, int ranks_per_node) {
   LaunchProgram program;
   Translator tr(plan, ranks_per_node, program);
-  for (const StepPlan& k : plan.kinds) program.kinds.push_back(tr.step(k));
+  for (const StepPlan& k : plan.step_plans) program.step_plans.push_back(tr.step(k));
   return program;
 }
 
@@ -358,9 +354,6 @@ std::string describe(const LaunchOp& op, const LaunchProgram& program) {
       break;
     case OpKind::Spin:
       std::snprintf(buf, sizeof buf, "s%d spin %.3f us", op.stream, op.seconds * 1e6);
-      break;
-    case OpKind::Delay:
-      std::snprintf(buf, sizeof buf, "s%d delay %.3f us", op.stream, op.seconds * 1e6);
       break;
     case OpKind::CastDown:
       k = "cast fp32 ->";
@@ -402,14 +395,14 @@ std::string format_program(const Plan& plan, const LaunchProgram& program) {
                 "# %d ranks, hierarchy groups of %d, %d communication stream(s), %zu communicator(s), %zu buffer(s)\n",
                 program.ranks, program.group_size, program.streams, program.comms.size(), program.buffers.size());
   out += buf;
-  for (std::size_t k = 0; k < program.kinds.size(); ++k) {
+  for (std::size_t k = 0; k < program.step_plans.size(); ++k) {
     std::string steps;
-    for (std::size_t s = 0; s < plan.step_kind.size(); ++s)
-      if (plan.step_kind[s] == static_cast<int>(k)) {
+    for (std::size_t s = 0; s < plan.step_plan_of.size(); ++s)
+      if (plan.step_plan_of[s] == static_cast<int>(k)) {
         if (!steps.empty()) steps += ',';
         steps += std::to_string(s);
       }
-    const LaunchStep& step = program.kinds[k];
+    const LaunchStep& step = program.step_plans[k];
     std::snprintf(buf, sizeof buf, "step kind %zu: %s", k, kKinds[static_cast<int>(step.kind)]);
     out += buf;
     if (step.kind == StepKind::DgcSparse) out += " sparsity " + std::to_string(step.sparsity);
@@ -417,7 +410,7 @@ std::string format_program(const Plan& plan, const LaunchProgram& program) {
     for (const LaunchOp& op : step.ops) {
       out += "  " + describe(op, program);
       if (op.task >= 0 && op.kind != OpKind::Record && op.kind != OpKind::Wait)
-        out += "  [" + plan.kinds[k].tasks[static_cast<std::size_t>(op.task)].label + "]";
+        out += "  [" + plan.step_plans[k].tasks[static_cast<std::size_t>(op.task)].label + "]";
       out += "\n";
     }
   }

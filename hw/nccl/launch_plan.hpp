@@ -46,7 +46,6 @@ enum class OpKind : std::uint8_t {
   Record,      // cudaEventRecord(event, stream)
   Wait,        // cudaStreamWaitEvent(stream, event)
   Spin,        // compute emulation: busy-wait `seconds` x the step's straggler factor
-  Delay,       // a Plan delay with no real counterpart here: busy-wait `seconds`
   CastDown,    // fp32 buffer -> comm-dtype buffer, `count` elements (the rank's shard when `shard`)
   CastUp,      // comm-dtype buffer -> fp32 buffer, times `scale` (fp32 comm dtype: scales in place)
   TopK,        // exact top-`count` of the buffer's `elements` by |g|, packed as (int32 index, comm-dtype value)
@@ -61,7 +60,7 @@ struct LaunchOp {
   int task = -1;       // the Plan task it executes (-1: step start/end bookkeeping)
   int event = -1;      // Record / Wait: event index in [0, LaunchStep::events)
   int buffer = -1;     // data ops: index into LaunchProgram::buffers
-  double seconds = 0;  // Spin / Delay, in seconds
+  double seconds = 0;  // Spin, in seconds
   // Collective: the NCCL call, communicator (index into LaunchProgram::comms), count as NCCL takes it
   // (AllReduce/Reduce/Broadcast: elements of the buffer; ReduceScatter: elements received per rank; AllGather:
   // elements sent per rank), datatype and root (rank within the communicator; Reduce/Broadcast only).
@@ -85,7 +84,8 @@ struct CommSpec {
 // Device memory of one group of tensors (a bucket, or the DGC sparse / dense part of one, or a sharded group).
 // Sizes are the largest any step asks for.
 struct BufferSpec {
-  std::vector<int> tensors;    // indices into Model::tensors
+  std::vector<int> tensors;          // indices into Model::tensors
+  Buffer holds = Buffer::Gradients;  // the state it is (gradients or parameters), from the tasks' purpose
   std::uint64_t elements = 0;  // fp32 gradient / parameter elements (padded to a multiple of the ranks when sharded)
   bool comm_copy = false;      // a comm-dtype copy of `elements` is needed (comm dtype narrower than fp32)
   std::uint64_t packed_words = 0;    // DGC: 32-bit words one rank sends
@@ -100,7 +100,7 @@ struct LaunchStep {
   std::vector<LaunchOp> ops;
 };
 
-// The whole Plan, translated: per distinct step kind (parallel to Plan::kinds) the ops, plus the communicators and
+// The whole Plan, translated: per distinct step kind (parallel to Plan::step_plans) the ops, plus the communicators and
 // buffers they name.
 struct LaunchProgram {
   int ranks = 0;
@@ -109,7 +109,7 @@ struct LaunchProgram {
   CommDtype comm_dtype = CommDtype::Fp32;
   std::vector<CommSpec> comms;
   std::vector<BufferSpec> buffers;
-  std::vector<LaunchStep> kinds;
+  std::vector<LaunchStep> step_plans;
 };
 
 // Ranks per hierarchy group: ranks / hierarchical_allreduce_leaders when that is set, else ranks per node.

@@ -18,6 +18,7 @@
 #include "hw/nccl/launch_plan.hpp"
 #include "hw/nccl/world.hpp"
 #include "sim/core/statistics.hpp"
+#include "sim/training/step_metrics.hpp"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
 #error "the NCCL backend needs NCCL 2.18 or newer (ncclCommSplit)"
@@ -213,10 +214,10 @@ class Runner {
   void setup() {
     check_device_support();
     // NCCL reads NCCL_ALGO once, at its first communicator: set it before.
-    const Algorithm algo = plan_.scenario.strategy.algorithm;
+    const Algorithm algo = plan_.algorithm;
     // NCCL_ALGO applies to every collective, and NCCL has no tree for all-gather or reduce-scatter.
     bool allreduce_only = true;
-    for (const LaunchStep& k : program_.kinds)
+    for (const LaunchStep& k : program_.step_plans)
       for (const LaunchOp& op : k.ops) allreduce_only &= op.kind != OpKind::Collective || op.call == Call::AllReduce;
     if (options_.set_nccl_algo && algo == Algorithm::Tree && !allreduce_only) {
       notes_.push_back(
@@ -263,8 +264,8 @@ class Runner {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 22, 0)
     if (!options_.nccl_estimate) return;
     try {
-      for (std::size_t k = 0; k < program_.kinds.size(); ++k)
-        for (const LaunchOp& op : program_.kinds[k].ops) {
+      for (std::size_t k = 0; k < program_.step_plans.size(); ++k)
+        for (const LaunchOp& op : program_.step_plans[k].ops) {
           if (op.kind != OpKind::Collective) continue;
           COMMSIM_NCCL(ncclGroupStart());
           for (Rank& r : ranks_) enqueue_collective(r, op);
@@ -285,8 +286,8 @@ class Runner {
   void warm_up() {
     std::set<int> done;
     int count = 0;
-    for (std::size_t s = 0; s < plan_.step_kind.size(); ++s) {
-      const int k = plan_.step_kind[s];
+    for (std::size_t s = 0; s < plan_.step_plan_of.size(); ++s) {
+      const int k = plan_.step_plan_of[s];
       if (count >= options_.warmup_steps && done.count(k)) continue;  // every step kind runs at least once
       issue(k, plan_.compute_factor[s], nullptr);
       done.insert(k);
@@ -297,14 +298,14 @@ class Runner {
 
   // Times the Plan's steps `repeats` times.
   void measure() {
-    const int steps = static_cast<int>(plan_.step_kind.size());
+    const int steps = static_cast<int>(plan_.step_plan_of.size());
     step_s_.assign(static_cast<std::size_t>(steps), {});
     metrics_.assign(static_cast<std::size_t>(steps), {});
     for (int rep = 0; rep < options_.repeats; ++rep) {
       world_.barrier();
       std::vector<StepTiming> timing(static_cast<std::size_t>(steps));
       for (int s = 0; s < steps; ++s)
-        issue(plan_.step_kind[static_cast<std::size_t>(s)], plan_.compute_factor[static_cast<std::size_t>(s)],
+        issue(plan_.step_plan_of[static_cast<std::size_t>(s)], plan_.compute_factor[static_cast<std::size_t>(s)],
               &timing[static_cast<std::size_t>(s)], rep == 0 && s < options_.trace_steps);
       synchronize();
       std::vector<double> seconds(static_cast<std::size_t>(steps), 0.0);
@@ -329,10 +330,10 @@ class Runner {
     std::uint64_t wrong = 0;
     const int modulus =
         static_cast<int>(std::min(64.0, std::floor(exact_limit(program_.comm_dtype) / program_.ranks) + 1));
-    std::set<int> kinds(plan_.step_kind.begin(), plan_.step_kind.end());
+    std::set<int> kinds(plan_.step_plan_of.begin(), plan_.step_plan_of.end());
     int checked = 0, skipped = 0;
     for (int k : kinds) {
-      const LaunchStep& step = program_.kinds[static_cast<std::size_t>(k)];
+      const LaunchStep& step = program_.step_plans[static_cast<std::size_t>(k)];
       std::vector<CheckItem> items = check_items(step);
       std::map<int, int> uses;
       for (const CheckItem& c : items) ++uses[c.buffer];
@@ -395,34 +396,20 @@ class Runner {
   }
 
   Result result() {
-    const Scenario& sc = plan_.scenario;
-    Result r;
-    r.scenario = sc.name;
-    r.backend = "nccl";
-    r.fidelity = "measured";
-    r.ranks = plan_.ranks;
-    r.batch_per_gpu = sc.batch_per_gpu;
-    const int steps = static_cast<int>(step_s_.size());
-    r.steady_from = steady_state_start(sc.strategy, steps);
-    const double steady = steps - r.steady_from;
-    r.stream_busy_s.assign(static_cast<std::size_t>(program_.streams + 1), 0.0);
-    for (int s = 0; s < steps; ++s) {
-      const double t = median(step_s_[static_cast<std::size_t>(s)]);
-      r.steps_s.push_back(t);
-      if (s < r.steady_from) continue;
-      const StepMetrics& m = metrics_[static_cast<std::size_t>(s)];
+    Result r = plan_result(plan_, "nccl", "measured");
+    // Each step: the median over repeats of the slowest rank; rank 0's breakdown, averaged over the repeats.
+    std::vector<StepMeasure> steps(step_s_.size());
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+      const StepMetrics& m = metrics_[s];
       const double reps = std::max(1, m.samples);
-      r.step_time_s += t / steady;
-      r.step_time_spread_s += half_interquartile_range(step_s_[static_cast<std::size_t>(s)]) / steady;
-      r.compute_s += m.compute_s / reps / steady;
-      r.comm_s += m.comm_s / reps / steady;
-      r.exposed_comm_s += std::max(0.0, t - m.compute_s / reps) / steady;
-      for (std::size_t k = 0; k < r.stream_busy_s.size(); ++k) r.stream_busy_s[k] += m.stream_busy_s[k] / reps / steady;
-      double bytes = 0;
-      for (const Task& task : plan_.kinds[static_cast<std::size_t>(plan_.step_kind[static_cast<std::size_t>(s)])].tasks)
-        bytes += task.bytes_sent_per_rank;
-      r.bytes_sent_per_rank += bytes / steady;
+      steps[s].seconds = median(step_s_[s]);
+      steps[s].spread_s = half_interquartile_range(step_s_[s]);
+      steps[s].breakdown.compute_s = m.compute_s / reps;
+      steps[s].breakdown.comm_s = m.comm_s / reps;
+      for (double busy : m.stream_busy_s) steps[s].breakdown.stream_busy_s.push_back(busy / reps);
+      steps[s].bytes_sent = plan_bytes_sent(plan_.step_plan(static_cast<int>(s)));
     }
+    summarize_steps(plan_, steps, SteadyStatistic::Mean, r);
     // Only rank 0 measured the breakdown: the other processes contribute zeros to the sum that shares it.
     std::vector<double> shared{r.compute_s, r.comm_s, r.exposed_comm_s};
     shared.insert(shared.end(), r.stream_busy_s.begin(), r.stream_busy_s.end());
@@ -430,10 +417,7 @@ class Runner {
     world_.sum(shared);
     r.compute_s = shared[0], r.comm_s = shared[1], r.exposed_comm_s = shared[2];
     std::copy(shared.begin() + 3, shared.end(), r.stream_busy_s.begin());
-    r.throughput_samples_s =
-        r.step_time_s > 0 ? plan_.ranks * static_cast<double>(sc.batch_per_gpu) / r.step_time_s : 0;
-    r.scaling_efficiency = r.step_time_s > 0 ? plan_.compute_s / r.step_time_s : 0;
-    r.overlap_ratio = r.comm_s > 0 ? std::clamp(1 - r.exposed_comm_s / r.comm_s, 0.0, 1.0) : 0;
+    finish_result(plan_, r);
     r.trace = trace_;
     r.notes = notes_;
     add_estimate_notes(r.notes);
@@ -468,9 +452,9 @@ class Runner {
       COMMSIM_CUDA(cudaGetDeviceProperties(&prop, d));
       if (program_.comm_dtype == CommDtype::Fp8) {
         if (!kHaveFp8)
-          throw InputError(plan_.scenario.file, "strategy.comm_dtype", "fp8 communication needs NCCL 2.24 or newer");
+          throw InputError(plan_.scenario_file, "strategy.comm_dtype", "fp8 communication needs NCCL 2.24 or newer");
         if (prop.major < 9)
-          throw InputError(plan_.scenario.file, "strategy.comm_dtype",
+          throw InputError(plan_.scenario_file, "strategy.comm_dtype",
                            "NCCL reduces fp8 only on compute capability 9.0 or newer; GPU " + std::to_string(d) + " (" +
                                prop.name + ") is " + std::to_string(prop.major) + "." + std::to_string(prop.minor));
       }
@@ -521,7 +505,7 @@ class Runner {
       std::size_t free_bytes = 0, total = 0;
       COMMSIM_CUDA(cudaMemGetInfo(&free_bytes, &total));
       if (static_cast<double>(bytes) > 0.9 * static_cast<double>(free_bytes))
-        throw InputError(plan_.scenario.file, "model",
+        throw InputError(plan_.scenario_file, "model",
                          fmt("needs %.2f GiB of GPU memory per rank for its gradient buffers; GPU has %.2f GiB free",
                              static_cast<double>(bytes) / (1 << 30), static_cast<double>(free_bytes) / (1 << 30)));
       r.buffers.resize(program_.buffers.size());
@@ -537,7 +521,7 @@ class Runner {
         if (spec.dense_output) COMMSIM_CUDA(cudaMalloc(&b.dense, n * 4));
       }
       int events = 0;
-      for (const LaunchStep& k : program_.kinds) events = std::max(events, k.events);
+      for (const LaunchStep& k : program_.step_plans) events = std::max(events, k.events);
       r.events.resize(static_cast<std::size_t>(events));
       for (cudaEvent_t& e : r.events) COMMSIM_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     }
@@ -641,9 +625,7 @@ class Runner {
           COMMSIM_CUDA(cudaStreamWaitEvent(s, r.events[static_cast<std::size_t>(op.event)], 0));
           break;
         case OpKind::Spin:
-        case OpKind::Delay:
-          if (!no_spin)
-            kernels::spin(std::llround(op.seconds * (op.kind == OpKind::Spin ? factor : 1.0) * r.cycles_per_s), s);
+          if (!no_spin) kernels::spin(std::llround(op.seconds * factor * r.cycles_per_s), s);
           break;
         case OpKind::CastDown:
           kernels::cast_down(b->f32 + offset, static_cast<char*>(b->comm) + offset * wb, wire_, op.count, s);
@@ -672,7 +654,7 @@ class Runner {
   // Enqueues one step of kind k on every local GPU. With `timing`, stream 0 of every rank records the step's begin
   // and end, and rank 0 records its marks.
   void issue(int k, double factor, StepTiming* timing, bool trace = false, bool no_spin = false) {
-    const LaunchStep& step = program_.kinds[static_cast<std::size_t>(k)];
+    const LaunchStep& step = program_.step_plans[static_cast<std::size_t>(k)];
     const Marks* marks = nullptr;
     if (timing && rank0_local()) {
       auto& cache = trace ? marks_trace_ : marks_;
@@ -719,34 +701,26 @@ class Runner {
   }
 
   void read_marks(int s, const StepTiming& t, const StepTiming& first, bool trace) {
-    const StepPlan& kind = plan_.kinds[static_cast<std::size_t>(t.kind)];
+    const StepPlan& kind = plan_.step_plans[static_cast<std::size_t>(t.kind)];
     const Marks& marks = (trace ? marks_trace_ : marks_).at(t.kind);
     StepMetrics& m = metrics_[static_cast<std::size_t>(s)];
-    m.stream_busy_s.resize(static_cast<std::size_t>(program_.streams + 1), 0.0);
-    std::vector<std::pair<double, double>> comm;
+    std::vector<TaskInterval<double>> intervals;
     for (std::size_t i = 0; i < marks.marks.size(); ++i) {
       const Mark& mk = marks.marks[i];
       const double a = elapsed(t.begin[0], t.marks[i].first), b = elapsed(t.begin[0], t.marks[i].second);
-      m.stream_busy_s[static_cast<std::size_t>(mk.stream)] += b - a;
-      if (mk.compute)
-        m.compute_s += b - a;
-      else {
-        comm.push_back({a, b});
-        task_s_[{t.kind, mk.task}].push_back(b - a);
-      }
+      intervals.push_back({mk.stream, mk.compute, a, b});
+      if (!mk.compute) task_s_[{t.kind, mk.task}].push_back(b - a);
       if (trace) {
         const std::string name = mk.task >= 0 ? kind.tasks[static_cast<std::size_t>(mk.task)].label : "compute";
         trace_.push_back({name, mk.stream, elapsed(first.begin[0], t.marks[i].first), b - a});
       }
     }
-    std::sort(comm.begin(), comm.end());
-    double covered = 0, reach = 0;
-    for (auto [a, b] : comm) {
-      if (b <= reach) continue;
-      covered += b - std::max(a, reach);
-      reach = b;
-    }
-    m.comm_s += covered;
+    // Summed over the repeats; result() divides by the samples.
+    const StepBreakdown step = step_breakdown(intervals, program_.streams, [](double d) { return d; });
+    m.compute_s += step.compute_s;
+    m.comm_s += step.comm_s;
+    m.stream_busy_s.resize(step.stream_busy_s.size(), 0.0);
+    for (std::size_t k = 0; k < step.stream_busy_s.size(); ++k) m.stream_busy_s[k] += step.stream_busy_s[k];
     ++m.samples;
   }
 
@@ -760,8 +734,8 @@ class Runner {
       if (measured == task_s_.end()) continue;  // a step kind that was not timed
       if (++lines[k] > 12) continue;
       notes.push_back(std::string("NCCL estimate (ncclGroupSimulateEnd) vs measured median, ") +
-                      kKinds[static_cast<int>(program_.kinds[static_cast<std::size_t>(k)].kind)] + " step, " +
-                      plan_.kinds[static_cast<std::size_t>(k)].tasks[static_cast<std::size_t>(task)].label + ": " +
+                      kKinds[static_cast<int>(program_.step_plans[static_cast<std::size_t>(k)].kind)] + " step, " +
+                      plan_.step_plans[static_cast<std::size_t>(k)].tasks[static_cast<std::size_t>(task)].label + ": " +
                       fmt("%.1f us vs %.1f us", static_cast<double>(us), median(measured->second) * 1e6));
     }
     for (const auto& [k, n] : lines)
@@ -792,7 +766,7 @@ NcclRun run_nccl(const Plan& plan, const Topology& topology, const NcclOptions& 
   const LaunchProgram program = translate_plan(plan, topology.ranks_per_node());
   World world(options.launch, options.gpus, plan.ranks);
   if (world.nranks() != plan.ranks)
-    throw InputError(plan.scenario.file, "nodes",
+    throw InputError(plan.scenario_file, "nodes",
                      "the scenario has " + std::to_string(plan.ranks) + " ranks (" + std::to_string(topology.nodes()) +
                          " node(s) x " + std::to_string(topology.ranks_per_node()) + ") but " +
                          std::to_string(world.nranks()) + " GPU(s) were started (" + world.describe() +
@@ -828,15 +802,15 @@ NcclRun run_nccl(const Plan& plan, const Topology& topology, const NcclOptions& 
           " warm-up step(s); step_time_spread_s is half the interquartile range",
       "breakdown and trace from rank 0: communication = union of its communication tasks' intervals, compute = its "
       "busy-wait kernels"};
-  if (program.group_size != world.ranks_per_host() && plan.scenario.strategy.algorithm == Algorithm::Hierarchical)
+  if (program.group_size != world.ranks_per_host() && plan.algorithm == Algorithm::Hierarchical)
     notes.push_back("hierarchy groups follow the scenario (" + std::to_string(program.group_size) +
                     " ranks per group) while " + std::to_string(world.ranks_per_host()) + " ranks share this host");
-  if (plan.scenario.strategy.dgc)
+  if (plan.dgc)
     notes.push_back(
         "DGC: exact top-k (4-pass radix select on |g|) and ncclAllGather of (int32 index, value) pairs; the "
         "decompression (scatter-add of ranks x k pairs) runs too, though the Plan does not count it; momentum "
         "correction and residual accumulation are not executed");
-  if (plan.scenario.strategy.stragglers.compute_cv > 0 || !plan.scenario.strategy.stragglers.slow_ranks.empty())
+  if (!plan.symmetric_ranks)
     notes.push_back("stragglers: every rank's compute is scaled by the Plan's factor of the slowest rank of that step");
   notes.insert(notes.end(), check_notes.begin(), check_notes.end());
   run.result.notes.insert(run.result.notes.begin(), notes.begin(), notes.end());

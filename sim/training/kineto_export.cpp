@@ -56,11 +56,11 @@ nlohmann::json kineto_trace(const Result& result, const Plan& plan) {
                       {"pid", 0},
                       {"tid", s + 1},
                       {"args", {{"name", s == 0 ? std::string("compute") : "comm stream " + std::to_string(s)}}}});
-  const int elem_bytes = dtype_bytes(plan.scenario.strategy.comm_dtype);
+  const int elem_bytes = dtype_bytes(plan.comm_dtype);
   std::size_t next = 0;
   std::int64_t sequence = 0, collective_seq = 0;
   for (std::size_t step = 0; step < result.steps_s.size() && next < result.trace.size(); ++step) {
-    const StepPlan& kind = plan.kinds[static_cast<std::size_t>(plan.step_kind[step])];
+    const StepPlan& kind = plan.step_plans[static_cast<std::size_t>(plan.step_plan_of[step])];
     // This rank's own step (as a per-rank profiler sees it): from its first task's start to its last task's end.
     // (Result::steps_s of a measured run is the slowest rank's step, not this one's.)
     const std::size_t last = std::min(result.trace.size(), next + kind.tasks.size());
@@ -98,7 +98,7 @@ nlohmann::json kineto_trace(const Result& result, const Plan& plan) {
         op["args"] = {{"Collective name", collective_name(t.collective.op)},
                       {"In msg nelems", gather ? elements / group : elements},
                       {"Out msg nelems", scatter ? elements / group : elements},
-                      {"dtype", scalar_type(plan.scenario.strategy.comm_dtype)},
+                      {"dtype", scalar_type(plan.comm_dtype)},
                       {"Group size", group},
                       {"Process Group Name", std::to_string(t.stream)},
                       {"Seq", collective_seq++},

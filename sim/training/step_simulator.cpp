@@ -9,6 +9,7 @@
 #include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
 #include "sim/training/interference.hpp"
+#include "sim/training/step_metrics.hpp"
 
 namespace commsim {
 namespace {
@@ -108,32 +109,11 @@ class StepRunner final : public EventHandler {
     for (int s = 0; s <= plan_.streams; ++s) try_start(s);
     queue_.run();
     COMMSIM_CHECK(remaining_ == 0, "step did not finish: a task waits forever");
-    // Metrics of this step.
-    std::vector<std::pair<TimePs, TimePs>> comm;
-    std::vector<double> stream_busy(plan_.streams + 1, 0.0);
-    double compute = 0, bytes = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const Task& t = step.tasks[i];
-      const double d = ps_to_seconds(end_[i] - start_[i]);
-      stream_busy[t.stream] += d;
-      if (t.kind == TaskKind::Compute)
-        compute += d;
-      else
-        comm.push_back({start_[i], end_[i]});
-      bytes += t.bytes_sent_per_rank;
-    }
     if (trace_ranks) trace_step(step, *trace_ranks, step_index, out);
-    std::sort(comm.begin(), comm.end());
-    TimePs covered = 0, reach = 0;
-    for (auto [a, b] : comm) {
-      if (b <= reach) continue;
-      covered += b - std::max(a, reach);
-      reach = b;
-    }
-    last_compute_s_ = compute;
-    last_comm_s_ = ps_to_seconds(covered);
-    last_bytes_ = bytes;
-    last_stream_busy_ = stream_busy;
+    last_step_ = {.seconds = ps_to_seconds(queue_.now() - begin),
+                  .breakdown = step_breakdown(task_intervals(step, start_, end_), plan_.streams,
+                                              [](TimePs d) { return ps_to_seconds(d); }),
+                  .bytes_sent = plan_bytes_sent(step)};
     return queue_.now() - begin;
   }
 
@@ -179,9 +159,9 @@ class StepRunner final : public EventHandler {
   }
 
   nlohmann::json task_details(const Task& t) {
-    nlohmann::json args = {{"kind", t.kind == TaskKind::Compute ? "compute"
-                                    : t.kind == TaskKind::Delay ? "local work"
-                                                                : "collective"}};
+    nlohmann::json args = {{"kind", t.kind == TaskKind::Compute      ? "compute"
+                                    : t.kind != TaskKind::Collective ? "local work"
+                                                                     : "collective"}};
     if (t.bucket >= 0) args["bucket"] = t.bucket;
     if (t.gradient_layer >= 0) {
       nlohmann::json produced = nlohmann::json::array();
@@ -216,8 +196,7 @@ class StepRunner final : public EventHandler {
   }
 
   const LinkUsage* usage() const { return network_ ? &network_->usage() : nullptr; }
-  double last_compute_s_ = 0, last_comm_s_ = 0, last_bytes_ = 0;
-  std::vector<double> last_stream_busy_;
+  StepMeasure last_step_;  // the step run last
 
  private:
   void try_start(int stream) {
@@ -232,7 +211,8 @@ class StepRunner final : public EventHandler {
       case TaskKind::Compute:
         compute_.start(id, seconds_to_ps(t.seconds * factor_, "compute time of " + t.label));
         break;
-      case TaskKind::Delay:
+      case TaskKind::Cast:
+      case TaskKind::TopK:
         queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds, "time of " + t.label)), this, event(id, kDone));
         break;
       case TaskKind::Collective: {
@@ -353,45 +333,28 @@ class StepRunner final : public EventHandler {
 }  // namespace
 
 Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, const TraceSelection& trace) {
-  const Scenario& sc = plan.scenario;
-  Result r;
-  r.scenario = sc.name;
-  r.fidelity = std::string(to_string(fidelity));
-  r.ranks = plan.ranks;
-  r.batch_per_gpu = sc.batch_per_gpu;
+  Result r = plan_result(plan, "sim", std::string(to_string(fidelity)));
   r.notes = plan.notes;
   StepRunner runner(plan, topology, fidelity);
-  // The steady state starts once DGC has reached its final sparsity and Local SGD has begun (schedules.hpp).
-  r.steady_from = steady_state_start(sc.strategy, sc.steps);
-  const int steady = sc.steps - r.steady_from;
-  r.stream_busy_s.assign(plan.streams + 1, 0.0);
+  const int steady = plan.steps() - plan.steady_from;
+  std::vector<StepMeasure> steps;
   LinkUsage before{};
-  for (int s = 0; s < sc.steps; ++s) {
+  for (int s = 0; s < plan.steps(); ++s) {
     // The simulated timeline is the step's critical rank; every rank asked for where all ranks are alike.
     const std::vector<int> traced_ranks =
         trace.ranks.empty() || !plan.symmetric_ranks ? std::vector<int>{plan.critical_rank[s]} : trace.ranks;
-    const TimePs t = runner.run(plan.kinds[plan.step_kind[s]], plan.compute_factor[s],
-                                trace.traces(s) ? &traced_ranks : nullptr, s, r);
-    const double seconds = ps_to_seconds(t);
-    r.steps_s.push_back(seconds);
-    if (s < r.steady_from) continue;
-    r.step_time_s += seconds / steady;
-    r.compute_s += runner.last_compute_s_ / steady;
-    r.comm_s += runner.last_comm_s_ / steady;
-    r.exposed_comm_s += std::max(0.0, seconds - runner.last_compute_s_) / steady;
-    r.bytes_sent_per_rank += runner.last_bytes_ / steady;
-    for (int k = 0; k <= plan.streams; ++k) r.stream_busy_s[k] += runner.last_stream_busy_[k] / steady;
+    runner.run(plan.step_plan(s), plan.compute_factor[s], trace.traces(s) ? &traced_ranks : nullptr, s, r);
+    steps.push_back(runner.last_step_);
+    if (s < plan.steady_from) continue;
     if (const LinkUsage* u = runner.usage()) {
       for (int c = 0; c < kLinkClassCount; ++c) {
         const double busy = u->busy_s[c] - before.busy_s[c];
         if (busy > 0) r.link_class_busy_s[std::string(to_string(static_cast<LinkClass>(c)))] += busy / steady;
       }
+      before = *u;
     }
-    if (const LinkUsage* u = runner.usage()) before = *u;
   }
-  r.throughput_samples_s = plan.ranks * static_cast<double>(sc.batch_per_gpu) / r.step_time_s;
-  r.scaling_efficiency = plan.compute_s / r.step_time_s;
-  r.overlap_ratio = r.comm_s > 0 ? std::clamp(1 - r.exposed_comm_s / r.comm_s, 0.0, 1.0) : 0;
+  summarize_steps(plan, steps, SteadyStatistic::Mean, r);
   return r;
 }
 

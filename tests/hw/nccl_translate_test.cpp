@@ -96,9 +96,9 @@ void expect_well_formed(const Loaded& l, const LaunchStep& step, const StepPlan&
 TEST(NcclTranslate, SyncBucketsBecomeOneAllReduceEach) {
   const Loaded l = load({});
   ASSERT_EQ(l.plan.ranks, kRanks);
-  ASSERT_EQ(l.program.kinds.size(), 1u);
-  const LaunchStep& step = l.program.kinds[0];
-  expect_well_formed(l, step, l.plan.kinds[0]);
+  ASSERT_EQ(l.program.step_plans.size(), 1u);
+  const LaunchStep& step = l.program.step_plans[0];
+  expect_well_formed(l, step, l.plan.step_plans[0]);
   const auto ops = collectives(step);
   ASSERT_EQ(ops.size(), l.plan.buckets.size());
   ASSERT_EQ(l.program.comms.size(), 1u);  // one stream, world scope only
@@ -106,7 +106,7 @@ TEST(NcclTranslate, SyncBucketsBecomeOneAllReduceEach) {
   EXPECT_EQ(l.program.comms[0].scope, Scope::World);
   std::uint64_t total = 0;
   for (const LaunchOp* op : ops) {
-    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(op->task)];
+    const Task& task = l.plan.step_plans[0].tasks[static_cast<std::size_t>(op->task)];
     const Bucket& bucket = l.plan.buckets[static_cast<std::size_t>(task.bucket)];
     EXPECT_EQ(op->call, Call::AllReduce);
     EXPECT_EQ(op->count, bucket.elements) << task.label;
@@ -125,8 +125,8 @@ TEST(NcclTranslate, SyncBucketsBecomeOneAllReduceEach) {
 // records right after that task's spin.
 TEST(NcclTranslate, BucketWaitsForItsReadyLayersBackward) {
   const Loaded l = load({});
-  const LaunchStep& step = l.program.kinds[0];
-  const StepPlan& ps = l.plan.kinds[0];
+  const LaunchStep& step = l.program.step_plans[0];
+  const StepPlan& ps = l.plan.step_plans[0];
   for (std::size_t j = 0; j < step.ops.size(); ++j) {
     if (step.ops[j].kind != OpKind::Collective) continue;
     const Task& task = ps.tasks[static_cast<std::size_t>(step.ops[j].task)];
@@ -148,9 +148,9 @@ TEST(NcclTranslate, SpinsAddUpToThePlansCompute) {
   const Loaded l = load({});
   double spin = 0;
   int spins = 0, compute_tasks = 0;
-  for (const LaunchOp& op : l.program.kinds[0].ops)
+  for (const LaunchOp& op : l.program.step_plans[0].ops)
     if (op.kind == OpKind::Spin) spin += op.seconds, ++spins;
-  for (const Task& t : l.plan.kinds[0].tasks) compute_tasks += t.kind == TaskKind::Compute;
+  for (const Task& t : l.plan.step_plans[0].tasks) compute_tasks += t.kind == TaskKind::Compute;
   EXPECT_EQ(spins, compute_tasks);
   EXPECT_NEAR(spin, l.plan.compute_s, 1e-12 * l.plan.compute_s);
 }
@@ -166,11 +166,11 @@ TEST(NcclTranslate, OneCommunicatorPerStream) {
     streams.insert(c.stream);
   }
   EXPECT_EQ(streams, (std::set<int>{1, 2}));
-  for (const LaunchOp* op : collectives(l.program.kinds[0])) {
-    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(op->task)];
+  for (const LaunchOp* op : collectives(l.program.step_plans[0])) {
+    const Task& task = l.plan.step_plans[0].tasks[static_cast<std::size_t>(op->task)];
     EXPECT_EQ(op->stream, 1 + task.bucket % 2);
   }
-  expect_well_formed(l, l.program.kinds[0], l.plan.kinds[0]);
+  expect_well_formed(l, l.program.step_plans[0], l.plan.step_plans[0]);
 }
 
 // Paddle use_hierarchical_allreduce on 4 nodes of 8: groups of 8 (one per node). Each bucket becomes the triple
@@ -179,11 +179,11 @@ TEST(NcclTranslate, OneCommunicatorPerStream) {
 TEST(NcclTranslate, HierarchicalGivesReduceAllReduceBroadcastTriples) {
   const Loaded l = load({"strategy.use_hierarchical_allreduce=true", "strategy.nccl_comm_num=2"});
   EXPECT_EQ(l.program.group_size, kRanksPerNode);
-  const auto ops = collectives(l.program.kinds[0]);
+  const auto ops = collectives(l.program.step_plans[0]);
   ASSERT_EQ(ops.size(), 3 * l.plan.buckets.size());
   for (std::size_t i = 0; i < ops.size(); i += 3) {
     const LaunchOp &reduce = *ops[i], &leaders = *ops[i + 1], &broadcast = *ops[i + 2];
-    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(reduce.task)];
+    const Task& task = l.plan.step_plans[0].tasks[static_cast<std::size_t>(reduce.task)];
     const std::uint64_t elements = l.plan.buckets[static_cast<std::size_t>(task.bucket)].elements;
     EXPECT_EQ(reduce.call, Call::Reduce);
     EXPECT_EQ(leaders.call, Call::AllReduce);
@@ -212,7 +212,7 @@ TEST(NcclTranslate, HierarchyGroupsFollowInterNranks) {
   const Loaded l = load({"strategy.use_hierarchical_allreduce=true", "strategy.hierarchical_allreduce_leaders=2"});
   EXPECT_EQ(l.program.group_size, 16);
   Plan odd = l.plan;
-  odd.scenario.strategy.hierarchical_allreduce_leaders = 3;  // 32 ranks do not split into 3 groups
+  odd.hierarchy_groups = 3;  // 32 ranks do not split into 3 groups
   try {
     hierarchy_group_size(odd, kRanksPerNode);
     FAIL() << "3 groups of 32 ranks accepted";
@@ -229,13 +229,13 @@ TEST_P(NcclTranslateDtype, CastsAroundEachAllReduce) {
   const std::string name = GetParam();
   const Dtype dtype = name == "fp16" ? Dtype::Float16 : name == "bf16" ? Dtype::Bfloat16 : Dtype::Float8e4m3;
   const Loaded l = load({"strategy.comm_dtype=" + name});
-  const LaunchStep& step = l.program.kinds[0];
-  expect_well_formed(l, step, l.plan.kinds[0]);
+  const LaunchStep& step = l.program.step_plans[0];
+  expect_well_formed(l, step, l.plan.step_plans[0]);
   int triples = 0;
   for (std::size_t j = 0; j < step.ops.size(); ++j) {
     if (step.ops[j].kind != OpKind::Collective) continue;
     const LaunchOp &down = step.ops[j - 1], &coll = step.ops[j], &up = step.ops[j + 1];
-    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(coll.task)];
+    const Task& task = l.plan.step_plans[0].tasks[static_cast<std::size_t>(coll.task)];
     const std::uint64_t elements = l.plan.buckets[static_cast<std::size_t>(task.bucket)].elements;
     EXPECT_EQ(down.kind, OpKind::CastDown);
     EXPECT_EQ(up.kind, OpKind::CastUp);
@@ -261,16 +261,16 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, NcclTranslateDtype, ::testing::Values("fp16", "
 // the bucket stay dense: one ncclAllReduce of their elements.
 TEST(NcclTranslate, DgcGivesTopKAndAllGatherOfTwoKWords) {
   const Loaded l = load({R"(strategy.dgc={"rampup_begin_step":0,"rampup_step":1,"sparsity":[0.99]})"});
-  ASSERT_EQ(l.program.kinds.size(), 1u);
-  const LaunchStep& step = l.program.kinds[0];
+  ASSERT_EQ(l.program.step_plans.size(), 1u);
+  const LaunchStep& step = l.program.step_plans[0];
   ASSERT_EQ(step.kind, StepKind::DgcSparse);
-  expect_well_formed(l, step, l.plan.kinds[0]);
+  expect_well_formed(l, step, l.plan.step_plans[0]);
   std::uint64_t sparse_total = 0, dense_total = 0;
   int gathers = 0;
   for (std::size_t j = 0; j < step.ops.size(); ++j) {
     const LaunchOp& op = step.ops[j];
     if (op.kind != OpKind::Collective) continue;
-    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(op.task)];
+    const Task& task = l.plan.step_plans[0].tasks[static_cast<std::size_t>(op.task)];
     const std::uint64_t elements = elements_of(l.plan, task.tensors);
     if (op.call == Call::AllReduce) {
       for (int t : task.tensors) EXPECT_LT(l.plan.model.tensors[static_cast<std::size_t>(t)].elements, 16384u);
@@ -305,7 +305,7 @@ TEST(NcclTranslate, DgcGivesTopKAndAllGatherOfTwoKWords) {
 TEST(NcclTranslate, DgcPacksNarrowValues) {
   const Loaded l =
       load({R"(strategy.dgc={"rampup_begin_step":0,"rampup_step":1,"sparsity":[0.999]})", "strategy.comm_dtype=fp16"});
-  for (const LaunchOp& op : l.program.kinds[0].ops)
+  for (const LaunchOp& op : l.program.step_plans[0].ops)
     if (op.kind == OpKind::Scatter) {
       const LaunchOp* gather = &op - 1;
       EXPECT_EQ(gather->count, (6 * op.count + 3) / 4);
@@ -317,7 +317,7 @@ TEST(NcclTranslate, DgcPacksNarrowValues) {
 TEST(NcclTranslate, LocalSgdAveragesEveryKSteps) {
   const Loaded l = load({R"(strategy.localsgd={"k_steps":4,"begin_step":0})", "steps=8"});
   std::map<StepKind, const LaunchStep*> by_kind;
-  for (const LaunchStep& s : l.program.kinds) by_kind[s.kind] = &s;
+  for (const LaunchStep& s : l.program.step_plans) by_kind[s.kind] = &s;
   ASSERT_TRUE(by_kind.count(StepKind::LocalOnly));
   ASSERT_TRUE(by_kind.count(StepKind::LocalAverage));
   EXPECT_TRUE(collectives(*by_kind[StepKind::LocalOnly]).empty());
@@ -332,7 +332,7 @@ TEST(NcclTranslate, LocalSgdAveragesEveryKSteps) {
   EXPECT_EQ(static_cast<std::size_t>(scales), l.plan.buckets.size());
   // Steps 3 and 7 average (the 4th and 8th step of each window).
   for (int s : {3, 7})
-    EXPECT_EQ(l.program.kinds[static_cast<std::size_t>(l.plan.step_kind[static_cast<std::size_t>(s)])].kind,
+    EXPECT_EQ(l.program.step_plans[static_cast<std::size_t>(l.plan.step_plan_of[static_cast<std::size_t>(s)])].kind,
               StepKind::LocalAverage);
 }
 
@@ -340,8 +340,8 @@ TEST(NcclTranslate, LocalSgdAveragesEveryKSteps) {
 TEST(NcclTranslate, ShardedCountsArePerRank) {
   const Loaded l = load({R"(strategy.sharding={"stage":2})"});
   int rs = 0, ag = 0;
-  for (const LaunchOp* op : collectives(l.program.kinds[0])) {
-    const Task& task = l.plan.kinds[0].tasks[static_cast<std::size_t>(op->task)];
+  for (const LaunchOp* op : collectives(l.program.step_plans[0])) {
+    const Task& task = l.plan.step_plans[0].tasks[static_cast<std::size_t>(op->task)];
     const std::uint64_t elements = elements_of(l.plan, task.tensors);
     EXPECT_EQ(op->count, (elements + kRanks - 1) / kRanks) << task.label;
     EXPECT_EQ(l.program.buffers[static_cast<std::size_t>(op->buffer)].elements % kRanks, 0u);
@@ -350,18 +350,18 @@ TEST(NcclTranslate, ShardedCountsArePerRank) {
   }
   EXPECT_GT(rs, 0);
   EXPECT_GT(ag, 0);
-  expect_well_formed(l, l.program.kinds[0], l.plan.kinds[0]);
+  expect_well_formed(l, l.program.step_plans[0], l.plan.step_plans[0]);
 }
 
 // overlap = false (Paddle sync_nccl_allreduce): every bucket waits for the end of backward (the first layer's
 // backward, the last compute task).
 TEST(NcclTranslate, NoOverlapWaitsForTheWholeBackward) {
   const Loaded l = load({"strategy.overlap=false"});
-  const StepPlan& ps = l.plan.kinds[0];
+  const StepPlan& ps = l.plan.step_plans[0];
   int last_compute = -1;
   for (std::size_t i = 0; i < ps.tasks.size(); ++i)
     if (ps.tasks[i].kind == TaskKind::Compute) last_compute = static_cast<int>(i);
-  for (const LaunchOp& op : l.program.kinds[0].ops)
+  for (const LaunchOp& op : l.program.step_plans[0].ops)
     if (op.kind == OpKind::Wait && op.stream > 0 && op.task >= 0) {
       EXPECT_EQ(op.event, last_compute);
     }
@@ -370,12 +370,12 @@ TEST(NcclTranslate, NoOverlapWaitsForTheWholeBackward) {
 // The single-step entry point lists the same ops as the whole-program translation.
 TEST(NcclTranslate, SingleStepEntryPointMatches) {
   const Loaded l = load({"strategy.nccl_comm_num=3"});
-  const std::vector<LaunchOp> ops = translate(l.plan, l.plan.kinds[0], kRanksPerNode);
-  ASSERT_EQ(ops.size(), l.program.kinds[0].ops.size());
+  const std::vector<LaunchOp> ops = translate(l.plan, l.plan.step_plans[0], kRanksPerNode);
+  ASSERT_EQ(ops.size(), l.program.step_plans[0].ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    EXPECT_EQ(ops[i].kind, l.program.kinds[0].ops[i].kind);
-    EXPECT_EQ(ops[i].count, l.program.kinds[0].ops[i].count);
-    EXPECT_EQ(ops[i].stream, l.program.kinds[0].ops[i].stream);
+    EXPECT_EQ(ops[i].kind, l.program.step_plans[0].ops[i].kind);
+    EXPECT_EQ(ops[i].count, l.program.step_plans[0].ops[i].count);
+    EXPECT_EQ(ops[i].stream, l.program.step_plans[0].ops[i].stream);
   }
 }
 
