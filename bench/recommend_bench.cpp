@@ -2,7 +2,8 @@
 //  (e) choose_algorithm for one bucket of the GPT-3-shaped scenario (25 MiB allreduce, dgx-a100's 8 channels) over
 //      512 dgx-a100 nodes with the generic closed forms (the file's NCCL block removed: NCCL's own choice is priced by
 //      its model and is not what this measures): cold (a fresh topology, nothing cached: hop classes found from one
-//      node and one column, five algorithms priced) and warm (the choice answered from the cache);
+//      node and one column, five algorithms priced), a new size (hop classes known, the five closed forms priced
+//      afresh) and warm (the choice answered from the cache);
 //  (f) the same cold choice by the reference that visits every hop of every group;
 //  (g) the tuner over the whole default grid (fusion x streams x collective) of scenarios/gpt3-175b-dgx-a100.json at
 //      512 nodes on one thread, with the NCCL model (the file as shipped) and with the generic closed forms; the
@@ -62,6 +63,18 @@ void BM_ChooseAlgorithmWarm(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(choose_algorithm(s, *t));
 }
 BENCHMARK(BM_ChooseAlgorithmWarm)->Unit(benchmark::kMicrosecond);
+
+// A bucket of a size not seen yet on a topology whose hop classes are known: the five closed forms priced afresh.
+void BM_ChooseAlgorithmNewSize(benchmark::State& state) {
+  const std::unique_ptr<Topology> t = generic_dgx_a100();
+  CollectiveSpec s = bucket(*t);
+  choose_algorithm(s, *t);
+  for (auto _ : state) {
+    ++s.bytes;
+    benchmark::DoNotOptimize(choose_algorithm(s, *t));
+  }
+}
+BENCHMARK(BM_ChooseAlgorithmNewSize)->Unit(benchmark::kMicrosecond);
 
 void BM_ChooseAlgorithmFullWalk(benchmark::State& state) {
   const std::unique_ptr<Topology> t = generic_dgx_a100();

@@ -104,13 +104,14 @@ TEST(ClosedFormFastPath, EqualsTheFullWalkOnEveryTopologyAlgorithmSizeAndGroupSh
 }
 
 TEST(ClosedFormFastPath, AutoChoosesAndPricesAsTheFullWalk) {
-  // The sizes where auto's winner changes on the shipped files lie between these (latency-bound to bandwidth-bound).
+  // A latency-bound and a bandwidth-bound size, with one group per node and with two (up to 1024 ranks both sides
+  // route every candidate's schedule for the busiest-link bound, which is what takes this test's time).
   for (const auto& t : topologies())
-    for (Bytes bytes : {Bytes{1024}, Bytes{1} << 20, Bytes{64} << 20, Bytes{1} << 30})
+    for (Bytes bytes : {Bytes{1024}, Bytes{64} << 20})
       for (int groups : {0, 2 * t->nodes()}) {
         CollectiveSpec s = make_spec(*t, Collective::AllReduce, Algorithm::Auto, bytes, 1e11);
         s.channels = t->default_channels();
-        s.hierarchy_groups = t->ranks() % groups == 0 ? groups : 0;
+        s.hierarchy_groups = groups > 0 && t->ranks() % groups == 0 ? groups : 0;
         SCOPED_TRACE(describe(*t, s));
         const Algorithm reference = closed_form::full_walk_choose_algorithm(s, *t);
         ASSERT_EQ(choose_algorithm(s, *t), reference);
