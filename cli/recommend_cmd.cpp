@@ -1,6 +1,7 @@
 // `commsim recommend`: searches the communication settings for the fastest step, prints the top five with the
 // reason for each, and the winner as ready-to-paste settings for Paddle, MindSpore, PyTorch DDP and NCCL.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "cli/commands.hpp"
@@ -65,7 +66,13 @@ void run_recommend(const RecommendOptions& o) {
   const SimulationRun given = simulate_document(base, o.scenario, Fidelity::Analytical);
   const std::vector<Knob> knobs = search_space(given.scenario, given.result.ranks, given.topology->nodes(),
                                                o.allow_lossy, given.topology->library());
+  const auto search_start = std::chrono::steady_clock::now();
   const Recommendation rec = recommend(base, o.scenario, knobs, fidelity, static_cast<std::size_t>(o.budget), o.jobs);
+  const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
+  // The search's speed goes to stderr: stdout stays the same from run to run (scripts and tests compare it).
+  const std::size_t simulations = rec.evaluated + rec.refined;
+  std::fprintf(stderr, "evaluated %zu configurations in %.2f s: %.1f configurations per second\n", simulations,
+               search_s, search_s > 0 ? static_cast<double>(simulations) / search_s : 0.0);
 
   std::printf("%s on %s\n", given.scenario.name.c_str(), given.topology->summary().c_str());
   std::string searched;

@@ -2,6 +2,7 @@
 // closed-form alpha-beta-gamma cost of each (the `analytical` fidelity, and the basis of `auto`).
 #pragma once
 
+#include <compare>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +70,25 @@ struct CollectiveSpec {
   bool aggregate = false;
   int nccl_channels = 0;  // NCCL topologies: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS; 0 = NCCL's own count
 };
+
+// Every field of a CollectiveSpec, in one ordered value: the key of any cache of what a spec costs or generates
+// (closed forms, auto's choice, schedules), so that no cache forgets a field that changes its answer.
+struct CollectiveKey {
+  Collective op;
+  Algorithm algorithm;
+  Protocol protocol;
+  Bytes bytes;
+  std::vector<int> ranks;
+  int channels, chunks, root, hierarchy_groups;
+  double reduce_Bps;
+  int ranks_per_node;
+  Bytes offset;
+  int unit_bytes;
+  bool aggregate;
+  int nccl_channels;
+  auto operator<=>(const CollectiveKey&) const = default;
+};
+CollectiveKey collective_key(const CollectiveSpec& spec);
 
 // nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw * factor.
 double busbw_factor(Collective op, int ranks);

@@ -126,6 +126,12 @@ std::vector<Topology::RingHop> ClusterTopology::ring_hops() const {
   return hops;
 }
 
+int ClusterTopology::node_relation(int node_a, int node_b) const {
+  if (leaves_ == 0) return 0;  // one switch (or one node): every pair of NICs alike
+  const int npl = spec_.fabric.nodes_per_leaf;
+  return node_a / npl == node_b / npl ? 0 : 1;
+}
+
 void ClusterTopology::compute_local_paths() {
   const int n = device_count_;
   // Adjacency: (neighbour, local directed link id).

@@ -66,6 +66,9 @@ class ClusterTopology final : public Topology {
   std::string summary() const override;
   std::vector<int> ring_order() const override;
   std::vector<RingHop> ring_hops() const override;
+  // The fabric part of a path between nodes costs the same unless its NICs sit on different leaves, and with PXN both
+  // ends use the destination's rail, so the cost turns on whether the nodes share a leaf group (0) or not (1).
+  int node_relation(int node_a, int node_b) const override;
   int default_channels() const override { return std::max(1, static_cast<int>(nic_devices_.size())); }
 
   const ClusterSpec& spec() const { return spec_; }

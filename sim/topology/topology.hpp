@@ -3,6 +3,7 @@
 // expand the graph: ids are computed from (node, local index), so one object covers 8 or 100 000 GPUs.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -94,11 +95,25 @@ class Topology {
   };
   virtual std::vector<RingHop> ring_hops() const;
 
+  // Whether ranks of different nodes reach each other alike: path_cost(a, b) between ranks of nodes na != nb is a
+  // function of the ranks' local indices (rank % ranks_per_node) and node_relation(na, nb) alone, and path_cost
+  // inside a node of the local indices alone (every node is one template). Returns a small number >= 0 naming the
+  // relation (for a cluster: whether the two nodes hang off the same leaf switches), or -1 when the topology makes no
+  // such promise (the default); closed forms then visit every hop instead of one node and one column.
+  virtual int node_relation(int /*node_a*/, int /*node_b*/) const { return -1; }
+
+  // Names this object's contents for caches of what is derived from them (closed forms, auto's choice): unique per
+  // construction and renewed by set_library; a copy keeps it, having the same contents.
+  std::uint64_t instance_id() const { return instance_id_; }
+
   // Channels a collective library would open: one per NIC of a node, so every NIC carries a ring.
   virtual int default_channels() const { return 1; }
   // The communication library the collectives run on (the file's "library" block; Generic when absent).
   const CommLibrary& library() const { return library_; }
-  void set_library(CommLibrary library) { library_ = std::move(library); }
+  void set_library(CommLibrary library) {
+    library_ = std::move(library);
+    instance_id_ = next_instance_id();
+  }
   // A one-line description of the machine for reports.
   virtual std::string summary() const = 0;
 
@@ -106,6 +121,13 @@ class Topology {
   std::string name_;
   std::string source_file_;
   CommLibrary library_;
+
+ private:
+  static std::uint64_t next_instance_id() {
+    static std::atomic<std::uint64_t> last{0};
+    return ++last;
+  }
+  std::uint64_t instance_id_ = next_instance_id();
 };
 
 // Loads topologies/*.json (node template + fabric, or ASTRA-sim's network dimensions). `nodes_override` > 0

@@ -78,6 +78,13 @@ TEST(RecommendCli, TopFiveWithReasonsAndSnippets) {
                               "comm_fusion=", "# PyTorch DDP", "bucket_cap_mb=", "# NCCL environment"})
     EXPECT_NE(r.out.find(snippet), std::string::npos) << snippet;
   EXPECT_EQ(r.out.find("[changes convergence"), std::string::npos);  // nothing lossy without --allow-lossy
+  // The search's speed on stderr, counting what stdout says was evaluated (analytical only: no re-evaluation).
+  const std::size_t at = r.out.find("\nevaluated ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string count = r.out.substr(at + 11, r.out.find(' ', at + 11) - at - 11);
+  EXPECT_LE(std::stoi(count), 60);  // within the budget
+  EXPECT_NE(r.err.find("evaluated " + count + " configurations in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" configurations per second\n"), std::string::npos) << r.err;
 }
 
 TEST(RecommendCli, LossyOnlyWhenAllowedAndFlagged) {

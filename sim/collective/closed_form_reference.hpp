@@ -1,0 +1,35 @@
+// The closed forms' reference: every hop of every group visited, as the closed forms were first written. The fast
+// path (cost_model.cpp, hop_classes.hpp) must agree with it bit for bit; tests compare both on every shipped
+// topology. Also what both share: the busiest-link bound and the argmin that is `auto`.
+#pragma once
+
+#include <functional>
+
+#include "sim/collective/collective.hpp"
+
+namespace commsim::closed_form {
+
+// Largest communicator whose schedule is routed for the busiest-link bound (generating and routing it costs about
+// p log p transfers for the tree and halving-doubling); beyond it the step closed form stands alone.
+inline constexpr int kLoadBoundMaxRanks = 1024;
+
+// The step-by-step closed form of a resolved (non-auto, schedulable) algorithm, visiting every hop.
+TimePs full_walk_step_ps(const CollectiveSpec& spec, const Topology& topology);
+
+// The busiest link's load over its rate: every transfer of the schedule crosses the links of its route, and a link
+// drains at most its effective rate, so no execution of the schedule is faster than that.
+TimePs busiest_link_ps(const CollectiveSpec& spec, const Topology& topology);
+
+// The closed form: the step closed form `steps_ps`, and for the tree, halving-doubling, hierarchical and 2D ring up
+// to kLoadBoundMaxRanks ranks at least the busiest link's time.
+TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topology, TimePs steps_ps);
+
+// `auto` on a topology without a library model: the algorithm of least closed_form_ps(candidate) among those that
+// apply (ties keep the earlier, simpler algorithm: ring, tree, halving-doubling, hierarchical, 2D ring).
+Algorithm cheapest_algorithm(const CollectiveSpec& spec, int ranks,
+                             const std::function<TimePs(const CollectiveSpec&)>& closed_form_ps);
+
+// cheapest_algorithm over the full walk: what choose_algorithm must return on a topology without a library model.
+Algorithm full_walk_choose_algorithm(const CollectiveSpec& spec, const Topology& topology);
+
+}  // namespace commsim::closed_form

@@ -1,0 +1,124 @@
+// The step-by-step closed forms of the schedule generators, written once over "the slowest hop of a step" so that
+// two ways of finding that hop share every rounding: the reference visits every hop of every group
+// (closed_form_reference.cpp), the fast path prices each distinct hop once (hop_classes.hpp). A step costs what its
+// slowest hop costs (latency + bytes / bottleneck bandwidth), rounded to the engine's picosecond quantum exactly as
+// the engine rounds. Channels: a ring's channels all pass through every rank, so they share each rank's intra-node
+// links (bandwidth / channels); across nodes each channel leaves through a different GPU and NIC (rotated order),
+// so NIC links are shared only when channels outnumber the ranks of a node.
+//
+// Every formula here is non-decreasing in the slowest hop, so the largest of one formula over several groups of the
+// same size is the formula at the slowest hop of all the groups together: that is what lets the fast path price the
+// union of the groups' distinct hops once.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "sim/collective/collective.hpp"
+
+namespace commsim::closed_form {
+
+inline Bytes ceil_div(Bytes a, Bytes b) { return (a + b - 1) / b; }
+
+struct Steps {
+  const CollectiveSpec& spec;
+  int channels;
+
+  // One hop of `bytes` over a path of cost c, inside a node or not.
+  TimePs hop_time(const PathCost& c, bool same_node, Bytes bytes) const {
+    const double share =
+        same_node ? channels : std::max(1.0, std::ceil(static_cast<double>(channels) / spec.ranks_per_node));
+    // The engine enters a flow after its latency, then drains it at its rate: the same two roundings here.
+    return add_ps(seconds_to_ps(c.latency_s), transfer_ps(static_cast<double>(bytes), c.bottleneck_Bps / share));
+  }
+  TimePs reduce(Bytes bytes) const {
+    return spec.reduce_Bps > 0 ? transfer_ps(static_cast<double>(bytes), spec.reduce_Bps) : 0;
+  }
+  int pipeline_chunks(Bytes bytes) const {
+    if (spec.chunks > 0) return spec.chunks;
+    return static_cast<int>(std::clamp<Bytes>(ceil_div(bytes, 512u << 10), 1, 64));
+  }
+
+  // Ring reduce-scatter and/or allgather (both: allreduce) of `bytes` over p ranks, one channel's share, whose
+  // slowest hop takes slowest_hop(piece) for a piece of that many bytes.
+  template <typename SlowestHop>
+  TimePs ring(Bytes p, Bytes bytes, bool rs, bool ag, SlowestHop slowest_hop) const {
+    if (p < 2) return 0;
+    const int chunks = spec.chunks > 0 ? spec.chunks : 1;
+    const Bytes piece = ceil_div(ceil_div(ceil_div(bytes, channels), p), chunks);
+    const TimePs steps = (rs ? p - 1 : 0) + (ag ? p - 1 : 0);
+    // A rank sends the `chunks` pieces of a step back to back on one connection (FIFO: each after the previous one
+    // has arrived), so a step occupies chunks hops: the ring gains nothing from pipelining, as every link is busy at
+    // every step already. Step s+1 starts once the step-s piece 0 from the left has arrived (and been reduced) and
+    // the rank's own step-s pieces are out: max(g, (chunks - 1) h) + h after a reducing step, chunks * h otherwise.
+    const TimePs h = slowest_hop(piece), g = reduce(piece), k = chunks;
+    const TimePs reducing_gaps = rs ? static_cast<TimePs>(p) - (ag ? 1 : 2) : 0;  // step starts after a reducing step
+    const TimePs plain_gaps = steps - 1 - reducing_gaps;
+    const TimePs reducing_step = add_ps(std::max(g, times_ps(k - 1, h)), h);
+    TimePs total = add_ps(h, times_ps(reducing_gaps, reducing_step));
+    total = add_ps(total, times_ps(plain_gaps, times_ps(k, h)));
+    total = add_ps(total, times_ps(k - 1, h));
+    return add_ps(total, rs && !ag ? g : 0);
+  }
+
+  // Pipelined chain broadcast / reduce over p ranks.
+  template <typename SlowestHop>
+  TimePs chain(Bytes p, Bytes bytes, bool reducing, SlowestHop slowest_hop) const {
+    if (p < 2) return 0;
+    const Bytes per_channel = ceil_div(bytes, channels);
+    const int k = pipeline_chunks(per_channel);
+    const Bytes piece = ceil_div(per_channel, k);
+    const TimePs worst = slowest_hop(piece);
+    return add_ps(times_ps(static_cast<TimePs>(p - 2 + k), worst),
+                  reducing ? times_ps(static_cast<TimePs>(p - 1), reduce(piece)) : 0);
+  }
+
+  // Double binary tree over p ranks: up and down the depth D with k pipelined pieces, each tree half the data.
+  template <typename SlowestHop>
+  TimePs tree(int p, Bytes bytes, SlowestHop slowest_hop) const {
+    if (p < 2) return 0;
+    const Bytes half = ceil_div(ceil_div(bytes, channels), 2);
+    const int k = pipeline_chunks(half);
+    const Bytes piece = ceil_div(half, k);
+    const TimePs worst = slowest_hop(piece);
+    int depth = 0;
+    while ((2 << depth) - 1 < p) ++depth;  // heap depth: positions 0 .. p-1
+    // Piece 0 up the tree: a parent joins its children one after the other (receive, then reduce), so the time the
+    // root holds it depends on the heap's shape (a parent with one child reduces once). Every later piece follows
+    // one hop behind the previous one on every edge (the reductions of different pieces overlap), and the stream
+    // then flows down `depth` hops to the deepest leaf.
+    const TimePs g = reduce(piece);
+    std::vector<TimePs> up(static_cast<std::size_t>(p), 0);
+    for (int i = p - 1; i >= 0; --i)
+      for (int child : {2 * i + 1, 2 * i + 2})
+        if (child < p) up[i] = add_ps(std::max(up[i], add_ps(up[child], worst)), g);
+    return add_ps(up[0], times_ps(depth + k - 1, worst));
+  }
+
+  // Rabenseifner halving-doubling over p ranks with the fold for non-powers of two: fold_hop(bytes) is the slowest
+  // hop of the fold (ranks q.. p-1 to 0 .. p-q-1), exchange_hop(distance, bytes) that of the exchange at a distance.
+  template <typename FoldHop, typename ExchangeHop>
+  TimePs halving_doubling(int p, Bytes bytes, FoldHop fold_hop, ExchangeHop exchange_hop) const {
+    if (p < 2) return 0;
+    bytes = ceil_div(bytes, channels);
+    const int q = largest_power_of_two_at_most(p);
+    TimePs total = 0;
+    if (q < p) total = add_ps(total, add_ps(times_ps(2, fold_hop(bytes)), reduce(bytes)));
+    Bytes owned = bytes;
+    std::vector<Bytes> kept;
+    for (int distance = q / 2; distance >= 1; distance /= 2) {
+      const Bytes send = owned - owned / 2;  // the larger half, as the upper rank of each pair sends it
+      total = add_ps(total, add_ps(exchange_hop(distance, send), reduce(send)));
+      kept.push_back(owned - owned / 2);
+      owned -= owned / 2;
+    }
+    for (int distance = 1; distance < q; distance *= 2) {
+      total = add_ps(total, exchange_hop(distance, kept.back()));
+      kept.pop_back();
+    }
+    return total;
+  }
+};
+
+}  // namespace commsim::closed_form

@@ -1,0 +1,80 @@
+// The distinct hops a closed form prices. A step costs its slowest hop, and a hop's time depends only on its path
+// cost and on whether it stays inside a node, so the slowest of a million hops is the slowest of their few distinct
+// (path cost, same node) classes: found once per pattern (tree, exchange at a distance, groups of a size), they price
+// every message size in constant time, bit for bit as visiting every hop would.
+//
+// On a topology whose nodes are alike (Topology::node_relation >= 0), the classes of groups and columns are found
+// from one node and one hop per relation between nodes, without visiting every group; on any other topology, or a
+// collective over an explicit rank list, every hop is visited once.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/collective/closed_form_steps.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace commsim::closed_form {
+
+struct HopClass {
+  PathCost cost;
+  bool same_node = false;
+};
+using HopClasses = std::vector<HopClass>;
+
+// The slowest hop of the classes for a piece of `bytes` (0 when there are none).
+TimePs slowest(const Steps& steps, const HopClasses& classes, Bytes bytes);
+
+// Collects the distinct classes of hops between ranks.
+class HopCollector {
+ public:
+  explicit HopCollector(const Topology& topology);
+  void add(int a, int b);  // the hop from rank a to rank b (a == b: none)
+  HopClasses take() { return std::move(classes_); }
+
+ private:
+  void add_class(const PathCost& cost, bool same_node);
+  const Topology& topo_;
+  int rpn_;
+  bool keyed_;              // regular topology with few local ranks: classes found by (local pair, relation)
+  std::vector<char> seen_;  // [(local a * rpn + local b) * kRelations + relation + 1]
+  HopClasses classes_;
+};
+
+// The positions (into the collective's rank order) of the hops each closed form visits.
+template <typename Visit>
+void ring_positions(int p, Visit visit) {
+  for (int i = 0; i < p; ++i) visit(i, i + 1 == p ? 0 : i + 1);
+}
+template <typename Visit>
+void chain_positions(int p, Visit visit) {
+  for (int i = 0; i + 1 < p; ++i) visit(i, i + 1);
+}
+// Both trees of the double binary tree: heap edges child -> parent, and their mirror images.
+template <typename Visit>
+void tree_positions(int p, Visit visit) {
+  for (int i = 1; i < p; ++i) {
+    visit(i, (i - 1) / 2);
+    visit(p - 1 - i, p - 1 - (i - 1) / 2);
+  }
+}
+// Halving-doubling's fold of ranks q .. p-1 onto 0 .. p-q-1, and its exchange at `distance` among 0 .. q-1.
+template <typename Visit>
+void fold_positions(int p, int q, Visit visit) {
+  for (int i = q; i < p; ++i) visit(i, i - q);
+}
+template <typename Visit>
+void exchange_positions(int q, int distance, Visit visit) {
+  for (int i = 0; i < q; ++i) visit(i, i ^ distance);
+}
+
+// Over the topology's own ring order (Topology::ring_order) on a regular topology: the classes of the rings
+// (`closed`) or chains of every group of `size` consecutive ranks (Paddle's hierarchical groups, 2D ring's nodes),
+// of the ring of the groups' first ranks (the leaders), and of the 2D ring's columns (rank j of every node). Each
+// returns false, collecting nothing, where the topology is not regular or the groups neither fit in a node nor
+// consist of whole nodes: the caller then visits every hop.
+bool regular_group_hops(const Topology& topology, int size, bool closed, HopCollector& out);
+bool regular_leader_hops(const Topology& topology, int size, HopCollector& out);
+bool regular_column_hops(const Topology& topology, HopCollector& out);
+
+}  // namespace commsim::closed_form
