@@ -44,6 +44,7 @@ inline constexpr const char* kShippedTopologies[] = {"abci-a-node",
                                                      "cloud-tcp-25gbe",
                                                      "dgx-a100",
                                                      "dgx-h100",
+                                                     "dgx-h200-socket",
                                                      "dgx1-v100",
                                                      "emulated-cpu-cluster",
                                                      "gb200-host4",
@@ -51,9 +52,12 @@ inline constexpr const char* kShippedTopologies[] = {"abci-a-node",
                                                      "gcp-a3-high",
                                                      "gcp-a3-mega",
                                                      "h100-pcie-nvlink-pairs",
+                                                     "hgx-b200",
                                                      "hgx-h200",
                                                      "pcie-8gpu-2socket-nop2p",
-                                                     "pcie-gen4-8gpu"};
+                                                     "pcie-gen4-8gpu",
+                                                     "r760xa-l40s-roce",
+                                                     "r760xa-l40s-socket"};
 
 inline constexpr double kUs = 1e-6;
 inline constexpr double kGBps = 1e9;
