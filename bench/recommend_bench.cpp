@@ -15,8 +15,8 @@
 #include <memory>
 #include <string>
 
-#include "reports/grid.hpp"
-#include "reports/tuner.hpp"
+#include "explore/grid.hpp"
+#include "explore/tuner.hpp"
 #include "sim/collective/closed_form_reference.hpp"
 #include "sim/collective/collective.hpp"
 #include "sim/core/json_fields.hpp"
