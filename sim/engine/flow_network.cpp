@@ -37,13 +37,16 @@ std::uint64_t payload(EventKind kind, std::uint32_t flow, std::uint32_t version)
 
 class FlowNetwork final : public NetworkModel, public EventHandler {
  public:
-  FlowNetwork(const Topology& topology, EventQueue& queue) : topology_(topology), queue_(queue) {
+  // With a quotient, flows stand for their orbits (LinkQuotient); without, for themselves.
+  FlowNetwork(const Topology& topology, EventQueue& queue, const LinkQuotient* quotient = nullptr)
+      : topology_(topology), queue_(queue), quotient_(quotient) {
     const std::size_t link_count = topology.link_count();
     links_.resize(link_count);
     link_class_.resize(link_count);
     busy_since_.resize(link_count);
     part_mark_.resize(link_count);
     spilled_flows_.resize(link_count);
+    if (quotient_) load_.resize(link_count);
     // Each link's capacity and class, read once: Topology::link() computes them from the id (a division per call).
     for (std::size_t l = 0; l < link_count; ++l) {
       const LinkParams& p = topology.link(static_cast<LinkId>(l));
@@ -61,19 +64,28 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       id = static_cast<std::uint32_t>(flows_.size());
       flows_.emplace_back();
       route_links_.resize(flows_.size() * route_stride_);
+      if (quotient_) route_weights_.resize(route_links_.size());
     }
     route_.links.clear();
     topology_.route(src, dst, route_);
+    if (quotient_) to_quotient(route_.links);
     if (route_.links.size() > route_stride_) widen_routes(route_.links.size());
     Flow& f = flows_[id];
     std::copy(route_.links.begin(), route_.links.end(), route_links_.begin() + std::ptrdiff_t(id * route_stride_));
+    if (quotient_)
+      std::copy(quotient_weights_.begin(), quotient_weights_.end(),
+                route_weights_.begin() + std::ptrdiff_t(id * route_stride_));
     f.hops = static_cast<std::uint32_t>(route_.links.size());
     f.remaining = bytes;
     f.rate = 0;
     f.listener = listener;
     f.tag = tag;
     ++f.version;
-    for (LinkId l : links_of(id)) usage_.bytes[link_class_[l]] += bytes;
+    // Every link of an orbit carries weight images of the flow: weight x orbit size crossings in all.
+    for (std::uint32_t h = 0; h < f.hops; ++h) {
+      const LinkId l = links_of(id)[h];
+      usage_.bytes[link_class_[l]] += quotient_ ? bytes * weight(id, h) * quotient_->orbit_size[l] : bytes;
+    }
     queue_.schedule(add_ps(queue_.now(), seconds_to_ps(route_.cost.latency_s, "path latency")), this,
                     payload(kEnter, id, f.version));
   }
@@ -90,16 +102,16 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     if (kind == kEnter) {
       f.last_update = queue_.now();
       if (f.remaining <= 0) return finish(id);
-      for (LinkId l : links_of(id)) {
-        add_flow(l, id);
-        mark_dirty(l);
+      for (std::uint32_t h = 0; h < f.hops; ++h) {
+        add_flow(links_of(id)[h], id, weight(id, h));
+        mark_dirty(links_of(id)[h]);
       }
       f.rate = 0;  // set by the recompute of this instant
       return;
     }
-    for (LinkId l : links_of(id)) {
-      remove_flow(l, id);
-      mark_dirty(l);
+    for (std::uint32_t h = 0; h < f.hops; ++h) {
+      remove_flow(links_of(id)[h], id, weight(id, h));
+      mark_dirty(links_of(id)[h]);
     }
     finish(id);
   }
@@ -133,8 +145,9 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     const LinkState& link = links_[l];
     return {link.flow_count <= 1 ? &link.only_flow : spilled_flows_[l].data(), link.flow_count};
   }
-  void add_flow(LinkId l, std::uint32_t id) {
+  void add_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
     LinkState& link = links_[l];
+    if (quotient_) load_[l] += weight;
     if (link.flow_count == 0) {
       link.only_flow = id;
       busy_since_[l] = queue_.now();
@@ -146,8 +159,9 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     ++link.flow_count;
   }
   // Removes by moving the last flow into the gap (the order progressive filling then visits them in).
-  void remove_flow(LinkId l, std::uint32_t id) {
+  void remove_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
     LinkState& link = links_[l];
+    if (quotient_) load_[l] -= weight;
     if (link.flow_count == 1) {
       COMMSIM_CHECK(link.only_flow == id, "flow missing from its link");
     } else {
@@ -158,7 +172,9 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       spilled.pop_back();
       if (spilled.size() == 1) link.only_flow = spilled.front();
     }
-    if (--link.flow_count == 0) usage_.busy_s[link_class_[l]] += ps_to_seconds(queue_.now() - busy_since_[l]);
+    if (--link.flow_count == 0)
+      usage_.busy_s[link_class_[l]] +=
+          ps_to_seconds(queue_.now() - busy_since_[l]) * (quotient_ ? quotient_->orbit_size[l] : 1);
   }
 
   // A flow's route, stored inline in route_links_ (route_stride_ links per flow slot) rather than in a vector per
@@ -168,11 +184,39 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   }
   void widen_routes(std::size_t stride) {
     std::vector<LinkId> wider(flows_.size() * stride);
-    for (std::size_t id = 0; id < flows_.size(); ++id)
-      std::copy_n(route_links_.begin() + std::ptrdiff_t(id * route_stride_), flows_[id].hops,
-                  wider.begin() + std::ptrdiff_t(id * stride));
+    std::vector<std::int32_t> wider_weights(quotient_ ? wider.size() : 0);
+    for (std::size_t id = 0; id < flows_.size(); ++id) {
+      const auto from = std::ptrdiff_t(id * route_stride_), to = std::ptrdiff_t(id * stride);
+      std::copy_n(route_links_.begin() + from, flows_[id].hops, wider.begin() + to);
+      if (quotient_) std::copy_n(route_weights_.begin() + from, flows_[id].hops, wider_weights.begin() + to);
+    }
     route_links_.swap(wider);
+    route_weights_.swap(wider_weights);
     route_stride_ = stride;
+  }
+  // Flows on the link, counting each representative as the images it stands for on this link.
+  std::int32_t load(LinkId l) const { return quotient_ ? load_[l] : static_cast<std::int32_t>(links_[l].flow_count); }
+  // How many images of the flow cross each link of the orbit of its h-th link (1 without a quotient).
+  std::int32_t weight(std::uint32_t id, std::uint32_t h) const {
+    return quotient_ ? route_weights_[std::size_t{id} * route_stride_ + h] : 1;
+  }
+  // Replaces a route by its orbits' representatives, each once, with its weight in quotient_weights_.
+  void to_quotient(std::vector<LinkId>& links) {
+    quotient_weights_.clear();
+    std::size_t kept = 0;
+    for (LinkId l : links) {
+      const LinkId r = quotient_->representative[l];
+      COMMSIM_CHECK(r != kNoLinkInQuotient, "a route leaves the links of the symmetry");
+      const auto seen = std::find(links.begin(), links.begin() + std::ptrdiff_t(kept), r);
+      const std::int32_t images = quotient_->multiplicity / static_cast<std::int32_t>(quotient_->orbit_size[l]);
+      if (seen != links.begin() + std::ptrdiff_t(kept)) {
+        quotient_weights_[std::size_t(seen - links.begin())] += images;
+      } else {
+        links[kept++] = r;
+        quotient_weights_.push_back(images);
+      }
+    }
+    links.resize(kept);
   }
 
   // Marks tell gathered links and flows from the others without a pass that clears flags afterwards.
@@ -215,7 +259,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       if (link.component_mark == mark) return;
       link.component_mark = mark;
       link.capacity_left = link.capacity;
-      link.unfrozen = static_cast<std::int32_t>(link.flow_count);
+      link.unfrozen = load(l);
       component_links_.push_back(l);
     };
     for (LinkId l : dirty_) join(l);
@@ -234,7 +278,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         bool lone = true;
         for (LinkId l : links_of(id)) {
           join(l);
-          if (links_[l].flow_count != 1) lone = false;
+          if (load(l) != 1) lone = false;
           alone = std::min(alone, links_[l].capacity_left);
         }
         if (!lone) {
@@ -243,7 +287,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         }
         f.new_rate = snap(alone);
         for (LinkId l : links_of(id)) {
-          links_[l].capacity_left -= f.new_rate;
+          links_[l].capacity_left -= f.new_rate;  // a lone flow's weight is 1
           --links_[l].unfrozen;
         }
       }
@@ -266,7 +310,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         // did before. The others would only be popped and dropped, so they stay out of the heap.
         LinkId own = kNoLink;
         for (LinkId l : links_of(id)) {
-          if (links_[l].flow_count == 1) {
+          if (load(l) == 1) {
             if (own == kNoLink || links_[l].capacity < links_[own].capacity ||
                 (links_[l].capacity == links_[own].capacity && l < own))
               own = l;
@@ -326,9 +370,11 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         if (rate >= 0) continue;
         rate = snap(std::max(current, 0.0));
         ++frozen;
-        for (LinkId l : links_of(id)) {
-          links_[l].capacity_left -= rate;
-          --links_[l].unfrozen;
+        for (std::uint32_t h = 0; h < flows_[id].hops; ++h) {
+          const std::int32_t w = weight(id, h);
+          LinkState& l = links_[links_of(id)[h]];
+          l.capacity_left -= w == 1 ? rate : rate * w;  // the images' share of the link
+          l.unfrozen -= w;
         }
       }
     }
@@ -336,6 +382,10 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
 
   const Topology& topology_;
   EventQueue& queue_;
+  const LinkQuotient* quotient_;
+  std::vector<std::int32_t> load_;              // with a quotient: load(l)
+  std::vector<std::int32_t> route_weights_;     // with a quotient: weight of route_links_'s entry
+  std::vector<std::int32_t> quotient_weights_;  // scratch of to_quotient()
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_;
   std::vector<LinkId> route_links_;  // route of flow id at [id * route_stride_, + hops)
@@ -415,6 +465,11 @@ void check_network_size(Fidelity fidelity, const Topology& topology) {
         "fidelity " + std::string(to_string(fidelity)), "",
         std::to_string(topology.ranks()) + " ranks exceed the limit of " + std::to_string(kMaxFlowRanks) +
             " for a simulation of every transfer (the closed form, fidelity analytical, has no such limit)");
+}
+
+std::unique_ptr<NetworkModel> make_quotient_flow_network(const Topology& topology, EventQueue& queue,
+                                                         const LinkQuotient& quotient) {
+  return std::make_unique<FlowNetwork>(topology, queue, &quotient);
 }
 
 std::unique_ptr<NetworkModel> make_network(Fidelity fidelity, const Topology& topology, EventQueue& queue) {
