@@ -93,7 +93,8 @@ std::optional<std::vector<int>> rank_map(const std::vector<std::vector<int>>& or
 
 }  // namespace
 
-std::optional<RingSymmetry> find_ring_symmetry(const std::vector<CollectiveSpec>& specs, const Topology& topology) {
+std::optional<RingSymmetry> find_ring_symmetry(const std::vector<CollectiveSpec>& specs, const Topology& topology,
+                                               bool channel_map_only) {
   if (specs.empty()) return std::nullopt;
   const std::vector<std::vector<int>> orders = ring_channel_orders(specs[0], topology);
   const int p = static_cast<int>(orders[0].size()), channels = specs[0].channels;
@@ -101,7 +102,7 @@ std::optional<RingSymmetry> find_ring_symmetry(const std::vector<CollectiveSpec>
   for (const CollectiveSpec& s : specs)
     if (!ring_eligible(s, specs[0], p)) return std::nullopt;
   // Rotations of every ring by s positions (s dividing p, the smallest first: the largest order p / s).
-  for (int s = 1; s < p; ++s) {
+  for (int s = 1; s < p && !channel_map_only; ++s) {
     if (p % s != 0 || p / s < channels) continue;  // a channel map would do at least as well
     const auto sigma = rank_map(orders, topology.ranks(), 0, s);
     if (!sigma) continue;

@@ -22,7 +22,9 @@ struct RingSymmetry {
 // The largest symmetry of the kinds above under which all `specs` (run at once, from time 0) are invariant, or none:
 // every spec a ring allreduce, reduce-scatter or allgather (algorithm Ring, Auto resolved, not aggregated) over the
 // same participants, channels and ranks per node, with every channel's share and ring piece dividing evenly.
-std::optional<RingSymmetry> find_ring_symmetry(const std::vector<CollectiveSpec>& specs, const Topology& topology);
+// `channel_map_only` leaves rotations of the ring out (for the test of links that the channel map fixes).
+std::optional<RingSymmetry> find_ring_symmetry(const std::vector<CollectiveSpec>& specs, const Topology& topology,
+                                               bool channel_map_only = false);
 
 struct FlowCollectivesResult {
   std::vector<double> seconds;       // per collective: time from 0 to its last operation
