@@ -156,32 +156,34 @@ void report_symmetric(benchmark::State& state, const FlowCollectivesResult& r, s
   state.counters["peak_rss_MB"] = peak_rss_MB();
 }
 
-// Args {nodes, channels} of dgx-a100, ring allreduce of 1 GiB.
+// Args {nodes, channels, symmetry} of dgx-a100, ring allreduce of 1 GiB; symmetry 0 runs the full schedule the same
+// way (generation included), for the before/after comparison.
 void BM_FlowSymmetricRingAllReduce(benchmark::State& state) {
   const Topology& t = dgx_a100(static_cast<int>(state.range(0)));
   const std::vector<CollectiveSpec> specs = {ring_allreduce(t, static_cast<int>(state.range(1)))};
   FlowCollectivesResult r;
   std::uint64_t events = 0;
   for (auto _ : state) {
-    r = simulate_flow_collectives(specs, t);
+    r = simulate_flow_collectives(specs, t, state.range(2) != 0);
     events += r.events;
     benchmark::DoNotOptimize(r.seconds.data());
   }
   report_symmetric(state, r, events, t);
 }
 BENCHMARK(BM_FlowSymmetricRingAllReduce)
-    ->ArgNames({"nodes", "channels"})
-    ->Args({128, 1})
-    ->Args({128, 8})
+    ->ArgNames({"nodes", "channels", "symmetry"})
+    ->Args({128, 1, 1})
+    ->Args({128, 8, 1})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlowSymmetricRingAllReduce)
-    ->ArgNames({"nodes", "channels"})
-    ->Args({1024, 8})
+    ->ArgNames({"nodes", "channels", "symmetry"})
+    ->Args({128, 8, 0})
+    ->Args({1024, 8, 1})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
-// ASTRA-sim's experiment: ring allreduce of 1 GiB on a 1-D ring of args {npus} NPUs, 50 GB/s and 500 ns per link
-// (its input/Ring.yml link), one chunk, flow fidelity. ASTRA-sim runs it with its analytical backend and a
+// ASTRA-sim's experiment: ring allreduce of 1 GiB on a 1-D ring of args {npus, symmetry} NPUs, 50 GB/s and 500 ns per
+// link (its input/Ring.yml link), one chunk, flow fidelity. ASTRA-sim runs it with its analytical backend and a
 // one-dimensional Ring network of that many NPUs, workload: one 1 GiB ring allreduce.
 void BM_FlowAstraRing(benchmark::State& state) {
   LinkParams link;
@@ -196,13 +198,23 @@ void BM_FlowAstraRing(benchmark::State& state) {
   FlowCollectivesResult r;
   std::uint64_t events = 0;
   for (auto _ : state) {
-    r = simulate_flow_collectives({spec}, t);
+    r = simulate_flow_collectives({spec}, t, state.range(1) != 0);
     events += r.events;
     benchmark::DoNotOptimize(r.seconds.data());
   }
   report_symmetric(state, r, events, t);
 }
-BENCHMARK(BM_FlowAstraRing)->ArgName("npus")->Arg(512)->Arg(4096)->Arg(8192)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlowAstraRing)
+    ->ArgNames({"npus", "symmetry"})
+    ->Args({512, 1})
+    ->Args({4096, 1})
+    ->Args({8192, 1})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlowAstraRing)
+    ->ArgNames({"npus", "symmetry"})
+    ->Args({4096, 0})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 // (c): the closed form over args {nodes} x 8 GPUs, default channels (8).
 void BM_ClosedFormRingAllReduce(benchmark::State& state) {

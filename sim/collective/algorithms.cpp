@@ -96,7 +96,9 @@ void ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatte
   // transfer position i started, since pieces leave one connection in order (FIFO).
   // With representatives only, position n stands for position 0 (the same orbit), so the arrays wrap at n.
   const int n = g.positions > 0 ? g.positions : p;
-  std::vector<std::vector<OpId>> holds(n, std::vector<OpId>(chunks, kNoOp));
+  // One flat array per step, indexed [i * chunks + k]: a vector per position was 2(p - 1) x p allocations.
+  const auto at = [chunks](int i, int k) { return static_cast<std::size_t>(i) * chunks + k; };
+  std::vector<OpId> holds(at(n, 0), kNoOp), next(holds.size());
   std::vector<OpId> last_out(n, kNoOp);
   std::vector<OpId> entry(n);
   for (int i = 0; i < n; ++i) entry[i] = g.frontier[order[i]];
@@ -105,7 +107,7 @@ void ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatte
   const int first_step = reduce_scatter ? 0 : p - 1;
   for (int step = 0; step < steps; ++step) {
     const bool reducing = reduce_scatter && step < p - 1;
-    std::vector<std::vector<OpId>> next(n, std::vector<OpId>(chunks, kNoOp));
+    std::fill(next.begin(), next.end(), kNoOp);
     for (int i = 0; i < n; ++i) {
       const int to = (i + 1) % p, to_slot = (i + 1) % n;
       // Block index (mod p) sent at this step: the classic ring schedule sends block (i - step) mod p.
@@ -115,16 +117,16 @@ void ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatte
       for (int k = 0; k < chunks; ++k) {
         const Bytes b = piece(block_bytes, chunks, k);
         const Bytes offset = block_offset + piece_offset(block_bytes, chunks, k);
-        OpId ready = step == 0 ? entry[i] : holds[i][k];
+        OpId ready = step == 0 ? entry[i] : holds[at(i, k)];
         OpId t = g.s.transfer(order[i], order[to], b, {ready, last_out[i], step == 0 ? entry[to_slot] : kNoOp}, offset);
         last_out[i] = t;
-        next[to_slot][k] = reducing ? g.maybe_reduce(order[to], b, t, entry[to_slot], offset) : t;
+        next[at(to_slot, k)] = reducing ? g.maybe_reduce(order[to], b, t, entry[to_slot], offset) : t;
       }
     }
     holds.swap(next);
   }
   for (int i = 0; i < n; ++i)
-    g.frontier[order[i]] = holds[i][chunks - 1] != kNoOp ? holds[i][chunks - 1] : g.frontier[order[i]];
+    g.frontier[order[i]] = holds[at(i, chunks - 1)] != kNoOp ? holds[at(i, chunks - 1)] : g.frontier[order[i]];
 }
 
 // Pipelined chain broadcast (reduce=false, from order[0] down the chain) or chain reduce (reduce=true, towards

@@ -18,12 +18,14 @@ bool ring_eligible(const CollectiveSpec& s, const CollectiveSpec& first, int p) 
 }
 
 // The link map pi with route(sigma a, sigma b) = pi(route(a, b)) for every ring edge a -> b of every channel, with
-// equal capacities, classes and path latencies, as orbits; none if there is no such map.
-std::optional<LinkQuotient> quotient_of(const std::vector<std::vector<int>>& orders, const std::vector<int>& sigma,
-                                        int multiplicity, const Topology& topology) {
+// equal capacities, classes and path latencies; none if there is no such map. It permutes the links used (the image
+// of an edge is an edge), listed in `used`.
+std::optional<std::vector<LinkId>> link_image(const std::vector<std::vector<int>>& orders,
+                                              const std::vector<int>& sigma, const Topology& topology,
+                                              std::vector<LinkId>& used) {
   const std::size_t link_count = topology.link_count();
   std::vector<LinkId> image(link_count, kNoLinkInQuotient), preimage(link_count, kNoLinkInQuotient);
-  std::vector<LinkId> used;
+  used.clear();
   Route from, to;
   for (const std::vector<int>& order : orders) {
     const std::size_t p = order.size();
@@ -48,25 +50,33 @@ std::optional<LinkQuotient> quotient_of(const std::vector<std::vector<int>>& ord
       }
     }
   }
-  // pi permutes the links used (the image of an edge is an edge); its cycles are the orbits.
+  return image;
+}
+
+// The orbits of the links used under the group the link maps generate; none if one is not closed or its size does
+// not divide the group's order (neither happens for maps from link_image; checked anyway).
+std::optional<LinkQuotient> orbits(const std::vector<const std::vector<LinkId>*>& images,
+                                   const std::vector<LinkId>& used, int multiplicity, std::size_t link_count) {
   LinkQuotient q;
   q.multiplicity = multiplicity;
   q.representative.assign(link_count, kNoLinkInQuotient);
   q.orbit_size.assign(link_count, 0);
-  std::vector<LinkId> cycle;
+  std::vector<LinkId> orbit;
   for (LinkId start : used) {
     if (q.representative[start] != kNoLinkInQuotient) continue;
-    cycle.clear();
-    LinkId l = start;
-    do {
-      // Not closed, or not back to the start: cannot happen when every image of an edge is an edge; checked anyway.
-      if (l == kNoLinkInQuotient || q.representative[l] != kNoLinkInQuotient) return std::nullopt;
-      q.representative[l] = start;
-      cycle.push_back(l);
-      l = image[l];
-    } while (l != start);
-    if (multiplicity % static_cast<int>(cycle.size()) != 0) return std::nullopt;
-    for (LinkId member : cycle) q.orbit_size[member] = static_cast<std::uint32_t>(cycle.size());
+    orbit.assign(1, start);
+    q.representative[start] = start;
+    for (std::size_t i = 0; i < orbit.size(); ++i)
+      for (const std::vector<LinkId>* image : images) {
+        const LinkId next = (*image)[orbit[i]];
+        if (next == kNoLinkInQuotient) return std::nullopt;
+        if (q.representative[next] == kNoLinkInQuotient) {
+          q.representative[next] = start;
+          orbit.push_back(next);
+        }
+      }
+    if (multiplicity % static_cast<int>(orbit.size()) != 0) return std::nullopt;
+    for (LinkId member : orbit) q.orbit_size[member] = static_cast<std::uint32_t>(orbit.size());
   }
   return q;
 }
@@ -101,17 +111,37 @@ std::optional<RingSymmetry> find_ring_symmetry(const std::vector<CollectiveSpec>
   if (p < 2) return std::nullopt;
   for (const CollectiveSpec& s : specs)
     if (!ring_eligible(s, specs[0], p)) return std::nullopt;
-  // Rotations of every ring by s positions (s dividing p, the smallest first: the largest order p / s).
-  for (int s = 1; s < p && !channel_map_only; ++s) {
-    if (p % s != 0 || p / s < channels) continue;  // a channel map would do at least as well
-    const auto sigma = rank_map(orders, topology.ranks(), 0, s);
-    if (!sigma) continue;
-    if (auto q = quotient_of(orders, *sigma, p / s, topology)) return RingSymmetry{{channels, s}, std::move(*q)};
+  // Rotations of every ring by s positions (s dividing p; the smallest first: the largest order p / s).
+  std::optional<std::vector<int>> position_map;
+  std::optional<std::vector<LinkId>> position_links;
+  std::vector<LinkId> used;
+  int s = 1;
+  for (; s < p && !channel_map_only; ++s) {
+    if (p % s != 0 || !(position_map = rank_map(orders, topology.ranks(), 0, s))) continue;
+    if ((position_links = link_image(orders, *position_map, topology, used))) break;
   }
   // Each channel's ring onto the next channel's, the same positions.
-  if (channels > 1)
-    if (const auto sigma = rank_map(orders, topology.ranks(), 1, 0))
-      if (auto q = quotient_of(orders, *sigma, channels, topology)) return RingSymmetry{{1, p}, std::move(*q)};
+  std::optional<std::vector<int>> channel_map;
+  std::optional<std::vector<LinkId>> channel_links;
+  std::vector<LinkId> channel_used;
+  if (channels > 1 && (channel_map = rank_map(orders, topology.ranks(), 1, 0)))
+    channel_links = link_image(orders, *channel_map, topology, channel_used);
+  const std::size_t link_count = topology.link_count();
+  if (position_links && channel_links) {
+    // Both, if they commute: the group they generate has order (p / s) x channels (each flow's images are the
+    // flows of other channels and positions), and channel 0's positions [0, s) represent it.
+    bool commute = true;
+    for (int r = 0; r < topology.ranks() && commute; ++r)
+      commute = (*position_map)[(*channel_map)[r]] == (*channel_map)[(*position_map)[r]];
+    if (commute)
+      if (auto q = orbits({&*position_links, &*channel_links}, used, p / s * channels, link_count))
+        return RingSymmetry{{1, s}, std::move(*q)};
+  }
+  if (position_links && (!channel_links || p / s >= channels))
+    if (auto q = orbits({&*position_links}, used, p / s, link_count)) return RingSymmetry{{channels, s}, std::move(*q)};
+  if (channel_links)
+    if (auto q = orbits({&*channel_links}, channel_used, channels, link_count))
+      return RingSymmetry{{1, p}, std::move(*q)};
   return std::nullopt;
 }
 

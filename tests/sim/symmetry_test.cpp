@@ -102,6 +102,20 @@ TEST(Symmetry, TwoStreamsSharingLinksMatchTheFullSchedules) {
   }
 }
 
+// Both kinds at once: on 4 DGX A100 under one leaf, rotating the ring by a node (8 positions; order 4) and mapping
+// each of the 8 channels onto the next (every GPU onto the next of its node; order 8) commute, so channel 0's first
+// 8 positions stand for all 4 x 8 = 32 images of each flow.
+TEST(Symmetry, CombinesTheRotationWithTheChannelMap) {
+  const std::unique_ptr<Topology> t = load_topology(shipped("dgx-a100"), 4);
+  const CollectiveSpec spec = ring_spec(*t, Collective::AllReduce, 8, Bytes(8 * 32) << 16);
+  const std::optional<RingSymmetry> symmetry = find_ring_symmetry({spec}, *t);
+  ASSERT_TRUE(symmetry.has_value());
+  EXPECT_EQ(symmetry->quotient.multiplicity, 32);
+  EXPECT_EQ(symmetry->representatives.channels, 1);
+  EXPECT_EQ(symmetry->representatives.positions, 8);
+  EXPECT_EQ(expect_same_as_full({spec}, *t, "dgx-a100 x 4, 8 channels"), 32);
+}
+
 // Links that a symmetry maps onto themselves: on the emulated CPU cluster two ranks share each node's NIC, and with
 // two channels the channel map (each channel's ring onto the other's: the two ranks of every node swapped) fixes
 // the NIC's links: an orbit of 1 link carrying both images of a flow (weight 2), so the quotient's weighted shares
