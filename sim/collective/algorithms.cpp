@@ -444,6 +444,14 @@ void generate_ring_representatives(const CollectiveSpec& spec, const Topology& t
                 "representatives of a ring allreduce, reduce-scatter or allgather only");
   const std::vector<std::vector<int>> orders = ring_channel_orders(spec, topology);
   std::vector<OpId> frontier(topology.ranks(), kNoOp), joined(topology.ranks(), kNoOp);
+  // Room for every operation at once (a transfer, maybe a reduce, per position, step and chunk), so that the
+  // vectors do not grow by copying: 2 M operations for the 1024-GPU ring.
+  const auto p = static_cast<std::size_t>(orders[0].size());
+  const std::size_t steps = (spec.op == Collective::AllReduce ? 2 : 1) * (p - 1);
+  const std::size_t transfers = static_cast<std::size_t>(reps.channels) * static_cast<std::size_t>(reps.positions) *
+                                steps * static_cast<std::size_t>(std::max(1, spec.chunks));
+  schedule.ops.reserve(schedule.ops.size() + transfers * (spec.reduce_Bps > 0 ? 2 : 1));
+  schedule.deps.reserve(schedule.deps.size() + 3 * transfers);
   for (int c = 0; c < reps.channels; ++c) {
     std::fill(frontier.begin(), frontier.end(), kNoOp);
     Gen g{spec, topology, schedule, frontier, spec.offset + piece_offset(spec.bytes, spec.channels, c), reps.positions};

@@ -47,6 +47,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     part_mark_.resize(link_count);
     spilled_flows_.resize(link_count);
     if (quotient_) load_.resize(link_count);
+    route_cache_.resize(static_cast<std::size_t>(topology.ranks()));
     // Each link's capacity and class, read once: Topology::link() computes them from the id (a division per call).
     for (std::size_t l = 0; l < link_count; ++l) {
       const LinkParams& p = topology.link(static_cast<LinkId>(l));
@@ -66,16 +67,14 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       route_links_.resize(flows_.size() * route_stride_);
       if (quotient_) route_weights_.resize(route_links_.size());
     }
-    route_.links.clear();
-    topology_.route(src, dst, route_);
-    if (quotient_) to_quotient(route_.links);
-    if (route_.links.size() > route_stride_) widen_routes(route_.links.size());
+    const CachedRoute& route = route_from(src, dst);
+    if (route.links.size() > route_stride_) widen_routes(route.links.size());
     Flow& f = flows_[id];
-    std::copy(route_.links.begin(), route_.links.end(), route_links_.begin() + std::ptrdiff_t(id * route_stride_));
+    std::copy(route.links.begin(), route.links.end(), route_links_.begin() + std::ptrdiff_t(id * route_stride_));
     if (quotient_)
-      std::copy(quotient_weights_.begin(), quotient_weights_.end(),
+      std::copy(route.weights.begin(), route.weights.end(),
                 route_weights_.begin() + std::ptrdiff_t(id * route_stride_));
-    f.hops = static_cast<std::uint32_t>(route_.links.size());
+    f.hops = static_cast<std::uint32_t>(route.links.size());
     f.remaining = bytes;
     f.rate = 0;
     f.listener = listener;
@@ -86,8 +85,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       const LinkId l = links_of(id)[h];
       usage_.bytes[link_class_[l]] += quotient_ ? bytes * weight(id, h) * quotient_->orbit_size[l] : bytes;
     }
-    queue_.schedule(add_ps(queue_.now(), seconds_to_ps(route_.cost.latency_s, "path latency")), this,
-                    payload(kEnter, id, f.version));
+    queue_.schedule(add_ps(queue_.now(), route.latency_ps), this, payload(kEnter, id, f.version));
   }
 
   const LinkUsage& usage() const override { return usage_; }
@@ -117,6 +115,27 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   }
 
  private:
+  // The last route from each rank: a ring sends from a rank to the same next rank at every step, so each route is
+  // computed (and mapped to the quotient) once per collective rather than once per transfer.
+  struct CachedRoute {
+    int dst = -1;
+    std::vector<LinkId> links;
+    std::vector<std::int32_t> weights;  // with a quotient
+    TimePs latency_ps = 0;
+  };
+  const CachedRoute& route_from(int src, int dst) {
+    CachedRoute& cached = route_cache_[static_cast<std::size_t>(src)];
+    if (cached.dst == dst) return cached;
+    route_.links.clear();
+    topology_.route(src, dst, route_);
+    if (quotient_) to_quotient(route_.links);
+    cached.dst = dst;
+    cached.links = route_.links;
+    cached.weights = quotient_weights_;
+    cached.latency_ps = seconds_to_ps(route_.cost.latency_s, "path latency");
+    return cached;
+  }
+
   struct Flow {
     double remaining = 0;  // bytes not yet sent at last_update
     double rate = 0;       // bytes/s
@@ -390,7 +409,8 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   std::vector<std::uint32_t> free_;
   std::vector<LinkId> route_links_;  // route of flow id at [id * route_stride_, + hops)
   std::size_t route_stride_ = 0;
-  Route route_;  // scratch for Topology::route
+  Route route_;                           // scratch for Topology::route
+  std::vector<CachedRoute> route_cache_;  // per source rank
   std::vector<LinkState> links_;
   // Read only when a link turns busy or idle, when its flows are counted, or when flows share it.
   std::vector<std::uint8_t> link_class_;
