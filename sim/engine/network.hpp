@@ -49,6 +49,7 @@ std::string_view to_string(Fidelity f);
 // InputError, raised by make_network and by whoever generates a schedule for one of them, before allocating it.
 void check_network_size(Fidelity fidelity, const Topology& topology);
 std::unique_ptr<NetworkModel> make_network(Fidelity fidelity, const Topology& topology, EventQueue& queue);
+std::unique_ptr<NetworkModel> make_analytical_network(const Topology& topology, EventQueue& queue);
 
 // The links of a topology in the orbits of a symmetry of order `multiplicity` (sim/engine/symmetry.hpp). A flow
 // network over the quotient takes each flow started as the representative of `multiplicity` flows, its images, and
