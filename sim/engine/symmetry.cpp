@@ -146,7 +146,7 @@ std::optional<RingSymmetry> find_ring_symmetry(const std::vector<CollectiveSpec>
 }
 
 FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec>& specs, const Topology& topology,
-                                                bool use_symmetry) {
+                                                bool use_symmetry, const FlowProgress& progress) {
   check_network_size(Fidelity::Flow, topology);
   std::vector<CollectiveSpec> resolved = specs;
   for (CollectiveSpec& s : resolved)
@@ -175,10 +175,14 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
   for (std::size_t i = 0; i < resolved.size(); ++i)
     runs.push_back(std::make_unique<ScheduleRun>(schedules[i], resolved[i].reduce_Bps, *network, queue, nullptr));
   for (auto& run : runs) run->start();
-  queue.run();
+  if (progress.keep_going) {
+    result.complete = queue.run_checked(progress.every_events, progress.keep_going);
+  } else {
+    queue.run();
+  }
   for (auto& run : runs) {
-    COMMSIM_CHECK(run->done(), "schedule did not finish: a dependency cycle");
-    result.seconds.push_back(ps_to_seconds(run->finished_at()));
+    COMMSIM_CHECK(run->done() || !result.complete, "schedule did not finish: a dependency cycle");
+    result.seconds.push_back(ps_to_seconds(run->done() ? run->finished_at() : queue.now()));
   }
   result.events = queue.processed();
   result.usage = network->usage();

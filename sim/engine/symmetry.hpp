@@ -6,6 +6,7 @@
 // the quotient network (LinkQuotient), m times fewer flows; the test compares the result with the full schedule.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -33,11 +34,21 @@ struct FlowCollectivesResult {
   std::uint64_t full_transfers = 0;  // transfers of the full schedules (= transfers without a symmetry)
   int multiplicity = 1;              // the symmetry's order; 1 = the full schedules ran
   LinkUsage usage;
+  // False when `progress` stopped the run: then a collective not yet done has, in `seconds`, the simulated time the
+  // run reached (a lower bound of its time).
+  bool complete = true;
+};
+
+// Progress and cancellation of a long run (EventQueue::run_checked): keep_going is called every `every_events`
+// events; returning false stops the run. Empty: no checks.
+struct FlowProgress {
+  std::uint64_t every_events = 1 << 20;
+  std::function<bool(const EventQueue&)> keep_going;
 };
 
 // Runs `specs` at once on the flow network from time 0: on the quotient when find_ring_symmetry finds a symmetry
 // and `use_symmetry`, else every operation of the full schedules (generate()).
 FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec>& specs, const Topology& topology,
-                                                bool use_symmetry = true);
+                                                bool use_symmetry = true, const FlowProgress& progress = {});
 
 }  // namespace commsim

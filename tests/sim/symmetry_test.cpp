@@ -168,6 +168,25 @@ TEST(Symmetry, ContendedQuotientAgreesWithTheReferenceSolver) {
   EXPECT_NEAR(std::max(fast.seconds[0], fast.seconds[1]), reference_flow_seconds(both, *t, 0), 1e-9);
 }
 
+// The progress hook: a check that always goes on changes nothing; one that stops at its first check (after 100 of
+// the run's events) leaves the collective unfinished, with the simulated time reached, below the full time.
+TEST(Symmetry, ProgressHookStopsTheRun) {
+  const std::unique_ptr<Topology> t = load_topology(shipped("dgx-a100"), 4);
+  const std::vector<CollectiveSpec> specs = {ring_spec(*t, Collective::AllReduce, 1, Bytes(32) << 20)};
+  const FlowCollectivesResult plain = simulate_flow_collectives(specs, *t, false);
+  int checks = 0;
+  const FlowCollectivesResult checked =
+      simulate_flow_collectives(specs, *t, false, {100, [&](const EventQueue&) { return ++checks > 0; }});
+  EXPECT_TRUE(checked.complete);
+  EXPECT_EQ(checked.seconds, plain.seconds);
+  EXPECT_EQ(static_cast<std::uint64_t>(checks), (plain.events - 1) / 100);  // one per 100 events, none at the end
+  const FlowCollectivesResult stopped =
+      simulate_flow_collectives(specs, *t, false, {100, [](const EventQueue&) { return false; }});
+  EXPECT_FALSE(stopped.complete);
+  EXPECT_EQ(stopped.events, 100u);
+  EXPECT_LT(stopped.seconds[0], plain.seconds[0]);
+}
+
 // No symmetry, so the full schedule runs: pieces that differ by a byte, different participants, a tree.
 TEST(Symmetry, FallsBackWhereTheFlowsAreNotAlike) {
   const std::unique_ptr<Topology> t = load_topology(shipped("dgx-a100"), 2);
