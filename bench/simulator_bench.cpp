@@ -8,6 +8,7 @@
 // shared. Flow cases take the number of channels as an argument: 1, or 8 (dgx-a100's default, one ring per NIC, what
 // `commsim collective` uses). The schedule is generated once, outside the timed loop; generation has its own case.
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <map>
@@ -16,6 +17,8 @@
 
 #include "sim/collective/collective.hpp"
 #include "sim/engine/executor.hpp"
+#include "sim/engine/symmetry.hpp"
+#include "sim/topology/astra_topology.hpp"
 #include "sim/topology/topology.hpp"
 #include "sim/training/simulation.hpp"
 
@@ -71,7 +74,8 @@ void BM_FlowRingAllReduce(benchmark::State& state) {
   state.counters["events_per_cpu_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["events_per_wall_s"] = static_cast<double>(events) / wall;
   state.counters["simulated_ms"] = simulated * 1e3;
-  state.counters["busbw_GBps"] = static_cast<double>(kGiB) / simulated / 1e9 * busbw_factor(Collective::AllReduce, t.ranks());
+  state.counters["busbw_GBps"] =
+      static_cast<double>(kGiB) / simulated / 1e9 * busbw_factor(Collective::AllReduce, t.ranks());
 }
 BENCHMARK(BM_FlowRingAllReduce)
     ->ArgNames({"nodes", "channels"})
@@ -126,6 +130,97 @@ BENCHMARK(BM_GenerateRingAllReduce)
     ->Args({128, 8})
     ->Unit(benchmark::kMillisecond);
 
+// The process's peak resident memory so far in MB (Linux reports ru_maxrss in KiB): meaningful for the case that a
+// --benchmark_filter runs alone.
+double peak_rss_MB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024 / 1e6;
+}
+
+// What `simulate_flow_collectives` does for one collective, timed whole (symmetry search, generation of the
+// representatives, simulation): the accelerated flow fidelity. `full_transfers_per_cpu_s` counts the transfers of the
+// full schedule that the run stands for, per second of CPU.
+void report_symmetric(benchmark::State& state, const FlowCollectivesResult& r, std::uint64_t iterations_events,
+                      const Topology& t) {
+  state.counters["gpus"] = t.ranks();
+  state.counters["multiplicity"] = r.multiplicity;
+  state.counters["transfers"] = static_cast<double>(r.transfers);
+  state.counters["full_transfers"] = static_cast<double>(r.full_transfers);
+  state.counters["events"] = static_cast<double>(r.events);
+  state.counters["events_per_cpu_s"] =
+      benchmark::Counter(static_cast<double>(iterations_events), benchmark::Counter::kIsRate);
+  state.counters["full_transfers_per_cpu_s"] = benchmark::Counter(
+      static_cast<double>(r.full_transfers) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["simulated_ms"] = r.seconds[0] * 1e3;
+  state.counters["peak_rss_MB"] = peak_rss_MB();
+}
+
+// Args {nodes, channels, symmetry} of dgx-a100, ring allreduce of 1 GiB; symmetry 0 runs the full schedule the same
+// way (generation included), for the before/after comparison.
+void BM_FlowSymmetricRingAllReduce(benchmark::State& state) {
+  const Topology& t = dgx_a100(static_cast<int>(state.range(0)));
+  std::vector<CollectiveSpec> specs = {ring_allreduce(t, static_cast<int>(state.range(1)))};
+  // 1 GiB rounded down to whole bytes per rank and channel (1 GiB itself for 2^k GPUs): pieces that differ by a
+  // byte break the symmetry (the full schedule would run).
+  const auto per_piece = static_cast<Bytes>(t.ranks()) * static_cast<Bytes>(specs[0].channels);
+  specs[0].bytes = kGiB / per_piece * per_piece;
+  FlowCollectivesResult r;
+  std::uint64_t events = 0;
+  for (auto _ : state) {
+    r = simulate_flow_collectives(specs, t, state.range(2) != 0);
+    events += r.events;
+    benchmark::DoNotOptimize(r.seconds.data());
+  }
+  report_symmetric(state, r, events, t);
+}
+BENCHMARK(BM_FlowSymmetricRingAllReduce)
+    ->ArgNames({"nodes", "channels", "symmetry"})
+    ->Args({128, 1, 1})
+    ->Args({128, 8, 1})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlowSymmetricRingAllReduce)
+    ->ArgNames({"nodes", "channels", "symmetry"})
+    ->Args({128, 8, 0})
+    ->Args({1000, 8, 1})
+    ->Args({1024, 8, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// ASTRA-sim's experiment: ring allreduce of 1 GiB on a 1-D ring of args {npus, symmetry} NPUs, 50 GB/s and 500 ns per
+// link (its input/Ring.yml link), one chunk, flow fidelity. ASTRA-sim runs it with its analytical backend and a
+// one-dimensional Ring network of that many NPUs, workload: one 1 GiB ring allreduce.
+void BM_FlowAstraRing(benchmark::State& state) {
+  LinkParams link;
+  link.latency_s = 500e-9;
+  link.bandwidth_Bps = 50e9;
+  const AstraTopology t("ring", "", {{BlockKind::Ring, static_cast<int>(state.range(0)), link}});
+  CollectiveSpec spec;
+  spec.op = Collective::AllReduce;
+  spec.algorithm = Algorithm::Ring;
+  spec.bytes = kGiB;
+  spec.ranks_per_node = t.ranks_per_node();
+  FlowCollectivesResult r;
+  std::uint64_t events = 0;
+  for (auto _ : state) {
+    r = simulate_flow_collectives({spec}, t, state.range(1) != 0);
+    events += r.events;
+    benchmark::DoNotOptimize(r.seconds.data());
+  }
+  report_symmetric(state, r, events, t);
+}
+BENCHMARK(BM_FlowAstraRing)
+    ->ArgNames({"npus", "symmetry"})
+    ->Args({512, 1})
+    ->Args({4096, 1})
+    ->Args({8192, 1})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlowAstraRing)
+    ->ArgNames({"npus", "symmetry"})
+    ->Args({4096, 0})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
 // (c): the closed form over args {nodes} x 8 GPUs, default channels (8).
 void BM_ClosedFormRingAllReduce(benchmark::State& state) {
   const Topology& t = dgx_a100(static_cast<int>(state.range(0)));
@@ -157,7 +252,11 @@ void BM_Gpt3TrainingStep(benchmark::State& state) {
   state.counters["step_ms"] = step_s * 1e3;
 }
 BENCHMARK(BM_Gpt3TrainingStep)->ArgNames({"nodes", "flow"})->Args({2048, 0})->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Gpt3TrainingStep)->ArgNames({"nodes", "flow"})->Args({128, 1})->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Gpt3TrainingStep)
+    ->ArgNames({"nodes", "flow"})
+    ->Args({128, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace commsim

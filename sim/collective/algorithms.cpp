@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "sim/collective/collective.hpp"
+#include "sim/collective/representatives.hpp"
 #include "sim/core/error.hpp"
 
 namespace commsim {
@@ -56,6 +57,9 @@ struct Gen {
   Schedule& s;
   std::vector<OpId>& frontier;
   Bytes base = 0;  // where this channel's share starts in the vector (Op::offset)
+  // Rings only: generate positions [0, positions) alone, one per orbit of a rotation of the ring by `positions`
+  // (generate_ring_representatives); 0 = every position.
+  int positions = 0;
   bool reduces() const { return spec.reduce_Bps > 0; }
   OpId maybe_reduce(int rank, Bytes bytes, OpId after, OpId also = kNoOp, Bytes offset = 0) {
     return reduces() ? s.reduce(rank, bytes, {after, also}, offset) : after;
@@ -90,18 +94,22 @@ void ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatte
   }
   // holds[i][k]: op after which position i holds piece k of the block it received last; last_out[i]: the last
   // transfer position i started, since pieces leave one connection in order (FIFO).
-  std::vector<std::vector<OpId>> holds(p, std::vector<OpId>(chunks, kNoOp));
-  std::vector<OpId> last_out(p, kNoOp);
-  std::vector<OpId> entry(p);
-  for (int i = 0; i < p; ++i) entry[i] = g.frontier[order[i]];
+  // With representatives only, position n stands for position 0 (the same orbit), so the arrays wrap at n.
+  const int n = g.positions > 0 ? g.positions : p;
+  // One flat array per step, indexed [i * chunks + k]: a vector per position was 2(p - 1) x p allocations.
+  const auto at = [chunks](int i, int k) { return static_cast<std::size_t>(i) * chunks + k; };
+  std::vector<OpId> holds(at(n, 0), kNoOp), next(holds.size());
+  std::vector<OpId> last_out(n, kNoOp);
+  std::vector<OpId> entry(n);
+  for (int i = 0; i < n; ++i) entry[i] = g.frontier[order[i]];
   // An allgather on its own runs the allreduce's second half, so position i contributes block (i + 1) mod p: the
   // block a reduce-scatter on its own leaves it (what Ring2D chains, and what a backend lays out real data by).
   const int first_step = reduce_scatter ? 0 : p - 1;
   for (int step = 0; step < steps; ++step) {
     const bool reducing = reduce_scatter && step < p - 1;
-    std::vector<std::vector<OpId>> next(p, std::vector<OpId>(chunks, kNoOp));
-    for (int i = 0; i < p; ++i) {
-      const int to = (i + 1) % p;
+    std::fill(next.begin(), next.end(), kNoOp);
+    for (int i = 0; i < n; ++i) {
+      const int to = (i + 1) % p, to_slot = (i + 1) % n;
       // Block index (mod p) sent at this step: the classic ring schedule sends block (i - step) mod p.
       const std::uint64_t block = static_cast<std::uint64_t>(((i - first_step - step) % p + p) % p);
       const Bytes block_bytes = piece(bytes, p, block);
@@ -109,16 +117,16 @@ void ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatte
       for (int k = 0; k < chunks; ++k) {
         const Bytes b = piece(block_bytes, chunks, k);
         const Bytes offset = block_offset + piece_offset(block_bytes, chunks, k);
-        OpId ready = step == 0 ? entry[i] : holds[i][k];
-        OpId t = g.s.transfer(order[i], order[to], b, {ready, last_out[i], step == 0 ? entry[to] : kNoOp}, offset);
+        OpId ready = step == 0 ? entry[i] : holds[at(i, k)];
+        OpId t = g.s.transfer(order[i], order[to], b, {ready, last_out[i], step == 0 ? entry[to_slot] : kNoOp}, offset);
         last_out[i] = t;
-        next[to][k] = reducing ? g.maybe_reduce(order[to], b, t, entry[to], offset) : t;
+        next[at(to_slot, k)] = reducing ? g.maybe_reduce(order[to], b, t, entry[to_slot], offset) : t;
       }
     }
     holds.swap(next);
   }
-  for (int i = 0; i < p; ++i)
-    g.frontier[order[i]] = holds[i][chunks - 1] != kNoOp ? holds[i][chunks - 1] : g.frontier[order[i]];
+  for (int i = 0; i < n; ++i)
+    g.frontier[order[i]] = holds[at(i, chunks - 1)] != kNoOp ? holds[at(i, chunks - 1)] : g.frontier[order[i]];
 }
 
 // Pipelined chain broadcast (reduce=false, from order[0] down the chain) or chain reduce (reduce=true, towards
@@ -418,6 +426,43 @@ void generate(const CollectiveSpec& spec, const Topology& topology, Schedule& sc
     // A rank holds its result when every channel has delivered: a zero-byte reduce joins the channels.
     for (int r : ranks)
       frontier[r] = c == 0 ? channel_frontier[r] : schedule.reduce(r, 0, {frontier[r], channel_frontier[r]});
+  }
+}
+
+std::vector<std::vector<int>> ring_channel_orders(const CollectiveSpec& spec, const Topology& topology) {
+  const std::vector<int> ranks = participants(spec, topology);
+  std::vector<std::vector<int>> orders;
+  for (int c = 0; c < spec.channels; ++c) orders.push_back(channel_order(ranks, spec.ranks_per_node, c, spec.channels));
+  return orders;
+}
+
+void generate_ring_representatives(const CollectiveSpec& spec, const Topology& topology,
+                                   const RingRepresentatives& reps, Schedule& schedule) {
+  COMMSIM_CHECK(spec.algorithm == Algorithm::Ring && !spec.aggregate &&
+                    (spec.op == Collective::AllReduce || spec.op == Collective::ReduceScatter ||
+                     spec.op == Collective::AllGather),
+                "representatives of a ring allreduce, reduce-scatter or allgather only");
+  const std::vector<std::vector<int>> orders = ring_channel_orders(spec, topology);
+  std::vector<OpId> frontier(topology.ranks(), kNoOp), joined(topology.ranks(), kNoOp);
+  // Room for every operation at once (a transfer, maybe a reduce, per position, step and chunk), so that the
+  // vectors do not grow by copying: 2 M operations for the 1024-GPU ring.
+  const auto p = static_cast<std::size_t>(orders[0].size());
+  const std::size_t steps = (spec.op == Collective::AllReduce ? 2 : 1) * (p - 1);
+  const std::size_t transfers = static_cast<std::size_t>(reps.channels) * static_cast<std::size_t>(reps.positions) *
+                                steps * static_cast<std::size_t>(std::max(1, spec.chunks));
+  schedule.ops.reserve(schedule.ops.size() + transfers * (spec.reduce_Bps > 0 ? 2 : 1));
+  schedule.deps.reserve(schedule.deps.size() + 3 * transfers);
+  for (int c = 0; c < reps.channels; ++c) {
+    std::fill(frontier.begin(), frontier.end(), kNoOp);
+    Gen g{spec, topology, schedule, frontier, spec.offset + piece_offset(spec.bytes, spec.channels, c), reps.positions};
+    const Bytes bytes = piece(spec.bytes, spec.channels, c);
+    ring(g, orders[c], bytes, spec.op != Collective::AllGather, spec.op != Collective::ReduceScatter,
+         default_chunks(spec, false, bytes));
+    // The zero-byte joins of generate() for the represented ranks: they take no time, so only their order matters.
+    for (int i = 0; i < reps.positions; ++i) {
+      const int r = orders[c][i];
+      joined[r] = c == 0 ? frontier[r] : schedule.reduce(r, 0, {joined[r], frontier[r]});
+    }
   }
 }
 

@@ -34,6 +34,18 @@ class EventQueue {
   void run() {
     while (!heap_.empty()) step();
   }
+  // The hook for progress and cancellation of long runs: runs like run(), but calls keep_going(*this) after every
+  // `every_events` events (and not otherwise: the check costs nothing per event) and stops, leaving the remaining
+  // events queued, when it returns false. A caller reports now() and processed() from it, or returns false once
+  // SIGINT set its flag. Returns whether every event ran.
+  bool run_checked(std::uint64_t every_events, const std::function<bool(const EventQueue&)>& keep_going) {
+    while (!heap_.empty()) {
+      const std::uint64_t until = processed_ + std::max<std::uint64_t>(every_events, 1);
+      while (!heap_.empty() && processed_ < until) step();
+      if (!heap_.empty() && !keep_going(*this)) return false;
+    }
+    return true;
+  }
   void step() {
     const Key top = heap_.front();
     Bucket& bucket = buckets_[top.bucket];

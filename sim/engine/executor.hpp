@@ -33,8 +33,8 @@ class ScheduleRun final : public TransferListener, public EventHandler {
   NetworkModel& network_;
   EventQueue& queue_;
   std::function<void()> on_done_;
-  std::vector<std::uint8_t> pending_;       // unfinished dependencies per op (a byte: ops have a handful)
-  std::vector<std::uint32_t> next_begin_;   // dependents of each op (CSR)
+  std::vector<std::uint8_t> pending_;      // unfinished dependencies per op (a byte: ops have a handful)
+  std::vector<std::uint32_t> next_begin_;  // dependents of each op (CSR)
   std::vector<OpId> next_;
   std::size_t remaining_ = 0;
   TimePs started_at_ = 0;

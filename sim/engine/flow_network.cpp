@@ -37,13 +37,17 @@ std::uint64_t payload(EventKind kind, std::uint32_t flow, std::uint32_t version)
 
 class FlowNetwork final : public NetworkModel, public EventHandler {
  public:
-  FlowNetwork(const Topology& topology, EventQueue& queue) : topology_(topology), queue_(queue) {
+  // With a quotient, flows stand for their orbits (LinkQuotient); without, for themselves.
+  FlowNetwork(const Topology& topology, EventQueue& queue, const LinkQuotient* quotient = nullptr)
+      : topology_(topology), queue_(queue), quotient_(quotient) {
     const std::size_t link_count = topology.link_count();
     links_.resize(link_count);
     link_class_.resize(link_count);
     busy_since_.resize(link_count);
     part_mark_.resize(link_count);
     spilled_flows_.resize(link_count);
+    if (quotient_) load_.resize(link_count);
+    route_cache_.resize(static_cast<std::size_t>(topology.ranks()));
     // Each link's capacity and class, read once: Topology::link() computes them from the id (a division per call).
     for (std::size_t l = 0; l < link_count; ++l) {
       const LinkParams& p = topology.link(static_cast<LinkId>(l));
@@ -61,21 +65,27 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       id = static_cast<std::uint32_t>(flows_.size());
       flows_.emplace_back();
       route_links_.resize(flows_.size() * route_stride_);
+      if (quotient_) route_weights_.resize(route_links_.size());
     }
-    route_.links.clear();
-    topology_.route(src, dst, route_);
-    if (route_.links.size() > route_stride_) widen_routes(route_.links.size());
+    const CachedRoute& route = route_from(src, dst);
+    if (route.links.size() > route_stride_) widen_routes(route.links.size());
     Flow& f = flows_[id];
-    std::copy(route_.links.begin(), route_.links.end(), route_links_.begin() + std::ptrdiff_t(id * route_stride_));
-    f.hops = static_cast<std::uint32_t>(route_.links.size());
+    std::copy(route.links.begin(), route.links.end(), route_links_.begin() + std::ptrdiff_t(id * route_stride_));
+    if (quotient_)
+      std::copy(route.weights.begin(), route.weights.end(),
+                route_weights_.begin() + std::ptrdiff_t(id * route_stride_));
+    f.hops = static_cast<std::uint32_t>(route.links.size());
     f.remaining = bytes;
     f.rate = 0;
     f.listener = listener;
     f.tag = tag;
     ++f.version;
-    for (LinkId l : links_of(id)) usage_.bytes[link_class_[l]] += bytes;
-    queue_.schedule(add_ps(queue_.now(), seconds_to_ps(route_.cost.latency_s, "path latency")), this,
-                    payload(kEnter, id, f.version));
+    // Every link of an orbit carries weight images of the flow: weight x orbit size crossings in all.
+    for (std::uint32_t h = 0; h < f.hops; ++h) {
+      const LinkId l = links_of(id)[h];
+      usage_.bytes[link_class_[l]] += quotient_ ? bytes * weight(id, h) * quotient_->orbit_size[l] : bytes;
+    }
+    queue_.schedule(add_ps(queue_.now(), route.latency_ps), this, payload(kEnter, id, f.version));
   }
 
   const LinkUsage& usage() const override { return usage_; }
@@ -90,21 +100,42 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     if (kind == kEnter) {
       f.last_update = queue_.now();
       if (f.remaining <= 0) return finish(id);
-      for (LinkId l : links_of(id)) {
-        add_flow(l, id);
-        mark_dirty(l);
+      for (std::uint32_t h = 0; h < f.hops; ++h) {
+        add_flow(links_of(id)[h], id, weight(id, h));
+        mark_dirty(links_of(id)[h]);
       }
       f.rate = 0;  // set by the recompute of this instant
       return;
     }
-    for (LinkId l : links_of(id)) {
-      remove_flow(l, id);
-      mark_dirty(l);
+    for (std::uint32_t h = 0; h < f.hops; ++h) {
+      remove_flow(links_of(id)[h], id, weight(id, h));
+      mark_dirty(links_of(id)[h]);
     }
     finish(id);
   }
 
  private:
+  // The last route from each rank: a ring sends from a rank to the same next rank at every step, so each route is
+  // computed (and mapped to the quotient) once per collective rather than once per transfer.
+  struct CachedRoute {
+    int dst = -1;
+    std::vector<LinkId> links;
+    std::vector<std::int32_t> weights;  // with a quotient
+    TimePs latency_ps = 0;
+  };
+  const CachedRoute& route_from(int src, int dst) {
+    CachedRoute& cached = route_cache_[static_cast<std::size_t>(src)];
+    if (cached.dst == dst) return cached;
+    route_.links.clear();
+    topology_.route(src, dst, route_);
+    if (quotient_) to_quotient(route_.links);
+    cached.dst = dst;
+    cached.links = route_.links;
+    cached.weights = quotient_weights_;
+    cached.latency_ps = seconds_to_ps(route_.cost.latency_s, "path latency");
+    return cached;
+  }
+
   struct Flow {
     double remaining = 0;  // bytes not yet sent at last_update
     double rate = 0;       // bytes/s
@@ -133,8 +164,9 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     const LinkState& link = links_[l];
     return {link.flow_count <= 1 ? &link.only_flow : spilled_flows_[l].data(), link.flow_count};
   }
-  void add_flow(LinkId l, std::uint32_t id) {
+  void add_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
     LinkState& link = links_[l];
+    if (quotient_) load_[l] += weight;
     if (link.flow_count == 0) {
       link.only_flow = id;
       busy_since_[l] = queue_.now();
@@ -146,8 +178,9 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     ++link.flow_count;
   }
   // Removes by moving the last flow into the gap (the order progressive filling then visits them in).
-  void remove_flow(LinkId l, std::uint32_t id) {
+  void remove_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
     LinkState& link = links_[l];
+    if (quotient_) load_[l] -= weight;
     if (link.flow_count == 1) {
       COMMSIM_CHECK(link.only_flow == id, "flow missing from its link");
     } else {
@@ -158,7 +191,9 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       spilled.pop_back();
       if (spilled.size() == 1) link.only_flow = spilled.front();
     }
-    if (--link.flow_count == 0) usage_.busy_s[link_class_[l]] += ps_to_seconds(queue_.now() - busy_since_[l]);
+    if (--link.flow_count == 0)
+      usage_.busy_s[link_class_[l]] +=
+          ps_to_seconds(queue_.now() - busy_since_[l]) * (quotient_ ? quotient_->orbit_size[l] : 1);
   }
 
   // A flow's route, stored inline in route_links_ (route_stride_ links per flow slot) rather than in a vector per
@@ -168,11 +203,39 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   }
   void widen_routes(std::size_t stride) {
     std::vector<LinkId> wider(flows_.size() * stride);
-    for (std::size_t id = 0; id < flows_.size(); ++id)
-      std::copy_n(route_links_.begin() + std::ptrdiff_t(id * route_stride_), flows_[id].hops,
-                  wider.begin() + std::ptrdiff_t(id * stride));
+    std::vector<std::int32_t> wider_weights(quotient_ ? wider.size() : 0);
+    for (std::size_t id = 0; id < flows_.size(); ++id) {
+      const auto from = std::ptrdiff_t(id * route_stride_), to = std::ptrdiff_t(id * stride);
+      std::copy_n(route_links_.begin() + from, flows_[id].hops, wider.begin() + to);
+      if (quotient_) std::copy_n(route_weights_.begin() + from, flows_[id].hops, wider_weights.begin() + to);
+    }
     route_links_.swap(wider);
+    route_weights_.swap(wider_weights);
     route_stride_ = stride;
+  }
+  // Flows on the link, counting each representative as the images it stands for on this link.
+  std::int32_t load(LinkId l) const { return quotient_ ? load_[l] : static_cast<std::int32_t>(links_[l].flow_count); }
+  // How many images of the flow cross each link of the orbit of its h-th link (1 without a quotient).
+  std::int32_t weight(std::uint32_t id, std::uint32_t h) const {
+    return quotient_ ? route_weights_[std::size_t{id} * route_stride_ + h] : 1;
+  }
+  // Replaces a route by its orbits' representatives, each once, with its weight in quotient_weights_.
+  void to_quotient(std::vector<LinkId>& links) {
+    quotient_weights_.clear();
+    std::size_t kept = 0;
+    for (LinkId l : links) {
+      const LinkId r = quotient_->representative[l];
+      COMMSIM_CHECK(r != kNoLinkInQuotient, "a route leaves the links of the symmetry");
+      const auto seen = std::find(links.begin(), links.begin() + std::ptrdiff_t(kept), r);
+      const std::int32_t images = quotient_->multiplicity / static_cast<std::int32_t>(quotient_->orbit_size[l]);
+      if (seen != links.begin() + std::ptrdiff_t(kept)) {
+        quotient_weights_[std::size_t(seen - links.begin())] += images;
+      } else {
+        links[kept++] = r;
+        quotient_weights_.push_back(images);
+      }
+    }
+    links.resize(kept);
   }
 
   // Marks tell gathered links and flows from the others without a pass that clears flags afterwards.
@@ -215,7 +278,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
       if (link.component_mark == mark) return;
       link.component_mark = mark;
       link.capacity_left = link.capacity;
-      link.unfrozen = static_cast<std::int32_t>(link.flow_count);
+      link.unfrozen = load(l);
       component_links_.push_back(l);
     };
     for (LinkId l : dirty_) join(l);
@@ -234,7 +297,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         bool lone = true;
         for (LinkId l : links_of(id)) {
           join(l);
-          if (links_[l].flow_count != 1) lone = false;
+          if (load(l) != 1) lone = false;
           alone = std::min(alone, links_[l].capacity_left);
         }
         if (!lone) {
@@ -243,7 +306,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         }
         f.new_rate = snap(alone);
         for (LinkId l : links_of(id)) {
-          links_[l].capacity_left -= f.new_rate;
+          links_[l].capacity_left -= f.new_rate;  // a lone flow's weight is 1
           --links_[l].unfrozen;
         }
       }
@@ -266,7 +329,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         // did before. The others would only be popped and dropped, so they stay out of the heap.
         LinkId own = kNoLink;
         for (LinkId l : links_of(id)) {
-          if (links_[l].flow_count == 1) {
+          if (load(l) == 1) {
             if (own == kNoLink || links_[l].capacity < links_[own].capacity ||
                 (links_[l].capacity == links_[own].capacity && l < own))
               own = l;
@@ -326,9 +389,11 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
         if (rate >= 0) continue;
         rate = snap(std::max(current, 0.0));
         ++frozen;
-        for (LinkId l : links_of(id)) {
-          links_[l].capacity_left -= rate;
-          --links_[l].unfrozen;
+        for (std::uint32_t h = 0; h < flows_[id].hops; ++h) {
+          const std::int32_t w = weight(id, h);
+          LinkState& l = links_[links_of(id)[h]];
+          l.capacity_left -= w == 1 ? rate : rate * w;  // the images' share of the link
+          l.unfrozen -= w;
         }
       }
     }
@@ -336,11 +401,16 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
 
   const Topology& topology_;
   EventQueue& queue_;
+  const LinkQuotient* quotient_;
+  std::vector<std::int32_t> load_;              // with a quotient: load(l)
+  std::vector<std::int32_t> route_weights_;     // with a quotient: weight of route_links_'s entry
+  std::vector<std::int32_t> quotient_weights_;  // scratch of to_quotient()
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_;
   std::vector<LinkId> route_links_;  // route of flow id at [id * route_stride_, + hops)
   std::size_t route_stride_ = 0;
-  Route route_;  // scratch for Topology::route
+  Route route_;                           // scratch for Topology::route
+  std::vector<CachedRoute> route_cache_;  // per source rank
   std::vector<LinkState> links_;
   // Read only when a link turns busy or idle, when its flows are counted, or when flows share it.
   std::vector<std::uint8_t> link_class_;
@@ -358,69 +428,17 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   LinkUsage usage_;
 };
 
-// No contention: each transfer takes latency + bytes / bottleneck bandwidth of its path.
-class AnalyticalNetwork final : public NetworkModel, public EventHandler {
- public:
-  AnalyticalNetwork(const Topology& topology, EventQueue& queue) : topology_(topology), queue_(queue) {}
-  void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) override {
-    route_.links.clear();
-    topology_.route(src, dst, route_);
-    const TimePs drain = transfer_ps(bytes, route_.cost.bottleneck_Bps);
-    for (LinkId l : route_.links) {
-      const int c = static_cast<int>(topology_.link(l).link_class);
-      usage_.bytes[c] += bytes;
-      usage_.busy_s[c] += ps_to_seconds(drain);
-    }
-    pending_.push_back({listener, tag});
-    queue_.schedule(add_ps(queue_.now(), add_ps(seconds_to_ps(route_.cost.latency_s, "path latency"), drain)), this,
-                    pending_.size() - 1);
-  }
-  const LinkUsage& usage() const override { return usage_; }
-  void on_event(std::uint64_t index) override {
-    auto [listener, tag] = pending_[index];
-    listener->on_transfer_done(tag);
-  }
-
- private:
-  const Topology& topology_;
-  EventQueue& queue_;
-  Route route_;
-  std::vector<std::pair<TransferListener*, std::uint64_t>> pending_;
-  LinkUsage usage_;
-};
-
 }  // namespace
 
-const std::vector<FidelityInfo>& fidelities() {
-  static const std::vector<FidelityInfo> list = {
-      {Fidelity::Analytical, "analytical",
-       "closed-form alpha-beta per operation, no contention (Hockney 1994; NCCL tuning model)"},
-      {Fidelity::Flow, "flow",
-       "flows on routes sharing links max-min fairly, rates updated per change (Bertsekas & Gallager 6.5; SimGrid "
-       "LMM)"}};
-  return list;
-}
-
-bool parse_fidelity(std::string_view name, Fidelity& out) {
-  for (const FidelityInfo& f : fidelities())
-    if (f.name == name) return (out = f.fidelity), true;
-  return false;
-}
-
-std::string_view to_string(Fidelity f) { return fidelities()[static_cast<int>(f)].name; }
-
-void check_network_size(Fidelity fidelity, const Topology& topology) {
-  if (topology.ranks() > kMaxFlowRanks)
-    throw InputError(
-        "fidelity " + std::string(to_string(fidelity)), "",
-        std::to_string(topology.ranks()) + " ranks exceed the limit of " + std::to_string(kMaxFlowRanks) +
-            " for a simulation of every transfer (the closed form, fidelity analytical, has no such limit)");
+std::unique_ptr<NetworkModel> make_quotient_flow_network(const Topology& topology, EventQueue& queue,
+                                                         const LinkQuotient& quotient) {
+  return std::make_unique<FlowNetwork>(topology, queue, &quotient);
 }
 
 std::unique_ptr<NetworkModel> make_network(Fidelity fidelity, const Topology& topology, EventQueue& queue) {
   check_network_size(fidelity, topology);
   if (fidelity == Fidelity::Flow) return std::make_unique<FlowNetwork>(topology, queue);
-  return std::make_unique<AnalyticalNetwork>(topology, queue);
+  return make_analytical_network(topology, queue);
 }
 
 }  // namespace commsim

@@ -49,5 +49,20 @@ std::string_view to_string(Fidelity f);
 // InputError, raised by make_network and by whoever generates a schedule for one of them, before allocating it.
 void check_network_size(Fidelity fidelity, const Topology& topology);
 std::unique_ptr<NetworkModel> make_network(Fidelity fidelity, const Topology& topology, EventQueue& queue);
+std::unique_ptr<NetworkModel> make_analytical_network(const Topology& topology, EventQueue& queue);
+
+// The links of a topology in the orbits of a symmetry of order `multiplicity` (sim/engine/symmetry.hpp). A flow
+// network over the quotient takes each flow started as the representative of `multiplicity` flows, its images, and
+// each link as its orbit: a link of an orbit of k links that the representative's route crosses n times (counting
+// the route's links of that orbit) carries multiplicity x n / k of the images, all at the representative's rate.
+struct LinkQuotient {
+  int multiplicity = 1;
+  std::vector<LinkId> representative;     // per link: its orbit's representative; kNoLinkInQuotient if not in one
+  std::vector<std::uint32_t> orbit_size;  // per link: the size of its orbit (it divides multiplicity)
+};
+inline constexpr LinkId kNoLinkInQuotient = 0xffffffffu;
+// The flow network over the quotient; `quotient` must outlive it.
+std::unique_ptr<NetworkModel> make_quotient_flow_network(const Topology& topology, EventQueue& queue,
+                                                         const LinkQuotient& quotient);
 
 }  // namespace commsim

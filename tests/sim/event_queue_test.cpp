@@ -125,6 +125,34 @@ std::vector<std::uint64_t> run_random(unsigned seed) {
   return r.ran_;
 }
 
+// The progress hook: 10 events at times 1..10 ps checked every 3 events sees 3, 6 and 9 processed at times 3, 6 and
+// 9 (one check per 3 events, none after the last event); stopping at the second check leaves events 7..10 queued,
+// and a second run_checked finishes them in order.
+TEST(EventQueue, RunCheckedReportsProgressAndStops) {
+  struct Count final : EventHandler {
+    std::vector<std::uint64_t> seen;
+    void on_event(std::uint64_t payload) override { seen.push_back(payload); }
+  } handler;
+  EventQueue queue;
+  for (std::uint64_t i = 1; i <= 10; ++i) queue.schedule(static_cast<TimePs>(i), &handler, i);
+  std::vector<std::pair<std::uint64_t, TimePs>> checks;
+  const bool finished = queue.run_checked(3, [&](const EventQueue& q) {
+    checks.emplace_back(q.processed(), q.now());
+    return checks.size() < 2;
+  });
+  EXPECT_FALSE(finished);
+  EXPECT_EQ(checks, (std::vector<std::pair<std::uint64_t, TimePs>>{{3, 3}, {6, 6}}));
+  EXPECT_EQ(handler.seen.size(), 6u);
+  EXPECT_FALSE(queue.empty());
+  checks.clear();
+  EXPECT_TRUE(queue.run_checked(3, [&](const EventQueue& q) {
+    checks.emplace_back(q.processed(), q.now());
+    return true;
+  }));
+  EXPECT_EQ(checks, (std::vector<std::pair<std::uint64_t, TimePs>>{{9, 9}}));
+  EXPECT_EQ(handler.seen, (std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+}
+
 TEST(EventQueue, RandomSchedulesRunAsTheDefinitionDoes) {
   for (unsigned seed = 1; seed <= 50; ++seed)
     EXPECT_EQ(run_random<EventQueue>(seed), run_random<ReferenceQueue>(seed)) << "seed " << seed;
