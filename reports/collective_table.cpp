@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/collective/nccl_model.hpp"
+#include "sim/engine/symmetry.hpp"
 
 namespace commsim::reports {
 namespace {
@@ -79,11 +80,8 @@ std::vector<CollectiveRow> predict_collective(const CollectiveSpec& base, const 
       if (e.band_rel > 0) row.band_rel = e.band_rel;
     } else if (fidelity == Fidelity::Analytical) {
       row.seconds = closed_form_seconds(resolved, topology);
-    } else {
-      Schedule schedule;
-      std::vector<OpId> frontier(p, kNoOp);
-      generate(resolved, topology, schedule, frontier);
-      row.seconds = simulate_schedule(schedule, topology, fidelity, spec.reduce_Bps).seconds;
+    } else {  // flow: once per orbit where the ring's symmetry allows it, else the full schedule (same result)
+      row.seconds = simulate_flow_collectives({resolved}, topology).seconds.front();
     }
     row.algorithm = to_string(resolved.algorithm);
     row.algbw_GBps = static_cast<double>(row.sizing.bytes) / row.seconds / 1e9;
