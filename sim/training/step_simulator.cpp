@@ -16,9 +16,12 @@ namespace {
 
 constexpr double kMaxRingTransfers = 1 << 15;
 
-using ScheduleKey = std::tuple<int, int, Bytes, int, int, int>;
-ScheduleKey key_of(const CollectiveSpec& c) {
-  return {static_cast<int>(c.op), static_cast<int>(c.algorithm), c.bytes, c.channels, c.hierarchy_groups, c.chunks};
+// Collectives that differ only in where their vector starts in the buffer (offset) take the same time and share a
+// cached schedule and price; every other field of the spec can change them.
+using ScheduleKey = CollectiveKey;
+ScheduleKey key_of(CollectiveSpec c) {
+  c.offset = 0;
+  return collective_key(c);
 }
 
 // Processor sharing of the network's bandwidth among concurrent collectives in analytical fidelity: each of n
