@@ -348,14 +348,13 @@ Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fideli
         trace.ranks.empty() || !plan.symmetric_ranks ? std::vector<int>{plan.critical_rank[s]} : trace.ranks;
     runner.run(plan.step_plan(s), plan.compute_factor[s], trace.traces(s) ? &traced_ranks : nullptr, s, r);
     steps.push_back(runner.last_step_);
-    if (s < plan.steady_from) continue;
-    if (const LinkUsage* u = runner.usage()) {
-      for (int c = 0; c < kLinkClassCount; ++c) {
-        const double busy = u->busy_s[c] - before.busy_s[c];
-        if (busy > 0) r.link_class_busy_s[std::string(to_string(static_cast<LinkClass>(c)))] += busy / steady;
-      }
-      before = *u;
+    const LinkUsage* u = runner.usage();  // cumulative since step 0: a step's share is the difference
+    if (!u) continue;
+    for (int c = 0; c < kLinkClassCount && s >= plan.steady_from; ++c) {
+      const double busy = u->busy_s[c] - before.busy_s[c];
+      if (busy > 0) r.link_class_busy_s[std::string(to_string(static_cast<LinkClass>(c)))] += busy / steady;
     }
+    before = *u;
   }
   summarize_steps(plan, steps, SteadyStatistic::Mean, r);
   return r;

@@ -17,6 +17,7 @@
 
 #include "sim/training/plan.hpp"
 #include "sim/training/simulation.hpp"
+#include "sim/training/step_simulator.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim {
@@ -66,6 +67,23 @@ Result simulate(const Json& doc, Fidelity fidelity = Fidelity::Analytical) {
 
 const Json kNoFusion = {{"mode", "none"}};
 const Json kOneBucket = {{"mode", "size"}, {"size_mb", 1000}};
+
+TEST(LinkBusy, SteadyStepsAloneAreAveraged) {
+  // Four identical synchronous steps in flow fidelity: each keeps the links of each class busy for the same time B,
+  // so link_class_busy_s (the mean over the steady steps) is B whichever step the steady state starts at. Starting
+  // it at step 2 averages steps 2 and 3 (2B / 2 = B); counting the links' busy time since step 0 into step 2, as
+  // the simulator once did, would give (3B + B) / 2 = 2B.
+  const std::string topo = cluster(100e9, 10e9, 5e-6);
+  const Json doc = scenario(topo, {{"fusion", kOneBucket}}, 4);
+  SimulationRun run = prepare_document(doc, write("busy.json", doc));
+  ASSERT_EQ(run.plan.steady_from, 0);
+  const Result all = simulate_plan(run.plan, *run.topology, Fidelity::Flow, {});
+  run.plan.steady_from = 2;
+  const Result last_two = simulate_plan(run.plan, *run.topology, Fidelity::Flow, {});
+  ASSERT_FALSE(all.link_class_busy_s.empty());
+  for (const auto& [link_class, busy_s] : all.link_class_busy_s)
+    EXPECT_NEAR(last_two.link_class_busy_s.at(link_class), busy_s, busy_s * 1e-9) << link_class;
+}
 
 TEST(Fusion, ChangesNothingWithZeroLatency) {
   // alpha = 0: a ring allreduce of m bytes takes 2(p-1)(m/p)/beta, linear in m, so four 4 MiB allreduces take as
