@@ -96,7 +96,7 @@ nlohmann::json ping_pong(int rank, int partner, const std::string& link_class, c
 
 // Allreduce over all ranks, 8 B up to the cap: each size checked once, then timed (slowest rank).
 nlohmann::json allreduce_sweep(const Topology& topology, const BenchOptions& o, int rank, int ranks) {
-  StreamComms comms = StreamComms::create(MPI_COMM_WORLD);
+  StreamComms comms = StreamComms::create(MPI_COMM_WORLD, topology.ranks_per_node());  // the default groups: nodes
   const std::uint64_t largest = std::max<std::uint64_t>(8, o.max_bytes);
   std::vector<float> vector(largest / sizeof(float)), staging;
   const Verifiable v{ranks, CommDtype::Fp32, 1};

@@ -306,7 +306,7 @@ class RankRunner {
     streams_.resize(plan_.streams + 1);
     for (int s = 1; s <= plan_.streams; ++s) {  // collective over the world: the same order on every rank
       Stream& stream = streams_[s];
-      stream.comms = StreamComms::create(MPI_COMM_WORLD);
+      stream.comms = StreamComms::create(MPI_COMM_WORLD, hierarchy_group_size(plan_, run_.topology->ranks_per_node()));
       stream.vector.resize(std::max<std::size_t>(largest * element, largest_gather * pair));
       stream.staging.resize(std::max({staging_elements_ * element, largest * element, largest_gather * pair * ranks_}));
       stream.floats.resize(largest);
@@ -722,7 +722,7 @@ class RankRunner {
                            ? "the simulator's schedules, executed with MPI_Isend/MPI_Irecv and real reductions; DGC "
                              "pairs with its ring all-gather"
                            : "Open MPI's own (MPI_Allreduce, MPI_Reduce_scatter, MPI_Allgather; hierarchical over "
-                             "MPI_Comm_split_type); DGC "
+                             "the Plan's groups); DGC "
                              "pairs with MPI_Allgather"));
     r.notes.push_back("step time: median of steps " + std::to_string(r.steady_from) + ".." +
                       std::to_string(plan_.steps() - 1) +

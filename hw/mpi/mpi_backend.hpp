@@ -17,7 +17,7 @@ namespace commsim::hw {
 
 enum class CollectiveImpl : std::uint8_t {
   Schedule,  // the simulator's schedules, with MPI_Isend/MPI_Irecv and this backend's reductions
-  Native,    // MPI_Allreduce, MPI_Reduce_scatter(_block), MPI_Allgather(v); hierarchical via MPI_Comm_split_type
+  Native,    // MPI_Allreduce, MPI_Reduce_scatter(_block), MPI_Allgather(v); hierarchical over the Plan's groups
 };
 
 struct RunOptions {

@@ -24,27 +24,30 @@ int as_int(std::uint64_t count) {
 
 }  // namespace
 
-StreamComms StreamComms::create(MPI_Comm parent) {
+StreamComms StreamComms::create(MPI_Comm parent, int group_size) {
   StreamComms c;
   COMMSIM_MPI_CHECK(MPI_Comm_dup(parent, &c.world));
-  COMMSIM_MPI_CHECK(MPI_Comm_split_type(c.world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &c.node));
-  int node_rank = 0;
-  COMMSIM_MPI_CHECK(MPI_Comm_rank(c.node, &node_rank));
-  COMMSIM_MPI_CHECK(MPI_Comm_split(c.world, node_rank == 0 ? 0 : MPI_UNDEFINED, 0, &c.leaders));
+  int rank = 0;
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(c.world, &rank));
+  COMMSIM_MPI_CHECK(MPI_Comm_split(c.world, rank / group_size, rank, &c.group));
+  COMMSIM_MPI_CHECK(MPI_Comm_split(c.world, rank % group_size == 0 ? 0 : MPI_UNDEFINED, rank, &c.leaders));
   return c;
 }
 
 void StreamComms::free() {
-  for (MPI_Comm* comm : {&leaders, &node, &world})
+  for (MPI_Comm* comm : {&leaders, &group, &world})
     if (*comm != MPI_COMM_NULL) MPI_Comm_free(comm);
 }
 
 MPI_Datatype mpi_type(CommDtype dtype) {
   switch (dtype) {
-    case CommDtype::Fp32: return MPI_FLOAT;
+    case CommDtype::Fp32:
+      return MPI_FLOAT;
     case CommDtype::Fp16:
-    case CommDtype::Bf16: return MPI_UINT16_T;
-    case CommDtype::Fp8: return MPI_UINT8_T;
+    case CommDtype::Bf16:
+      return MPI_UINT16_T;
+    case CommDtype::Fp8:
+      return MPI_UINT8_T;
   }
   return MPI_FLOAT;
 }
@@ -58,10 +61,14 @@ MPI_Op mpi_sum(CommDtype dtype) {
     COMMSIM_MPI_CHECK(MPI_Op_create(&sum_function<CommDtype::Fp8>, 1, &ops[2]));
   });
   switch (dtype) {
-    case CommDtype::Fp32: return MPI_SUM;
-    case CommDtype::Fp16: return ops[0];
-    case CommDtype::Bf16: return ops[1];
-    case CommDtype::Fp8: return ops[2];
+    case CommDtype::Fp32:
+      return MPI_SUM;
+    case CommDtype::Fp16:
+      return ops[0];
+    case CommDtype::Bf16:
+      return ops[1];
+    case CommDtype::Fp8:
+      return ops[2];
   }
   return MPI_SUM;
 }
@@ -75,27 +82,29 @@ std::uint64_t block_first(std::uint64_t count, int ranks, int rank) {
   return r * (count / p) + std::min(r, count % p);
 }
 
-// Paddle's hierarchical allreduce with MPI's collectives: allreduce inside the node, allreduce among the node
-// leaders, broadcast from the leader inside the node (the simulator's Hierarchical schedule, same three phases).
+// Paddle's hierarchical allreduce with MPI's collectives: allreduce inside the group, allreduce among the group
+// leaders, broadcast from the leader inside the group (the Plan's three phases, as the simulator's schedule).
 void native_allreduce(const StreamComms& comms, CommDtype dtype, void* vector, std::uint64_t count, bool hierarchical) {
   const int n = as_int(count);
   if (!hierarchical) {
     COMMSIM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, vector, n, mpi_type(dtype), mpi_sum(dtype), comms.world));
     return;
   }
-  COMMSIM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, vector, n, mpi_type(dtype), mpi_sum(dtype), comms.node));
+  COMMSIM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, vector, n, mpi_type(dtype), mpi_sum(dtype), comms.group));
   if (comms.leaders != MPI_COMM_NULL)
     COMMSIM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, vector, n, mpi_type(dtype), mpi_sum(dtype), comms.leaders));
-  COMMSIM_MPI_CHECK(MPI_Bcast(vector, n, mpi_type(dtype), 0, comms.node));
+  COMMSIM_MPI_CHECK(MPI_Bcast(vector, n, mpi_type(dtype), 0, comms.group));
 }
 
-void native_reduce_scatter(const StreamComms& comms, CommDtype dtype, void* vector, std::uint64_t count, void* scratch) {
+void native_reduce_scatter(const StreamComms& comms, CommDtype dtype, void* vector, std::uint64_t count,
+                           void* scratch) {
   int ranks = 0, rank = 0;
   COMMSIM_MPI_CHECK(MPI_Comm_size(comms.world, &ranks));
   COMMSIM_MPI_CHECK(MPI_Comm_rank(comms.world, &rank));
   const std::size_t element = element_bytes(dtype);
   if (count % static_cast<std::uint64_t>(ranks) == 0) {
-    COMMSIM_MPI_CHECK(MPI_Reduce_scatter_block(vector, scratch, as_int(count / ranks), mpi_type(dtype), mpi_sum(dtype), comms.world));
+    COMMSIM_MPI_CHECK(
+        MPI_Reduce_scatter_block(vector, scratch, as_int(count / ranks), mpi_type(dtype), mpi_sum(dtype), comms.world));
   } else {
     std::vector<int> counts(ranks);
     for (int r = 0; r < ranks; ++r) counts[r] = as_int(block_size(count, ranks, r));

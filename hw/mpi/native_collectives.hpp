@@ -1,5 +1,5 @@
 // Open MPI's own collectives (`--impl native`), for comparison with the simulator's schedules: MPI_Allreduce,
-// MPI_Reduce_scatter(_block), MPI_Allgather(v), and a hierarchical allreduce over MPI_Comm_split_type(SHARED).
+// MPI_Reduce_scatter(_block), MPI_Allgather(v), and a hierarchical allreduce over the Plan's groups.
 // fp16, bf16 and fp8 have no MPI datatype: they travel as 2- or 1-byte integers with a user-defined sum that widens
 // to float, adds and rounds back (hw/common/dtype.hpp).
 #pragma once
@@ -13,13 +13,13 @@
 namespace commsim::hw {
 
 // Communicators of one communication stream: its own duplicate of the world (so streams never match each other's
-// messages) and, for the hierarchical allreduce, the ranks sharing its node and the node leaders.
+// messages) and, for the hierarchical allreduce, the Plan's groups (hierarchy_group_size) and their leaders.
 struct StreamComms {
   MPI_Comm world = MPI_COMM_NULL;
-  MPI_Comm node = MPI_COMM_NULL;     // MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED)
-  MPI_Comm leaders = MPI_COMM_NULL;  // node rank 0 of every node; MPI_COMM_NULL on the others
+  MPI_Comm group = MPI_COMM_NULL;    // the group_size consecutive ranks this rank's group holds
+  MPI_Comm leaders = MPI_COMM_NULL;  // the first rank of every group; MPI_COMM_NULL on the others
   // Collective over `parent`: every rank must create its streams' communicators in the same order.
-  static StreamComms create(MPI_Comm parent);
+  static StreamComms create(MPI_Comm parent, int group_size);
   void free();
 };
 

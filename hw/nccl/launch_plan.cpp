@@ -81,15 +81,6 @@ std::string to_string(Scope s) {
   return "?";
 }
 
-int hierarchy_group_size(const Plan& plan, int ranks_per_node) {
-  const int groups = plan.hierarchy_groups;
-  if (groups <= 0) return std::max(1, ranks_per_node);
-  if (plan.ranks % groups != 0)
-    throw InputError(plan.scenario_file, "strategy.hierarchical_allreduce_leaders",
-                     std::to_string(groups) + " groups do not divide " + std::to_string(plan.ranks) + " ranks");
-  return plan.ranks / groups;
-}
-
 namespace {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
@@ -291,14 +282,15 @@ class Translator {
                 .count = s.count,
                 .dtype = dtype};
     if (s.call == Call::AllReduce && t.collective.algorithm == Algorithm::Hierarchical) {
-      // Paddle use_hierarchical_allreduce: reduce to the group leader, allreduce among leaders, broadcast back.
-      LaunchOp reduce = op, leaders = op, broadcast = op;
-      reduce.call = Call::Reduce;
-      reduce.comm = comm(t.stream, Scope::Intra);
+      // Paddle use_hierarchical_allreduce as the Plan defines it (the seed document's three phases, which the
+      // simulator's schedule and the MPI backend run too): allreduce inside the group, allreduce among the group
+      // leaders, broadcast from the leader inside the group.
+      LaunchOp group = op, leaders = op, broadcast = op;
+      group.comm = comm(t.stream, Scope::Intra);
       leaders.comm = comm(t.stream, Scope::Inter);
       broadcast.call = Call::Broadcast;
-      broadcast.comm = reduce.comm;
-      emit(reduce);
+      broadcast.comm = group.comm;
+      emit(group);
       emit(leaders);
       emit(broadcast);
     } else {

@@ -112,10 +112,6 @@ struct LaunchProgram {
   std::vector<LaunchStep> step_plans;
 };
 
-// Ranks per hierarchy group: ranks / hierarchical_allreduce_leaders when that is set, else ranks per node.
-// Throws InputError when the groups do not divide the ranks.
-int hierarchy_group_size(const Plan& plan, int ranks_per_node);
-
 // Translates the whole Plan. `ranks_per_node` comes from the topology (Topology::ranks_per_node()).
 LaunchProgram translate_plan(const Plan& plan, int ranks_per_node);
 

@@ -108,6 +108,11 @@ struct Plan {
   const StepPlan& step_plan(int step) const { return step_plans[static_cast<std::size_t>(step_plan_of[step])]; }
 };
 
+// Paddle's hierarchical allreduce groups of this Plan: consecutive ranks, `ranks_per_node` each by default, else
+// ranks / hierarchy_groups (hierarchical_allreduce_leaders / _group_size); every backend forms these same groups.
+// Throws InputError when the groups do not divide the ranks.
+int hierarchy_group_size(const Plan& plan, int ranks_per_node);
+
 // Builds the plan; throws InputError for impossible settings (bucket index past the last tensor, too few ranks).
 Plan build_plan(const Scenario& scenario, const Topology& topology);
 

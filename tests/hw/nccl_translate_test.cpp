@@ -174,34 +174,35 @@ TEST(NcclTranslate, OneCommunicatorPerStream) {
 }
 
 // Paddle use_hierarchical_allreduce on 4 nodes of 8: groups of 8 (one per node). Each bucket becomes the triple
-//   ncclReduce(intra, root 0) -> ncclAllReduce(inter: the 4 leaders) -> ncclBroadcast(intra, root 0)
+//   ncclAllReduce(intra) -> ncclAllReduce(inter: the 4 leaders) -> ncclBroadcast(intra, root 0)
 // on the bucket's stream, each of the bucket's elements; the intra and inter communicators are distinct, per stream.
-TEST(NcclTranslate, HierarchicalGivesReduceAllReduceBroadcastTriples) {
+// These are the three phases of the simulator's Hierarchical schedule and of the MPI backend (shared/seeds: AllReduce
+// inside each group, AllReduce among the leaders, broadcast from each leader to its group).
+TEST(NcclTranslate, HierarchicalGivesGroupLeadersBroadcastTriples) {
   const Loaded l = load({"strategy.use_hierarchical_allreduce=true", "strategy.nccl_comm_num=2"});
   EXPECT_EQ(l.program.group_size, kRanksPerNode);
   const auto ops = collectives(l.program.step_plans[0]);
   ASSERT_EQ(ops.size(), 3 * l.plan.buckets.size());
   for (std::size_t i = 0; i < ops.size(); i += 3) {
-    const LaunchOp &reduce = *ops[i], &leaders = *ops[i + 1], &broadcast = *ops[i + 2];
-    const Task& task = l.plan.step_plans[0].tasks[static_cast<std::size_t>(reduce.task)];
+    const LaunchOp &group = *ops[i], &leaders = *ops[i + 1], &broadcast = *ops[i + 2];
+    const Task& task = l.plan.step_plans[0].tasks[static_cast<std::size_t>(group.task)];
     const std::uint64_t elements = l.plan.buckets[static_cast<std::size_t>(task.bucket)].elements;
-    EXPECT_EQ(reduce.call, Call::Reduce);
+    EXPECT_EQ(group.call, Call::AllReduce);
     EXPECT_EQ(leaders.call, Call::AllReduce);
     EXPECT_EQ(broadcast.call, Call::Broadcast);
-    for (const LaunchOp* op : {&reduce, &leaders, &broadcast}) {
+    for (const LaunchOp* op : {&group, &leaders, &broadcast}) {
       EXPECT_EQ(op->count, elements);
-      EXPECT_EQ(op->task, reduce.task);
+      EXPECT_EQ(op->task, group.task);
       EXPECT_EQ(op->stream, 1 + task.bucket % 2);
     }
-    EXPECT_EQ(reduce.root, 0);
     EXPECT_EQ(broadcast.root, 0);
-    const CommSpec& intra = l.program.comms[static_cast<std::size_t>(reduce.comm)];
+    const CommSpec& intra = l.program.comms[static_cast<std::size_t>(group.comm)];
     const CommSpec& inter = l.program.comms[static_cast<std::size_t>(leaders.comm)];
     EXPECT_EQ(intra.scope, Scope::Intra);
     EXPECT_EQ(inter.scope, Scope::Inter);
-    EXPECT_EQ(broadcast.comm, reduce.comm);
-    EXPECT_EQ(intra.stream, reduce.stream);
-    EXPECT_EQ(inter.stream, reduce.stream);
+    EXPECT_EQ(broadcast.comm, group.comm);
+    EXPECT_EQ(intra.stream, group.stream);
+    EXPECT_EQ(inter.stream, group.stream);
   }
   // 2 streams x (intra, inter) = 4 communicators.
   EXPECT_EQ(l.program.comms.size(), 4u);
@@ -383,7 +384,7 @@ TEST(NcclTranslate, SingleStepEntryPointMatches) {
 TEST(NcclTranslate, FormatsTheProgram) {
   const Loaded l = load({"strategy.use_hierarchical_allreduce=true"});
   const std::string text = format_program(l.plan, l.program);
-  EXPECT_NE(text.find("ncclReduce comm"), std::string::npos);
+  EXPECT_NE(text.find("ncclBroadcast comm"), std::string::npos);
   EXPECT_NE(text.find("(s1 inter)"), std::string::npos);
   EXPECT_NE(text.find("[bucket 0]"), std::string::npos);
   EXPECT_NE(text.find("32 ranks, hierarchy groups of 8"), std::string::npos);
