@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "reports/format.hpp"
+#include "sim/core/json_document_cache.hpp"
 
 namespace commsim::reports {
 
@@ -169,8 +170,13 @@ std::vector<Evaluation> evaluate_all(const Json& base, const std::string& file,
                                      const std::string& progress_label) {
   std::vector<Evaluation> out(variants.size());
   ProgressBar bar(progress_label, variants.size());
+  JsonDocumentCache documents;  // each model and topology file parsed once for the whole grid
   parallel_for(
-      variants.size(), jobs, [&](std::size_t i) { out[i] = evaluate(base, file, variants[i], fidelity); },
+      variants.size(), jobs,
+      [&](std::size_t i) {
+        UseJsonDocumentCache use(documents);
+        out[i] = evaluate(base, file, variants[i], fidelity);
+      },
       [&](std::size_t done) { bar.update(done); });
   bar.finish();
   return out;

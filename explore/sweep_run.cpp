@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "reports/format.hpp"
+#include "sim/core/json_document_cache.hpp"
 
 namespace commsim::reports {
 
@@ -43,9 +44,11 @@ Sweep evaluate_rows(const SweepGrid& grid, const std::vector<std::size_t>& rows,
   std::vector<Evaluation> evaluated(rows.size());
   std::vector<char> done(rows.size(), 0);
   ProgressBar bar(progress_label, progress_label.empty() ? 0 : rows.size());
+  JsonDocumentCache documents;  // each model and topology file parsed once for the whole grid
   parallel_for(
       rows.size(), jobs,
       [&](std::size_t i) {
+        UseJsonDocumentCache use(documents);
         evaluated[i] = evaluate(grid.base, grid.definition.scenario_file, grid.variants[rows[i]], grid.fidelity);
         done[i] = 1;
       },

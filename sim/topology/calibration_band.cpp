@@ -2,12 +2,14 @@
 
 #include <algorithm>
 
-#include "sim/core/json_fields.hpp"
+#include "sim/core/json_document_cache.hpp"
 
 namespace commsim {
 
 double calibration_band_rel(const std::string& topology_path) {
-  const Json doc = read_json_file(topology_path);  // already read (and checked) by load_topology
+  // Already read (and checked) by load_topology; within a grid evaluation, the same parsed document.
+  const std::shared_ptr<const Json> document = read_json_document(topology_path);
+  const Json& doc = *document;
   double band = 0;
   auto take = [&](const Json& value) {
     if (value.is_number()) band = std::max(band, value.get<double>());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "sim/core/json_document_cache.hpp"
 #include "sim/core/json_fields.hpp"
 #include "sim/core/limits.hpp"
 #include "sim/topology/astra_topology.hpp"
@@ -322,7 +323,8 @@ bool parse_link_class(std::string_view name, LinkClass& out) {
 }
 
 std::unique_ptr<Topology> load_topology(const std::string& path, int nodes_override) {
-  Json root = read_json_file(path);
+  const std::shared_ptr<const Json> document = read_json_document(path);  // shared within a grid evaluation
+  const Json& root = *document;
   if (!root.is_object()) throw InputError(path, "(top level)", "must be a JSON object");
   if (root.contains("astra_sim")) return load_astra(root, path, nodes_override);
   return load_cluster(root, path, nodes_override);

@@ -1,5 +1,6 @@
 #include "sim/training/model.hpp"
 
+#include "sim/core/json_document_cache.hpp"
 #include "sim/core/json_fields.hpp"
 
 namespace commsim {
@@ -33,7 +34,8 @@ std::vector<std::uint64_t> read_shape(JsonFields& p, std::uint64_t elements) {
 }  // namespace
 
 Model load_model(const std::string& path) {
-  Json root = read_json_file(path);
+  const std::shared_ptr<const Json> document = read_json_document(path);  // shared within a grid evaluation
+  const Json& root = *document;
   JsonFields top(root, path, "");
   Model model;
   model.name = top.string("name");
