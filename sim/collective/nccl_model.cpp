@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
+#include <string>
 
 #include "sim/core/error.hpp"
 
@@ -64,7 +67,7 @@ struct Table {
   int nvls_channels = 16;
   bool pat = false;
   double pat_bandwidth_factor = 1, pat_base_latency_us = 0, pat_inter_latency_divisor = 1, pat_latency_per_rank_us = 0;
-  bool ll128_from_sm70 = false;  // LL128 on any SM >= 70 (else exactly sm70, sm80, sm90)
+  std::array<bool, kArchs> ll128_enabled{};  // by GPU generation, from "ll128_compute_capabilities"
   std::array<std::map<std::string, ModelScale>, kArchs> fitted;
   std::array<double, kArchs> fitted_band_rel{};
 };
@@ -97,6 +100,32 @@ std::map<std::string, ModelScale> read_scales(const nlohmann::json& j) {
   for (auto& [key, v] : j.items())
     out[key] = {v.at("latency_scale").get<double>(), v.at("bandwidth_scale").get<double>()};
   return out;
+}
+
+// The compute capability NCCL's LL128 switch sees for each generation's row (tuning.cc: Volta sm70, Ampere sm80,
+// Hopper sm90, Blackwell sm100 as on B200 / GB200).
+constexpr std::array<int, kArchs> kLl128ComputeCapability = {70, 80, 90, 100};
+
+// "70 and later" (NCCL 2.27+: minCompCap >= 70) or "exactly 70, 80, 90[, ...]" (earlier: a switch on
+// minCompCap) as the generations whose LL128 NCCL enables by default.
+std::array<bool, kArchs> ll128_generations(const std::string& rule) {
+  std::array<bool, kArchs> enabled{};
+  if (rule == "70 and later") {
+    enabled.fill(true);
+    return enabled;
+  }
+  const std::string prefix = "exactly ";
+  COMMSIM_CHECK(rule.starts_with(prefix),
+                "libraries/nccl.json: ll128_compute_capabilities is not \"70 and later\" "
+                "or \"exactly ...\"");
+  std::stringstream list(rule.substr(prefix.size()));
+  for (std::string item; std::getline(list, item, ',');) {
+    int sm = 0;
+    COMMSIM_CHECK(std::sscanf(item.c_str(), " %d", &sm) == 1,
+                  "libraries/nccl.json: ll128_compute_capabilities lists something not a compute capability");
+    for (int a = 0; a < kArchs; ++a) enabled[a] = enabled[a] || kLl128ComputeCapability[a] == sm;
+  }
+  return enabled;
 }
 
 // "major.minor[.patch]" as a comparable number; -1 when the text is not a version.
@@ -168,7 +197,7 @@ std::vector<Table> load_tables() {
       t.pat_inter_latency_divisor = pat.at("inter_latency_divisor").get<double>();
       t.pat_latency_per_rank_us = pat.at("latency_per_rank_us").get<double>();
     }
-    t.ll128_from_sm70 = c.at("ll128_compute_capabilities").get<std::string>() == "70 and later";
+    t.ll128_enabled = ll128_generations(c.at("ll128_compute_capabilities").get<std::string>());
     for (int a = 0; a < kArchs; ++a) {
       const std::string arch(to_string(static_cast<GpuArch>(a)));
       if (!doc.at("fitted").contains(arch)) continue;
@@ -240,10 +269,10 @@ bool newer_than_2_23(const Table& t) { return t.number >= 2023; }
 // Which (collective, algorithm, protocol) NCCL models and enables by default (tuning.cc; nccl_model.hpp).
 bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   const int ppn = m.ranks / m.nodes;
-  // LL128 only where NCCL tested it: NVLink inside the node, the NIC reached without the CPU, and (before 2.29)
-  // exactly sm70 / sm80 / sm90.
-  if (p == proto_index(Protocol::LL128) && !(m.nvlink_intra && (m.nodes == 1 || m.gpudirect_network) &&
-                                             (t.ll128_from_sm70 || lib.gpu_arch != GpuArch::Blackwell)))
+  // LL128 only where NCCL tested it: NVLink inside the node, the NIC reached without the CPU, and a compute
+  // capability the version enables (before 2.25 exactly sm70 / sm80 / sm90, so not Blackwell).
+  if (p == proto_index(Protocol::LL128) &&
+      !(m.nvlink_intra && (m.nodes == 1 || m.gpudirect_network) && t.ll128_enabled[arch_index(lib.gpu_arch)]))
     return false;
   const bool simple_only = a == kNvls || a == kNvlsTree || a == kCollNetDirect || a == kCollNetChain || a == kPat;
   if (simple_only && p != proto_index(Protocol::Simple)) return false;

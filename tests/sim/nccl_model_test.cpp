@@ -184,6 +184,40 @@ TEST(NcclModel, LibraryBlockErrorsNameTheField) {
   EXPECT_THROW(nccl::candidates(allreduce(1024), *t), InputError);
 }
 
+// One GB200 compute tray (topologies/gb200-host4.json, NCCL 2.25 -> the 2.25 table in libraries/nccl.json, the first
+// with NCCL's own Blackwell row: v2.25.1-1 src/graph/tuning.cc:155-174, LL128 on sm100 :435). The machine NCCL sees:
+//   4 ranks, 1 node, NVLink inside; ring bandwidth per GPU = 900 GB/s x 0.755 = 679.5 GB/s; 8 channels run, 4 as
+//   NCCL's search counts them. Ring ratio 4 / 2(4-1) = 4/6; estimate = latency + n / (1000 algbw) us.
+//   LL:     busBw = min(llMaxBw[Blackwell][1 node] 2 x 141 = 282, 679.5 x 0.5) = 282   -> algbw 188
+//           latency = base 6.6 + 6 steps x hwLat NVLink LL 0.6 = 10.2 us
+//   LL128:  busBw = min(679.5 x 0.92 = 625.14, 4 ch x perChMaxRingLL128Bw[Blackwell] 2 x 36.7 = 293.6) = 293.6
+//           -> algbw 195.7333; latency = 14.0 + 6 x 1.9 = 25.4 us
+// At 1 MiB: LL 10.2 + 1048576 / 188000 = 15.778 us; LL128 25.4 + 1048576 / 195733.3 = 30.757 us.
+// The same tray named NCCL 2.24 takes the 2.23 table: Hopper's cap for LL (min(141, 339.75) = 141 -> algbw 94,
+// 10.2 + 11.155 = 21.355 us) and no LL128 (sm100 was not in 2.23's LL128 switch).
+TEST(NcclModel, HandWorkedBlackwellRowFromNccl225) {
+  auto t = load_topology(shipped("gb200-host4"), 1);
+  const nccl::Machine m = nccl::machine_of(*t);
+  EXPECT_EQ(m.ranks, 4);
+  EXPECT_EQ(m.channels, 8);
+  EXPECT_TRUE(m.nvlink_intra);
+  EXPECT_NEAR(m.intra_GBps, 679.5, 1e-9);
+  const auto all = nccl::candidates(allreduce(1 << 20), *t);
+  EXPECT_NEAR(estimate_us(all, Algorithm::Ring, Protocol::LL), 10.2 + 1048576 / (1000 * 282.0 * 4 / 6), 1e-6);
+  EXPECT_NEAR(estimate_us(all, Algorithm::Ring, Protocol::LL128), 25.4 + 1048576 / (1000 * 293.6 * 4 / 6), 1e-6);
+
+  TempDir dir;
+  const std::string path = (dir.path() / "gb200-nccl-2.24.json").string();
+  std::string text = read_file(shipped("gb200-host4"));
+  const std::string version = "\"version\": \"2.25\"";
+  ASSERT_NE(text.find(version), std::string::npos);
+  std::ofstream(path) << text.replace(text.find(version), version.size(), "\"version\": \"2.24\"");
+  auto older = load_topology(path, 1);
+  const auto before = nccl::candidates(allreduce(1 << 20), *older);
+  EXPECT_NEAR(estimate_us(before, Algorithm::Ring, Protocol::LL), 10.2 + 1048576 / (1000 * 141.0 * 4 / 6), 1e-6);
+  for (const nccl::Estimate& e : before) EXPECT_NE(e.protocol, Protocol::LL128) << to_string(e.algorithm);
+}
+
 // Where two GPUs share a NIC (aws-p4d: 8 GPUs, 4 EFA NICs; gcp-a3-high: 8 GPUs, 4 TCPX NICs), the ring's channels
 // must leave through different NICs: with 4 channels, channel c leaves node n through GPU 2c - 1 (NIC c - 1 mod 4)
 // and enters through GPU 2c (NIC c), so every NIC carries one channel each way. The flow fidelity then drains the
