@@ -18,9 +18,11 @@ struct ReportOptions {
 
 void register_report(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ReportOptions>();
-  CLI::App* cmd = app.add_subcommand("report", "Write one self-contained HTML page from result JSON files (and their traces)");
-  cmd->add_option("results", o->files,
-                  "result JSON files (simulate/run --json); a Chrome trace (simulate --trace) after a result is its timeline")
+  CLI::App* cmd =
+      app.add_subcommand("report", "Write one self-contained HTML page from result JSON files (and their traces)");
+  cmd->add_option(
+         "results", o->files,
+         "result JSON files (simulate/run --json); a Chrome trace (simulate --trace) after a result is its timeline")
       ->required();
   cmd->add_option("-o,--output", o->out, "HTML file to write (default: report.html)")->check(writable_file());
   cmd->add_option("--title", o->title, "page title");

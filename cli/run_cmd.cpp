@@ -135,7 +135,6 @@ int run_mpi(const RunCommand& o) {
 #endif
 }
 
-
 // --dry-run: the NCCL calls of each step kind, as every rank would make them; needs no GPU.
 int print_nccl_program(const RunCommand& o) {
 #ifdef COMMSIM_HAVE_NCCL_PLAN

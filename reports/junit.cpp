@@ -13,9 +13,10 @@ std::string junit_xml(const std::string& suite, const std::vector<JUnitCase>& ca
     total += c.time_s;
   }
   const std::string counts = "tests=\"" + std::to_string(cases.size()) + "\" failures=\"" + std::to_string(failures) +
-                             "\" errors=\"0\" skipped=\"" + std::to_string(skipped) + "\" time=\"" + fixed(total, 3) + "\"";
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"" + escape_xml(suite) + "\" " + counts +
-                    ">\n  <testsuite name=\"" + escape_xml(suite) + "\" " + counts + ">\n";
+                             "\" errors=\"0\" skipped=\"" + std::to_string(skipped) + "\" time=\"" + fixed(total, 3) +
+                             "\"";
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"" + escape_xml(suite) + "\" " +
+                    counts + ">\n  <testsuite name=\"" + escape_xml(suite) + "\" " + counts + ">\n";
   for (const JUnitCase& c : cases) {
     out += "    <testcase classname=\"" + escape_xml(suite) + "\" name=\"" + escape_xml(c.name) + "\" time=\"" +
            fixed(c.time_s, 3) + "\">\n";

@@ -33,7 +33,10 @@ std::string open_svg(const std::string& id, double width, double height, const s
 std::vector<double> nice_ticks(double hi, int target = 5) {
   if (!(hi > 0)) return {0, 1};
   const double raw = hi / target, power = std::pow(10.0, std::floor(std::log10(raw)));
-  const double step = raw / power <= 1 ? power : raw / power <= 2 ? 2 * power : raw / power <= 5 ? 5 * power : 10 * power;
+  const double step = raw / power <= 1   ? power
+                      : raw / power <= 2 ? 2 * power
+                      : raw / power <= 5 ? 5 * power
+                                         : 10 * power;
   std::vector<double> ticks;
   for (double t = 0; t < hi + step * 0.999; t += step) ticks.push_back(t);
   return ticks;
@@ -67,20 +70,26 @@ std::string svg(const LineChart& c) {
 
   std::string out = open_svg(c.id, width, height, c.title);
   out += "<g stroke=\"#cccccc\">";
-  for (double t : y_ticks) out += "<line x1=\"" + px(left) + "\" x2=\"" + px(left + plot_w) + "\" y1=\"" + px(Y(t)) + "\" y2=\"" + px(Y(t)) + "\"/>";
+  for (double t : y_ticks)
+    out += "<line x1=\"" + px(left) + "\" x2=\"" + px(left + plot_w) + "\" y1=\"" + px(Y(t)) + "\" y2=\"" + px(Y(t)) +
+           "\"/>";
   out += "</g><g fill=\"#333333\">";
   for (double t : y_ticks) out += text(left - 6, Y(t) + 4, tick_label(t), "text-anchor=\"end\"");
   // x ticks at the data's own x values when few (node counts, bucket sizes), else evenly spaced
   std::vector<double> x_ticks = xs;
   if (xs.size() > 12) {
     x_ticks.clear();
-    for (int k = 0; k <= 6; ++k) x_ticks.push_back(c.log_x ? std::exp2(x_lo + (x_hi - x_lo) * k / 6) : x_lo + (x_hi - x_lo) * k / 6);
+    for (int k = 0; k <= 6; ++k)
+      x_ticks.push_back(c.log_x ? std::exp2(x_lo + (x_hi - x_lo) * k / 6) : x_lo + (x_hi - x_lo) * k / 6);
   }
   for (double t : x_ticks) out += text(X(t), top + plot_h + 16, tick_label(t), "text-anchor=\"middle\"");
-  out += text(left + plot_w / 2, top + plot_h + 36, c.x_label + (c.log_x ? " (log scale)" : ""), "text-anchor=\"middle\"");
-  out += text(16, top + plot_h / 2, c.y_label, "text-anchor=\"middle\" transform=\"rotate(-90 16 " + px(top + plot_h / 2) + ")\"");
+  out +=
+      text(left + plot_w / 2, top + plot_h + 36, c.x_label + (c.log_x ? " (log scale)" : ""), "text-anchor=\"middle\"");
+  out += text(16, top + plot_h / 2, c.y_label,
+              "text-anchor=\"middle\" transform=\"rotate(-90 16 " + px(top + plot_h / 2) + ")\"");
   out += "</g>";
-  out += "<path d=\"M" + px(left) + " " + px(top) + " V" + px(top + plot_h) + " H" + px(left + plot_w) + "\" fill=\"none\" stroke=\"#333333\"/>";
+  out += "<path d=\"M" + px(left) + " " + px(top) + " V" + px(top + plot_h) + " H" + px(left + plot_w) +
+         "\" fill=\"none\" stroke=\"#333333\"/>";
   for (std::size_t k = 0; k < c.series.size(); ++k) {
     const Series& s = c.series[k];
     const std::string& colour = palette(k);
@@ -92,13 +101,14 @@ std::string svg(const LineChart& c) {
     out += "<g class=\"series\" data-series=\"" + escape_xml(s.name) + "\">";
     out += "<polyline points=\"" + points + "\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\"/>";
     for (std::size_t i = 0; i < s.x.size(); ++i)
-      out += "<circle cx=\"" + px(X(s.x[i])) + "\" cy=\"" + px(Y(s.y[i])) + "\" r=\"3.5\" fill=\"" + colour + "\" data-x=\"" +
-             number(s.x[i]) + "\" data-value=\"" + number(s.y[i]) + "\"><title>" +
+      out += "<circle cx=\"" + px(X(s.x[i])) + "\" cy=\"" + px(Y(s.y[i])) + "\" r=\"3.5\" fill=\"" + colour +
+             "\" data-x=\"" + number(s.x[i]) + "\" data-value=\"" + number(s.y[i]) + "\"><title>" +
              escape_xml(s.name + ": " + c.x_label + " " + number(s.x[i]) + ", " + c.y_label + " " + number(s.y[i])) +
              "</title></circle>";
     out += "</g>";
     const double ly = top + plot_h + bottom + 14 + 18 * static_cast<double>(k);
-    out += "<rect x=\"" + px(left) + "\" y=\"" + px(ly - 10) + "\" width=\"12\" height=\"12\" fill=\"" + colour + "\"/>";
+    out +=
+        "<rect x=\"" + px(left) + "\" y=\"" + px(ly - 10) + "\" width=\"12\" height=\"12\" fill=\"" + colour + "\"/>";
     out += text(left + 18, ly, s.name);
   }
   return out + "</svg>";
@@ -124,7 +134,9 @@ std::string svg(const StackedBars& c) {
     out += text(lx + 18, 38, c.segments[k] + " (" + c.unit + ")");
   }
   out += "<g stroke=\"#dddddd\">";
-  for (double t : ticks) out += "<line x1=\"" + px(X(t)) + "\" x2=\"" + px(X(t)) + "\" y1=\"" + px(top - 4) + "\" y2=\"" + px(height - 26) + "\"/>";
+  for (double t : ticks)
+    out += "<line x1=\"" + px(X(t)) + "\" x2=\"" + px(X(t)) + "\" y1=\"" + px(top - 4) + "\" y2=\"" + px(height - 26) +
+           "\"/>";
   out += "</g>";
   for (double t : ticks) out += text(X(t), height - 12, tick_label(t), "text-anchor=\"middle\" fill=\"#333333\"");
   for (std::size_t i = 0; i < c.labels.size(); ++i) {
@@ -136,8 +148,8 @@ std::string svg(const StackedBars& c) {
     for (std::size_t k = 0; k < c.values[i].size(); ++k) {
       const double v = c.values[i][k];
       out += "<rect x=\"" + px(X(at)) + "\" y=\"" + px(y + 3) + "\" width=\"" + px(std::max(0.0, X(at + v) - X(at))) +
-             "\" height=\"" + px(row - 6) + "\" fill=\"" + palette(k) + "\" data-series=\"" + escape_xml(c.segments[k]) +
-             "\" data-value=\"" + number(v) + "\"><title>" +
+             "\" height=\"" + px(row - 6) + "\" fill=\"" + palette(k) + "\" data-series=\"" +
+             escape_xml(c.segments[k]) + "\" data-value=\"" + number(v) + "\"><title>" +
              escape_xml(label + ": " + c.segments[k] + " " + number(v) + " " + c.unit) + "</title></rect>";
       at += v;
     }

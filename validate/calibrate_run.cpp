@@ -28,7 +28,8 @@ Calibration run_calibration(const CalibrateOptions& o) {
   if (o.out.empty()) throw InputError("-o", "", "no output file given");
   const Json topology = read_json_file(o.topology);
   if (!topology.is_object() || !topology.contains("link_classes"))
-    throw InputError(o.topology, "link_classes", "missing: calibration needs a node-template topology with link_classes");
+    throw InputError(o.topology, "link_classes",
+                     "missing: calibration needs a node-template topology with link_classes");
   std::vector<std::string> files = o.bench_in;
   std::string bench_file;
   if (files.empty()) {
@@ -36,11 +37,22 @@ Calibration run_calibration(const CalibrateOptions& o) {
     bench_file = o.bench_out.empty() ? (fs::path(o.out).replace_extension("").string() + ".bench.json") : o.bench_out;
     if (!fs::path(bench_file).parent_path().empty()) fs::create_directories(fs::path(bench_file).parent_path());
     for (int run = 1; run <= o.repeats; ++run) {
-      const std::string file = fs::path(bench_file).replace_extension("").string() + ".run" + std::to_string(run) + ".json";
+      const std::string file =
+          fs::path(bench_file).replace_extension("").string() + ".run" + std::to_string(run) + ".json";
       const std::string log = file + ".log";
-      std::vector<std::string> argv = {o.commsim, "bench", "--backend", "mpi", fs::absolute(o.topology).string(), "--impl", "schedule",
-                                       "--max-bytes", o.max_bytes, "--json", fs::absolute(file).string(),
-                                       "--timeout-s", std::to_string(static_cast<int>(o.timeout_s))};
+      std::vector<std::string> argv = {o.commsim,
+                                       "bench",
+                                       "--backend",
+                                       "mpi",
+                                       fs::absolute(o.topology).string(),
+                                       "--impl",
+                                       "schedule",
+                                       "--max-bytes",
+                                       o.max_bytes,
+                                       "--json",
+                                       fs::absolute(file).string(),
+                                       "--timeout-s",
+                                       std::to_string(static_cast<int>(o.timeout_s))};
       if (o.cluster) argv.push_back("--cluster");
       std::error_code ignored;
       fs::remove(file, ignored);
@@ -51,8 +63,8 @@ Calibration run_calibration(const CalibrateOptions& o) {
       while (!last.empty() && last.back() == '\n') last.pop_back();
       if (pr.exit_code == 2) throw InputError(last.empty() ? "commsim bench: bad input (log: " + log + ")" : last);
       if (pr.exit_code != 0 || !fs::exists(file))
-        throw MeasurementFailed("commsim bench exited " + std::to_string(pr.exit_code) + (pr.timed_out ? " (timed out)" : "") + ": " +
-                                last + " (log: " + log + ")");
+        throw MeasurementFailed("commsim bench exited " + std::to_string(pr.exit_code) +
+                                (pr.timed_out ? " (timed out)" : "") + ": " + last + " (log: " + log + ")");
       files.push_back(file);
     }
   } else {
@@ -64,7 +76,8 @@ Calibration run_calibration(const CalibrateOptions& o) {
   if (files.size() > 1 || o.bench_in.empty()) reports::write_file(bench_file, merged.dump(2) + "\n", "--bench-out");
   Calibration cal = calibrate(topology, o.topology, merged, bench_file, o.model);
   if (o.cluster && !cal.provenance.cluster && o.bench_in.empty())
-    throw MeasurementFailed("asked for the emulated cluster but the microbenchmarks ran on \"" + cal.provenance.network +
+    throw MeasurementFailed("asked for the emulated cluster but the microbenchmarks ran on \"" +
+                            cal.provenance.network +
                             "\" (no CAP_NET_ADMIN?); not calibrating a cluster topology from loopback numbers");
   if (cal.trusted()) {
     if (!fs::path(o.out).parent_path().empty()) fs::create_directories(fs::path(o.out).parent_path());
@@ -79,33 +92,45 @@ std::string describe(const Calibration& cal) {
   std::string out;
   for (const ClassCalibration& c : cal.classes) {
     for (const LineFit& s : c.fit.segments)
-      t.add({c.link_class, bytes_text(s.min_bytes) + " - " + bytes_text(s.max_bytes), fixed(s.alpha_s * 1e6, 2), fixed(s.beta_Bps / 1e6, 1),
-             std::to_string(s.samples), fixed(100 * s.rms_rel, 1) + " %", fixed(100 * s.max_abs_rel, 1) + " %"});
-    t.add({c.link_class, cal.collective_used ? "in topology*" : "in topology", fixed(c.alpha_s * 1e6, 2), fixed(c.beta_Bps / 1e6, 1), std::to_string(c.samples.size()),
-           fixed(100 * c.line_rms_rel, 1) + " %", fixed(100 * c.line_max_abs_rel, 1) + " %"});
+      t.add({c.link_class, bytes_text(s.min_bytes) + " - " + bytes_text(s.max_bytes), fixed(s.alpha_s * 1e6, 2),
+             fixed(s.beta_Bps / 1e6, 1), std::to_string(s.samples), fixed(100 * s.rms_rel, 1) + " %",
+             fixed(100 * s.max_abs_rel, 1) + " %"});
+    t.add({c.link_class, cal.collective_used ? "in topology*" : "in topology", fixed(c.alpha_s * 1e6, 2),
+           fixed(c.beta_Bps / 1e6, 1), std::to_string(c.samples.size()), fixed(100 * c.line_rms_rel, 1) + " %",
+           fixed(100 * c.line_max_abs_rel, 1) + " %"});
   }
-  out += "ping-pong fits (one-way time = alpha + bytes / beta, weighted least squares on relative residuals); \"in topology\": "
-         "alpha of the first regime, beta of the last, residuals against every ping-pong size\n" + t.str();
+  out +=
+      "ping-pong fits (one-way time = alpha + bytes / beta, weighted least squares on relative residuals); \"in "
+      "topology\": "
+      "alpha of the first regime, beta of the last, residuals against every ping-pong size\n" +
+      t.str();
   if (cal.collective_used)
-    out += "  * latency raised to the allreduce sweep's step latency, the bottleneck class's beta from the sweep (model collective): "
-           "the residuals against the ping-pong (two ranks awake) show how far a loaded collective is from it\n";
+    out +=
+        "  * latency raised to the allreduce sweep's step latency, the bottleneck class's beta from the sweep (model "
+        "collective): "
+        "the residuals against the ping-pong (two ranks awake) show how far a loaded collective is from it\n";
   for (const ClassCalibration& c : cal.classes) {
     std::string bp;
     for (double b : c.fit.breakpoints_bytes) bp += (bp.empty() ? "" : ", ") + bytes_text(b);
-    out += "  " + c.link_class + ": R^2 " + fixed(c.fit.r2, 4) + " (piecewise fit), " + fixed(c.line_r2, 4) + " (topology values vs ping-pong); " +
-           (bp.empty() ? std::string("one regime") : "regimes break at " + bp) + "; band +-" + fixed(100 * c.band_rel, 1) + " %; " +
-           (c.trusted ? "trusted" : "REFUSED: " + c.why_not) + "\n";
+    out += "  " + c.link_class + ": R^2 " + fixed(c.fit.r2, 4) + " (piecewise fit), " + fixed(c.line_r2, 4) +
+           " (topology values vs ping-pong); " + (bp.empty() ? std::string("one regime") : "regimes break at " + bp) +
+           "; band +-" + fixed(100 * c.band_rel, 1) + " %; " + (c.trusted ? "trusted" : "REFUSED: " + c.why_not) + "\n";
   }
   const CollectiveFit& cf = cal.collective;
   if (cf.present) {
     std::string bp;
     for (double b : cf.fit.breakpoints_bytes) bp += (bp.empty() ? "" : ", ") + bytes_text(b);
-    out += "  collective (allreduce sweep, ring schedule, " + std::to_string(cf.ranks) + " ranks): R^2 " + fixed(cf.fit.r2, 4) + ", RMS resid " +
-           fixed(100 * cf.fit.rms_rel, 1) + " %" + (bp.empty() ? "" : ", regimes break at " + bp) + "; step latency " +
-           fixed(cf.alpha_step_s * 1e6, 1) + " us, " + cf.bottleneck_class + " beta " + fixed(cf.beta_Bps / 1e6, 1) + " MB/s; " +
-           (cal.collective_used ? "USED for the topology" : cf.trusted ? "not used (--model links)" : "not used: " + cf.why_not) + "\n";
+    out += "  collective (allreduce sweep, ring schedule, " + std::to_string(cf.ranks) + " ranks): R^2 " +
+           fixed(cf.fit.r2, 4) + ", RMS resid " + fixed(100 * cf.fit.rms_rel, 1) + " %" +
+           (bp.empty() ? "" : ", regimes break at " + bp) + "; step latency " + fixed(cf.alpha_step_s * 1e6, 1) +
+           " us, " + cf.bottleneck_class + " beta " + fixed(cf.beta_Bps / 1e6, 1) + " MB/s; " +
+           (cal.collective_used ? "USED for the topology"
+            : cf.trusted        ? "not used (--model links)"
+                                : "not used: " + cf.why_not) +
+           "\n";
   }
-  out += "  reduction (gamma): " + (cal.reduce_Bps > 0 ? fixed(cal.reduce_Bps / 1e9, 2) + " GB/s" : std::string("not measured")) + "\n";
+  out += "  reduction (gamma): " +
+         (cal.reduce_Bps > 0 ? fixed(cal.reduce_Bps / 1e9, 2) + " GB/s" : std::string("not measured")) + "\n";
   out += "  measured on " + cal.provenance.host + ", " + cal.provenance.network + "\n";
   return out;
 }

@@ -12,16 +12,16 @@
 namespace commsim::validate {
 
 struct CalibrateOptions {
-  std::string commsim;          // path of the commsim executable (runs `commsim bench`)
-  std::string topology;         // topology JSON to calibrate
-  bool cluster = false;         // bench inside the emulated cluster
+  std::string commsim;                // path of the commsim executable (runs `commsim bench`)
+  std::string topology;               // topology JSON to calibrate
+  bool cluster = false;               // bench inside the emulated cluster
   std::vector<std::string> bench_in;  // non-empty: fit these bench JSONs (merged) instead of measuring
-  std::string bench_out;        // where the merged bench JSON goes (default: OUT with .bench.json; runs .run1.json ...)
+  std::string bench_out;  // where the merged bench JSON goes (default: OUT with .bench.json; runs .run1.json ...)
   std::string max_bytes = "16M";
-  int repeats = 3;              // bench runs; per size the median is fitted
+  int repeats = 3;  // bench runs; per size the median is fitted
   CalibrationModel model = CalibrationModel::Collective;
   double timeout_s = 900;
-  std::string out;              // calibrated topology to write
+  std::string out;  // calibrated topology to write
 };
 
 // The microbenchmark child failed (exit code 3 at the CLI, like a failed `commsim run`).

@@ -48,15 +48,19 @@ std::vector<Sample> read_samples(const Json& entry, const std::string& file, con
 // keeps is reported beside it, not judged: where the data has regimes (MPI protocols, tc's token bucket) no one
 // line follows all of them, and that is the simulator's limit, not the measurement's.
 std::string judge_fit(const PiecewiseFit& fit, std::size_t samples, const TrustLimits& limits) {
-  if (samples < limits.min_samples) return std::to_string(samples) + " sizes, need at least " + std::to_string(limits.min_samples);
+  if (samples < limits.min_samples)
+    return std::to_string(samples) + " sizes, need at least " + std::to_string(limits.min_samples);
   for (const LineFit& s : fit.segments)
     if (!s.valid) return "sizes " + fmt("%.0f", s.min_bytes) + "-" + fmt("%.0f", s.max_bytes) + " B: " + s.why_invalid;
   if (fit.r2 < limits.min_r2)
-    return "R^2 = " + fmt("%.3f", fit.r2) + " < " + fmt("%.2f", limits.min_r2) + " (the times do not follow alpha + bytes/beta; noisy or overloaded host?)";
+    return "R^2 = " + fmt("%.3f", fit.r2) + " < " + fmt("%.2f", limits.min_r2) +
+           " (the times do not follow alpha + bytes/beta; noisy or overloaded host?)";
   if (fit.rms_rel > limits.max_rms_rel)
-    return "RMS relative residual " + fmt("%.1f", 100 * fit.rms_rel) + " % > " + fmt("%.0f", 100 * limits.max_rms_rel) + " % (noisy or overloaded host?)";
+    return "RMS relative residual " + fmt("%.1f", 100 * fit.rms_rel) + " % > " + fmt("%.0f", 100 * limits.max_rms_rel) +
+           " % (noisy or overloaded host?)";
   if (fit.max_abs_rel > limits.max_abs_rel)
-    return "largest relative residual " + fmt("%.1f", 100 * fit.max_abs_rel) + " % > " + fmt("%.0f", 100 * limits.max_abs_rel) + " %";
+    return "largest relative residual " + fmt("%.1f", 100 * fit.max_abs_rel) + " % > " +
+           fmt("%.0f", 100 * limits.max_abs_rel) + " %";
   return "";
 }
 
@@ -74,10 +78,12 @@ void line_statistics(ClassCalibration& c) {
   c.line_r2 = r_squared(c.samples, predicted);
 }
 
-Json samples_json(const std::vector<Sample>& samples, const std::vector<double>& piecewise, const std::vector<double>& line) {
+Json samples_json(const std::vector<Sample>& samples, const std::vector<double>& piecewise,
+                  const std::vector<double>& line) {
   Json out = Json::array();
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    Json s = {{"bytes", samples[i].bytes}, {"seconds", samples[i].seconds},
+    Json s = {{"bytes", samples[i].bytes},
+              {"seconds", samples[i].seconds},
               {"piecewise_rel_residual", i < piecewise.size() ? piecewise[i] : 0.0}};
     if (!line.empty()) s["line_rel_residual"] = line[i];
     out.push_back(s);
@@ -88,13 +94,17 @@ Json samples_json(const std::vector<Sample>& samples, const std::vector<double>&
 Json piecewise_json(const PiecewiseFit& f) {
   Json segments = Json::array();
   for (const LineFit& s : f.segments) segments.push_back(line_json(s));
-  return {{"segments", segments}, {"breakpoints_bytes", f.breakpoints_bytes}, {"r2", f.r2},
-          {"rms_rel_residual", f.rms_rel}, {"max_abs_rel_residual", f.max_abs_rel}};
+  return {{"segments", segments},
+          {"breakpoints_bytes", f.breakpoints_bytes},
+          {"r2", f.r2},
+          {"rms_rel_residual", f.rms_rel},
+          {"max_abs_rel_residual", f.max_abs_rel}};
 }
 
 // The allreduce sweep fitted with the ring's closed form (CollectiveFit).
-CollectiveFit fit_collective(const Json& bench, const std::string& bench_file, const std::vector<ClassCalibration>& classes,
-                             double reduce_Bps, const TrustLimits& limits, const PiecewiseOptions& options) {
+CollectiveFit fit_collective(const Json& bench, const std::string& bench_file,
+                             const std::vector<ClassCalibration>& classes, double reduce_Bps, const TrustLimits& limits,
+                             const PiecewiseOptions& options) {
   CollectiveFit c;
   if (!bench.contains("allreduce") || !bench["allreduce"].is_object()) return c;
   const Json& ar = bench["allreduce"];
@@ -113,16 +123,20 @@ CollectiveFit fit_collective(const Json& bench, const std::string& bench_file, c
   c.present = true;
   double slowest = 0;
   for (const ClassCalibration& cl : classes)
-    if (cl.beta_Bps > 0 && (c.bottleneck_class.empty() || cl.beta_Bps < slowest)) c.bottleneck_class = cl.link_class, slowest = cl.beta_Bps;
-  std::stable_sort(c.samples.begin(), c.samples.end(), [](const Sample& x, const Sample& y) { return x.bytes < y.bytes; });
+    if (cl.beta_Bps > 0 && (c.bottleneck_class.empty() || cl.beta_Bps < slowest))
+      c.bottleneck_class = cl.link_class, slowest = cl.beta_Bps;
+  std::stable_sort(c.samples.begin(), c.samples.end(),
+                   [](const Sample& x, const Sample& y) { return x.bytes < y.bytes; });
   c.fit = fit_piecewise(c.samples, options);
   const double p = c.ranks;
   c.why_not = judge_fit(c.fit, c.samples.size(), limits);
   if (c.why_not.empty()) {
     c.alpha_step_s = c.fit.segments.front().alpha_s / (2 * (p - 1));
     const double per_byte = 1 / c.fit.segments.back().beta_Bps - (reduce_Bps > 0 ? (p - 1) / (p * reduce_Bps) : 0);
-    if (per_byte > 0) c.beta_Bps = 2 * (p - 1) / p / per_byte;
-    else c.why_not = "the large-size allreduce time is below the reduction time alone";
+    if (per_byte > 0)
+      c.beta_Bps = 2 * (p - 1) / p / per_byte;
+    else
+      c.why_not = "the large-size allreduce time is below the reduction time alone";
   }
   c.band_rel = std::min(0.9, 2 * c.fit.rms_rel);
   c.trusted = c.why_not.empty();
@@ -141,7 +155,9 @@ Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::stri
   if (runs.size() == 1) return runs[0];
   Json merged = runs[0];
   auto check_same = [&](std::size_t r, const std::string& field, const Json& a, const Json& b) {
-    if (a != b) throw InputError(files[r], field, "differs from " + files[0] + " (" + a.dump() + " vs " + b.dump() + "): not runs of one bench");
+    if (a != b)
+      throw InputError(files[r], field,
+                       "differs from " + files[0] + " (" + a.dump() + " vs " + b.dump() + "): not runs of one bench");
   };
   for (std::size_t r = 1; r < runs.size(); ++r) {
     check_same(r, "ranks", runs[0].value("ranks", Json()), runs[r].value("ranks", Json()));
@@ -154,9 +170,11 @@ Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::stri
       std::vector<double> t;
       for (std::size_t r = 0; r < runs.size(); ++r) {
         const Json& other = runs[r].at("pingpong").at(i);
-        check_same(r, "pingpong[" + std::to_string(i) + "].link_class", merged["pingpong"][i]["link_class"], other.at("link_class"));
+        check_same(r, "pingpong[" + std::to_string(i) + "].link_class", merged["pingpong"][i]["link_class"],
+                   other.at("link_class"));
         const Json& s = other.at("samples").at(k);
-        check_same(r, "pingpong[" + std::to_string(i) + "].samples[" + std::to_string(k) + "].bytes", samples[k]["bytes"], s.at("bytes"));
+        check_same(r, "pingpong[" + std::to_string(i) + "].samples[" + std::to_string(k) + "].bytes",
+                   samples[k]["bytes"], s.at("bytes"));
         t.push_back(s.at("seconds_per_repetition").get<double>());
       }
       samples[k]["seconds_per_repetition"] = *std::min_element(t.begin(), t.end());
@@ -182,17 +200,20 @@ Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::stri
     merged["reduction"]["reduce_Bps"] = median(g);
   }
   merged["merged_from"] = files;
-  merged["merge"] = "ping-pong: the fastest run per class and size (what the link can do, without interference); allreduce: the "
-                    "median run per size (what a collective costs on this host as it is); reduction rate: the median";
+  merged["merge"] =
+      "ping-pong: the fastest run per class and size (what the link can do, without interference); allreduce: the "
+      "median run per size (what a collective costs on this host as it is); reduction rate: the median";
   return merged;
 }
 
-Calibration calibrate(const Json& topology, const std::string& topology_file, const Json& bench, const std::string& bench_file,
-                      CalibrationModel model, const TrustLimits& limits, const PiecewiseOptions& options) {
+Calibration calibrate(const Json& topology, const std::string& topology_file, const Json& bench,
+                      const std::string& bench_file, CalibrationModel model, const TrustLimits& limits,
+                      const PiecewiseOptions& options) {
   Calibration cal;
   cal.model = model;
   if (!topology.is_object() || !topology.contains("link_classes") || !topology["link_classes"].is_object())
-    throw InputError(topology_file, "link_classes", "missing: calibration needs a topology with link_classes (not an astra_sim one)");
+    throw InputError(topology_file, "link_classes",
+                     "missing: calibration needs a topology with link_classes (not an astra_sim one)");
   JsonFields b(bench, bench_file, "");
   const Json& pings = b.array("pingpong");
   if (pings.empty()) throw InputError(bench_file, "pingpong", "no ping-pong measurements");
@@ -253,8 +274,8 @@ Calibration calibrate(const Json& topology, const std::string& topology_file, co
   // The calibrated topology: the input with the fitted classes replaced.
   Json out = topology;
   out["name"] = pv.topology_name + "-calibrated";
-  out["description"] = topology.value("description", "") + " -- link classes calibrated by commsim calibrate (" + pv.backend + ", " +
-                       pv.network + ")";
+  out["description"] = topology.value("description", "") + " -- link classes calibrated by commsim calibrate (" +
+                       pv.backend + ", " + pv.network + ")";
   Json classes = Json::object();
   for (const ClassCalibration& c : cal.classes) {
     const Json& before = topology["link_classes"][c.link_class];
@@ -272,67 +293,81 @@ Calibration calibrate(const Json& topology, const std::string& topology_file, co
       }
     }
     std::string regimes;
-    for (std::size_t k = 0; k < c.fit.breakpoints_bytes.size(); ++k) regimes += (k ? ", " : "") + fmt("%.0f", c.fit.breakpoints_bytes[k]) + " B";
+    for (std::size_t k = 0; k < c.fit.breakpoints_bytes.size(); ++k)
+      regimes += (k ? ", " : "") + fmt("%.0f", c.fit.breakpoints_bytes[k]) + " B";
     const bool from_collective = cal.collective_used;
     const bool bottleneck = from_collective && c.link_class == cal.collective.bottleneck_class;
-    lc["source"] = "fitted by commsim calibrate on " + pv.host + " at " + pv.date + " from " + std::to_string(c.samples.size()) +
-                   " ping-pong sizes (" + fmt("%.0f", c.samples.front().bytes) + "-" + fmt("%.0f", c.samples.back().bytes) +
-                   " B, one-way = round trip / 2), R^2 = " + fmt("%.4f", c.fit.r2) + ", max residual " + fmt("%.1f", 100 * c.fit.max_abs_rel) +
-                   " %" + (regimes.empty() ? "" : ", regimes break at " + regimes) +
-                   (from_collective ? "; latency raised to the collective step latency " + fmt("%.3g", cal.collective.alpha_step_s) +
-                                          " s from " + std::to_string(cal.collective.samples.size()) + " allreduce sizes (R^2 = " +
-                                          fmt("%.4f", cal.collective.fit.r2) + ")"
-                                    : "") +
-                   (bottleneck ? "; beta from the allreduce sweep (" + fmt("%.4g", cal.collective.beta_Bps) + " B/s)" : "") +
-                   "; before: latency_s " + fmt("%.3g", before.value("latency_s", 0.0)) + ", bandwidth_Bps " + fmt("%.4g", datasheet_Bps) +
-                   ", efficiency " + fmt("%.3g", before.value("efficiency", 1.0)) + " [calibration]";
+    lc["source"] =
+        "fitted by commsim calibrate on " + pv.host + " at " + pv.date + " from " + std::to_string(c.samples.size()) +
+        " ping-pong sizes (" + fmt("%.0f", c.samples.front().bytes) + "-" + fmt("%.0f", c.samples.back().bytes) +
+        " B, one-way = round trip / 2), R^2 = " + fmt("%.4f", c.fit.r2) + ", max residual " +
+        fmt("%.1f", 100 * c.fit.max_abs_rel) + " %" + (regimes.empty() ? "" : ", regimes break at " + regimes) +
+        (from_collective
+             ? "; latency raised to the collective step latency " + fmt("%.3g", cal.collective.alpha_step_s) +
+                   " s from " + std::to_string(cal.collective.samples.size()) +
+                   " allreduce sizes (R^2 = " + fmt("%.4f", cal.collective.fit.r2) + ")"
+             : "") +
+        (bottleneck ? "; beta from the allreduce sweep (" + fmt("%.4g", cal.collective.beta_Bps) + " B/s)" : "") +
+        "; before: latency_s " + fmt("%.3g", before.value("latency_s", 0.0)) + ", bandwidth_Bps " +
+        fmt("%.4g", datasheet_Bps) + ", efficiency " + fmt("%.3g", before.value("efficiency", 1.0)) + " [calibration]";
     classes[c.link_class] = {{"ranks", c.ranks},
                              {"trusted", c.trusted},
                              {"why_not", c.why_not},
-                             {"topology_line", {{"alpha_s", c.alpha_s},
-                                                {"beta_Bps", c.beta_Bps},
-                                                {"r2_vs_pingpong", c.line_r2},
-                                                {"rms_rel_residual_vs_pingpong", c.line_rms_rel},
-                                                {"max_abs_rel_residual_vs_pingpong", c.line_max_abs_rel}}},
+                             {"topology_line",
+                              {{"alpha_s", c.alpha_s},
+                               {"beta_Bps", c.beta_Bps},
+                               {"r2_vs_pingpong", c.line_r2},
+                               {"rms_rel_residual_vs_pingpong", c.line_rms_rel},
+                               {"max_abs_rel_residual_vs_pingpong", c.line_max_abs_rel}}},
                              {"pingpong_fit", piecewise_json(c.fit)},
                              {"band_rel", c.band_rel},
                              {"samples", samples_json(c.samples, c.fit.rel_residuals, c.line_rel_residuals)}};
   }
   const CollectiveFit& cf = cal.collective;
-  Json collective = {{"present", cf.present}, {"used", cal.collective_used}, {"trusted", cf.trusted}, {"why_not", cf.why_not}};
+  Json collective = {
+      {"present", cf.present}, {"used", cal.collective_used}, {"trusted", cf.trusted}, {"why_not", cf.why_not}};
   if (cf.present)
-    collective.update({{"ranks", cf.ranks},
-                       {"bottleneck_class", cf.bottleneck_class},
-                       {"alpha_step_s", cf.alpha_step_s},
-                       {"beta_Bps", cf.beta_Bps},
-                       {"band_rel", cf.band_rel},
-                       {"fit", piecewise_json(cf.fit)},
-                       {"samples", samples_json(cf.samples, cf.fit.rel_residuals, {})},
-                       {"model", "ring allreduce of S bytes on p ranks: t = 2(p-1) alpha + 2(p-1)/p S / beta + (p-1)/p S / gamma"}});
+    collective.update(
+        {{"ranks", cf.ranks},
+         {"bottleneck_class", cf.bottleneck_class},
+         {"alpha_step_s", cf.alpha_step_s},
+         {"beta_Bps", cf.beta_Bps},
+         {"band_rel", cf.band_rel},
+         {"fit", piecewise_json(cf.fit)},
+         {"samples", samples_json(cf.samples, cf.fit.rel_residuals, {})},
+         {"model", "ring allreduce of S bytes on p ranks: t = 2(p-1) alpha + 2(p-1)/p S / beta + (p-1)/p S / gamma"}});
   Json calibration = {
-      {"what", "commsim calibrate: per link class, alpha and beta fitted by weighted least squares (weights 1/t^2: relative "
-               "residuals) to the ping-pong one-way times, piecewise where the data shows regimes; the topology keeps one line "
-               "per class: alpha of the smallest-size regime, beta of the largest. Model 'collective' then raises every class's "
-               "latency to the latency of one ring step measured by the allreduce sweep (all ranks busy) and gives the "
-               "bottleneck class the sweep's beta (docs/calibration.md)"},
+      {"what",
+       "commsim calibrate: per link class, alpha and beta fitted by weighted least squares (weights 1/t^2: relative "
+       "residuals) to the ping-pong one-way times, piecewise where the data shows regimes; the topology keeps one line "
+       "per class: alpha of the smallest-size regime, beta of the largest. Model 'collective' then raises every "
+       "class's "
+       "latency to the latency of one ring step measured by the allreduce sweep (all ranks busy) and gives the "
+       "bottleneck class the sweep's beta (docs/calibration.md)"},
       {"model", model == CalibrationModel::Collective ? "collective" : "links"},
       {"topology", {{"name", pv.topology_name}, {"file", topology_file}}},
-      {"provenance", {{"host", pv.host},
-                      {"date", pv.date},
-                      {"commsim_version", pv.commsim_version},
-                      {"calibrated_by", std::string("commsim ") + COMMSIM_VERSION},
-                      {"backend", pv.backend},
-                      {"network", pv.network},
-                      {"cluster", pv.cluster},
-                      {"bench_file", bench_file},
-                      {"bench_runs", bench.value("merged_from", Json::array({bench_file}))},
-                      {"bench_ranks", bench.value("ranks", 0)}}},
-      {"limits", {{"min_r2", limits.min_r2}, {"max_rms_rel_residual", limits.max_rms_rel}, {"max_abs_rel_residual", limits.max_abs_rel}}},
+      {"provenance",
+       {{"host", pv.host},
+        {"date", pv.date},
+        {"commsim_version", pv.commsim_version},
+        {"calibrated_by", std::string("commsim ") + COMMSIM_VERSION},
+        {"backend", pv.backend},
+        {"network", pv.network},
+        {"cluster", pv.cluster},
+        {"bench_file", bench_file},
+        {"bench_runs", bench.value("merged_from", Json::array({bench_file}))},
+        {"bench_ranks", bench.value("ranks", 0)}}},
+      {"limits",
+       {{"min_r2", limits.min_r2},
+        {"max_rms_rel_residual", limits.max_rms_rel},
+        {"max_abs_rel_residual", limits.max_abs_rel}}},
       {"link_classes", classes},
       {"collective", collective},
-      {"reduction", {{"reduce_Bps", cal.reduce_Bps},
-                     {"use", "validation sets the scenario device's memory_Bps to 3 x reduce_Bps (the simulator reduces at "
-                             "memory_Bps / 3: two reads and a write)"}}},
+      {"reduction",
+       {{"reduce_Bps", cal.reduce_Bps},
+        {"use",
+         "validation sets the scenario device's memory_Bps to 3 x reduce_Bps (the simulator reduces at "
+         "memory_Bps / 3: two reads and a write)"}}},
       {"trusted", cal.trusted()}};
   if (!out.contains("sources") || !out["sources"].is_object()) out["sources"] = Json::object();
   out["sources"]["calibration"] = calibration;
@@ -343,10 +378,12 @@ Calibration calibrate(const Json& topology, const std::string& topology_file, co
 CalibrationSummary read_calibration(const std::string& file) {
   const Json doc = read_json_file(file);
   const Json* cal = nullptr;
-  if (doc.is_object() && doc.contains("sources") && doc["sources"].is_object() && doc["sources"].contains("calibration"))
+  if (doc.is_object() && doc.contains("sources") && doc["sources"].is_object() &&
+      doc["sources"].contains("calibration"))
     cal = &doc["sources"]["calibration"];
   if (!cal || !cal->is_object())
-    throw InputError(file, "sources.calibration", "missing: not a calibrated topology (make one with `commsim calibrate`)");
+    throw InputError(file, "sources.calibration",
+                     "missing: not a calibrated topology (make one with `commsim calibrate`)");
   CalibrationSummary s;
   s.file = file;
   try {
@@ -360,7 +397,8 @@ CalibrationSummary read_calibration(const std::string& file) {
     for (const auto& [name, c] : cal->at("link_classes").items()) {
       s.band_rel.emplace_back(name, c.at("band_rel").get<double>());
       const Json& lc = doc.at("link_classes").at(name);
-      s.lines.push_back({name, lc.at("latency_s").get<double>(), lc.at("bandwidth_Bps").get<double>() * lc.value("efficiency", 1.0),
+      s.lines.push_back({name, lc.at("latency_s").get<double>(),
+                         lc.at("bandwidth_Bps").get<double>() * lc.value("efficiency", 1.0),
                          c.at("pingpong_fit").at("r2").get<double>(),
                          c.at("pingpong_fit").at("breakpoints_bytes").get<std::vector<double>>()});
     }

@@ -7,10 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "validate/fit.hpp"
 
@@ -33,9 +32,9 @@ inline constexpr TrustLimits kCollectiveLimits{0.75, 0.35, 1.0, 6};
 
 struct ClassCalibration {
   std::string link_class;
-  std::vector<int> ranks;        // the ping-pong pair
-  std::vector<Sample> samples;   // one-way times (round trip / 2), size order
-  PiecewiseFit fit;              // the data's regimes
+  std::vector<int> ranks;       // the ping-pong pair
+  std::vector<Sample> samples;  // one-way times (round trip / 2), size order
+  PiecewiseFit fit;             // the data's regimes
   // The single line the topology carries (the simulator has one alpha-beta per class): alpha of the smallest-size
   // segment, beta of the largest-size segment (each parameter from the regime where it dominates the time).
   double alpha_s = 0, beta_Bps = 0;
@@ -56,8 +55,8 @@ struct ClassCalibration {
 // ranks, whose six others sleep. Piecewise like the ping-pong; alpha from the smallest-size regime, beta from the
 // largest.
 struct CollectiveFit {
-  bool present = false;        // the bench has schedule-ring allreduce samples
-  int ranks = 0;               // p
+  bool present = false;          // the bench has schedule-ring allreduce samples
+  int ranks = 0;                 // p
   std::string bottleneck_class;  // the class whose beta it replaces: the slowest calibrated class
   std::vector<Sample> samples;   // allreduce size (bytes) -> seconds
   PiecewiseFit fit;              // t = A + B S per regime
@@ -94,9 +93,9 @@ struct Calibration {
 // Fits every ping-pong class of `bench` and builds the calibrated topology from `topology` (the document as read
 // from `topology_file`). Bad structure in either document is an InputError naming the file and the field; a poor
 // fit is not an error here (ClassCalibration::trusted says it; the CLI refuses with exit 1).
-Calibration calibrate(const Json& topology, const std::string& topology_file, const Json& bench, const std::string& bench_file,
-                      CalibrationModel model = CalibrationModel::Collective, const TrustLimits& limits = {},
-                      const PiecewiseOptions& options = {});
+Calibration calibrate(const Json& topology, const std::string& topology_file, const Json& bench,
+                      const std::string& bench_file, CalibrationModel model = CalibrationModel::Collective,
+                      const TrustLimits& limits = {}, const PiecewiseOptions& options = {});
 
 // Several bench reports of the same topology merged into one. Ping-pong: per class and size the FASTEST run — the
 // link's capability, free of interference from whatever else runs on the host (best-of-N, as latency benchmarks

@@ -134,7 +134,8 @@ PiecewiseFit fit_piecewise(std::vector<Sample> samples, const PiecewiseOptions& 
     if (chosen == parts.size()) break;
     const Part old = parts[chosen];
     parts[chosen] = {old.begin, chosen_split.at, chosen_split.lower};
-    parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(chosen) + 1, Part{chosen_split.at, old.end, chosen_split.upper});
+    parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(chosen) + 1,
+                 Part{chosen_split.at, old.end, chosen_split.upper});
   }
   // Greedy splitting can place the first breakpoint where one split is best although two splits are best elsewhere
   // (two regimes crossing near the middle): with three segments, every pair of breakpoints is tried.

@@ -20,16 +20,16 @@ struct Sample {
 
 // One alpha-beta line and how well it fits its samples.
 struct LineFit {
-  double alpha_s = 0;           // latency alpha in seconds (>= 0: a negative intercept is refitted with alpha = 0)
-  double beta_Bps = 0;          // bandwidth beta in bytes per second (> 0 when valid)
-  double alpha_se_s = 0;        // standard error of alpha (from the weighted normal equations)
+  double alpha_s = 0;              // latency alpha in seconds (>= 0: a negative intercept is refitted with alpha = 0)
+  double beta_Bps = 0;             // bandwidth beta in bytes per second (> 0 when valid)
+  double alpha_se_s = 0;           // standard error of alpha (from the weighted normal equations)
   double inv_beta_se_s_per_B = 0;  // standard error of 1/beta, in seconds per byte
   std::size_t samples = 0;
   double min_bytes = 0, max_bytes = 0;  // size range covered
-  double sse = 0;               // sum of squared relative residuals
-  double rms_rel = 0;           // sqrt(sse / samples)
-  double max_abs_rel = 0;       // largest |t^ - t| / t
-  bool valid = false;           // false when the time does not grow with the size (no bandwidth term)
+  double sse = 0;                       // sum of squared relative residuals
+  double rms_rel = 0;                   // sqrt(sse / samples)
+  double max_abs_rel = 0;               // largest |t^ - t| / t
+  bool valid = false;                   // false when the time does not grow with the size (no bandwidth term)
   std::string why_invalid;
   double seconds(double bytes) const { return alpha_s + bytes / beta_Bps; }
 };
@@ -38,7 +38,7 @@ struct LineFit {
 LineFit fit_line(const std::vector<Sample>& samples);
 
 struct PiecewiseOptions {
-  std::size_t min_points = 3;   // samples per segment (a line through fewer says nothing about its residuals)
+  std::size_t min_points = 3;  // samples per segment (a line through fewer says nothing about its residuals)
   std::size_t max_segments = 3;
   // A split is kept only when it removes at least a third of the squared relative error of the segment it splits
   // (its error drops by a factor min_sse_ratio), and the
@@ -49,15 +49,15 @@ struct PiecewiseOptions {
 };
 
 struct PiecewiseFit {
-  std::vector<LineFit> segments;        // in increasing size order
+  std::vector<LineFit> segments;          // in increasing size order
   std::vector<double> breakpoints_bytes;  // breakpoints_bytes[k] = smallest size of segments[k + 1]
-  double sse = 0;                       // over all samples
+  double sse = 0;                         // over all samples
   double rms_rel = 0, max_abs_rel = 0;
-  double r2 = 0;                        // weighted R^2 over all samples (see r_squared)
+  double r2 = 0;  // weighted R^2 over all samples (see r_squared)
   std::size_t samples = 0;
   // Relative residuals (t^ - t) / t of every sample, in size order.
   std::vector<double> rel_residuals;
-  double seconds(double bytes) const;   // the segment covering `bytes`
+  double seconds(double bytes) const;  // the segment covering `bytes`
 };
 
 // Sorts the samples by size and fits one segment, then splits segments recursively at the best breakpoint while

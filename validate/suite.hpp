@@ -11,13 +11,14 @@
 namespace commsim::validate {
 
 // The techniques a suite can judge (the seeds' list); each entry compares a variant with its baseline.
-inline const std::vector<std::string> kTechniques = {"fusion", "overlap", "streams", "hierarchy", "dgc", "localsgd", "compression"};
+inline const std::vector<std::string> kTechniques = {"fusion", "overlap",  "streams",    "hierarchy",
+                                                     "dgc",    "localsgd", "compression"};
 
 struct SuiteEntry {
   std::string name;
-  std::string scenario;  // resolved against the suite's folder
+  std::string scenario;       // resolved against the suite's folder
   Json set = Json::object();  // dotted.key -> value, applied to the scenario (as --set)
-  std::string note;      // what the scenario is (printed in the report)
+  std::string note;           // what the scenario is (printed in the report)
   std::string topology_path;  // resolved from the scenario after overrides
   std::string topology_name;
   int ranks = 0;
@@ -25,7 +26,7 @@ struct SuiteEntry {
 
 // A technique's speedup: baseline step time / variant step time, predicted and measured.
 struct Comparison {
-  std::string technique;  // one of kTechniques
+  std::string technique;          // one of kTechniques
   std::string variant, baseline;  // scenario names of the suite
   std::string note;
 };
@@ -33,14 +34,15 @@ struct Comparison {
 struct Suite {
   std::string file;
   std::string name, description;
-  bool needs_cluster = false;  // the suite is meaningless on loopback (shaped links); validate refuses without --cluster
-  int steps = 0;               // > 0: every scenario's step count
-  int warmup = 2;              // steps the backend runs first and does not count
-  int runs = 1;                // measured runs per scenario, interleaved (run 1 of every scenario, then run 2, ...)
-  double timeout_s = 300;      // per hardware run
+  bool needs_cluster =
+      false;               // the suite is meaningless on loopback (shaped links); validate refuses without --cluster
+  int steps = 0;           // > 0: every scenario's step count
+  int warmup = 2;          // steps the backend runs first and does not count
+  int runs = 1;            // measured runs per scenario, interleaved (run 1 of every scenario, then run 2, ...)
+  double timeout_s = 300;  // per hardware run
   std::string bench_max_bytes = "16M";  // largest size when validate runs the calibration itself
   std::map<std::string, std::string> bench_max_bytes_by_topology;  // per topology name, where it differs
-  int bench_repeats = 3;                // and how many microbenchmark runs it merges
+  int bench_repeats = 3;                                           // and how many microbenchmark runs it merges
   std::vector<SuiteEntry> entries;
   std::vector<Comparison> comparisons;
   // The scenario document of entry i after its overrides (and the suite's steps).

@@ -31,7 +31,8 @@ ValidateOutcome run_validation(const ValidateOptions& o) {
   v.suite = std::make_shared<const Suite>(load_suite(o.suite));
   const Suite& suite = *v.suite;
   if (suite.needs_cluster && !o.cluster && o.measured_dir.empty())
-    throw InputError(o.suite, "needs_cluster", "this suite's scenarios need shaped links: run it with --cluster (emulated cluster, root)");
+    throw InputError(o.suite, "needs_cluster",
+                     "this suite's scenarios need shaped links: run it with --cluster (emulated cluster, root)");
   const std::string dir = o.report_dir.empty() ? "validation-" + safe(suite.name) : o.report_dir;
   out.report_dir = dir;
   const std::string runs_dir = (fs::path(dir) / "runs").string(), work_dir = (fs::path(dir) / "calibration").string();
@@ -46,11 +47,13 @@ ValidateOutcome run_validation(const ValidateOptions& o) {
     CalibrationSummary c = read_calibration(file);
     if (c.cluster != o.cluster && o.measured_dir.empty())
       throw InputError(file, "sources.calibration.provenance.cluster",
-                       std::string("calibrated on ") + (c.cluster ? "the emulated cluster" : "loopback") + " but validating on " +
-                           (o.cluster ? "the emulated cluster (--cluster)" : "loopback") + ": calibrate and validate the same way");
+                       std::string("calibrated on ") + (c.cluster ? "the emulated cluster" : "loopback") +
+                           " but validating on " + (o.cluster ? "the emulated cluster (--cluster)" : "loopback") +
+                           ": calibrate and validate the same way");
     for (const CalibrationSummary& other : v.calibrations)
       if (other.topology_name == c.topology_name)
-        throw InputError(file, "sources.calibration.topology.name", "a second calibration of topology \"" + c.topology_name + "\"");
+        throw InputError(file, "sources.calibration.topology.name",
+                         "a second calibration of topology \"" + c.topology_name + "\"");
     v.calibrations.push_back(c);
   }
   // Every topology of the suite needs a calibration: given, or measured now (a separate run from the scenarios').
@@ -62,7 +65,8 @@ ValidateOutcome run_validation(const ValidateOptions& o) {
       if (v.calibrations[i].topology_name == e.topology_name) found = i;
     if (found == v.calibrations.size()) {
       if (!o.measured_dir.empty())
-        throw InputError(o.suite, "scenarios", "no --calibration given for topology \"" + e.topology_name + "\" (needed with --measured)");
+        throw InputError(o.suite, "scenarios",
+                         "no --calibration given for topology \"" + e.topology_name + "\" (needed with --measured)");
       CalibrateOptions co;
       co.commsim = o.commsim;
       co.topology = e.topology_path;
@@ -71,13 +75,16 @@ ValidateOutcome run_validation(const ValidateOptions& o) {
       co.max_bytes = size == suite.bench_max_bytes_by_topology.end() ? suite.bench_max_bytes : size->second;
       co.repeats = suite.bench_repeats;
       co.out = (fs::path(work_dir) / (safe(e.topology_name) + "-calibrated.json")).string();
-      std::fprintf(stderr, "commsim validate: no calibration given for topology %s: calibrating it now (its own run, not a scenario)\n",
-                   e.topology_name.c_str());
+      std::fprintf(
+          stderr,
+          "commsim validate: no calibration given for topology %s: calibrating it now (its own run, not a scenario)\n",
+          e.topology_name.c_str());
       const Calibration cal = run_calibration(co);
       std::fprintf(stderr, "%s", describe(cal).c_str());
       if (!cal.trusted()) {
         for (const ClassCalibration& c : cal.classes)
-          if (!c.trusted) out.refusal = "commsim validate: calibration of " + e.topology_name + " refused: " + c.why_not;
+          if (!c.trusted)
+            out.refusal = "commsim validate: calibration of " + e.topology_name + " refused: " + c.why_not;
         out.exit_code = 1;
         return out;
       }
@@ -93,7 +100,8 @@ ValidateOutcome run_validation(const ValidateOptions& o) {
   v.outcomes.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     v.outcomes[i].entry = &suite.entries[i];
-    v.outcomes[i].prediction = predict(suite, suite.entries[i], v.calibrations[by_topology[suite.entries[i].topology_name]], work_dir);
+    v.outcomes[i].prediction =
+        predict(suite, suite.entries[i], v.calibrations[by_topology[suite.entries[i].topology_name]], work_dir);
   }
   for (int run = 1; run <= suite.runs; ++run) {
     for (std::size_t i = 0; i < n; ++i) {
@@ -104,16 +112,21 @@ ValidateOutcome run_validation(const ValidateOptions& o) {
         m = measure(o.commsim, suite, e, o.cluster, runs_dir, run);
       } else {
         const std::string file = (fs::path(o.measured_dir) / measured_file_name(e.name, run)).string();
-        if (fs::exists(file)) m = read_measurement(file);
-        else m.error = "no " + file;
+        if (fs::exists(file))
+          m = read_measurement(file);
+        else
+          m.error = "no " + file;
       }
       if (m.ok) {
         const StepStatistic st = kind_weighted_median(m.steps_s, oc.prediction.step_kind, m.steady_from);
-        std::fprintf(stderr, "[run %d/%d, %zu/%zu] %-16s predicted %9.2f ms  measured %9.2f ms (half IQR %.2f)  %+6.1f %%  (%.0f s)\n", run,
-                     suite.runs, i + 1, n, e.name.c_str(), oc.prediction.step_time_s * 1e3, st.step_time_s * 1e3, st.spread_s * 1e3,
-                     100 * (oc.prediction.step_time_s - st.step_time_s) / st.step_time_s, m.wall_s);
+        std::fprintf(
+            stderr,
+            "[run %d/%d, %zu/%zu] %-16s predicted %9.2f ms  measured %9.2f ms (half IQR %.2f)  %+6.1f %%  (%.0f s)\n",
+            run, suite.runs, i + 1, n, e.name.c_str(), oc.prediction.step_time_s * 1e3, st.step_time_s * 1e3,
+            st.spread_s * 1e3, 100 * (oc.prediction.step_time_s - st.step_time_s) / st.step_time_s, m.wall_s);
       } else {
-        std::fprintf(stderr, "[run %d/%d, %zu/%zu] %-16s NOT MEASURED: %s\n", run, suite.runs, i + 1, n, e.name.c_str(), m.error.c_str());
+        std::fprintf(stderr, "[run %d/%d, %zu/%zu] %-16s NOT MEASURED: %s\n", run, suite.runs, i + 1, n, e.name.c_str(),
+                     m.error.c_str());
       }
       std::fflush(stderr);
       oc.runs.push_back(std::move(m));

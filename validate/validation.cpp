@@ -40,7 +40,8 @@ std::pair<std::string, std::string> band_topologies(const CalibrationSummary& ca
   return {fast, slow};
 }
 
-SimulationRun simulate_with(const Json& document, const std::string& scenario_file, const std::string& topology, double reduce_Bps) {
+SimulationRun simulate_with(const Json& document, const std::string& scenario_file, const std::string& topology,
+                            double reduce_Bps) {
   Json doc = document;
   doc["topology"] = fs::absolute(topology).string();
   if (reduce_Bps > 0) doc["device"]["memory_Bps"] = 3 * reduce_Bps;
@@ -58,7 +59,8 @@ std::string measured_file_name(const std::string& name, int run) {
   return "measured-" + safe_name(name) + (run > 1 ? ".run" + std::to_string(run) : "") + ".json";
 }
 
-Prediction predict(const Suite& suite, const SuiteEntry& entry, const CalibrationSummary& calibration, const std::string& work_dir) {
+Prediction predict(const Suite& suite, const SuiteEntry& entry, const CalibrationSummary& calibration,
+                   const std::string& work_dir) {
   const Json document = suite.document(entry);
   Prediction p;
   p.calibration_file = calibration.file;
@@ -88,15 +90,25 @@ Measurement read_measurement(const std::string& json_file) {
   return m;
 }
 
-Measurement measure(const std::string& commsim, const Suite& suite, const SuiteEntry& entry, bool cluster, const std::string& out_dir,
-                    int run) {
+Measurement measure(const std::string& commsim, const Suite& suite, const SuiteEntry& entry, bool cluster,
+                    const std::string& out_dir, int run) {
   const std::string json = (fs::path(out_dir) / measured_file_name(entry.name, run)).string();
   const std::string log = json.substr(0, json.size() - 5) + ".log";
   std::error_code ignored;
   fs::remove(json, ignored);
-  std::vector<std::string> argv = {commsim, "run", "--backend", "mpi", fs::absolute(entry.scenario).string(), "--impl", "schedule",
-                                   "--warmup", std::to_string(suite.warmup), "--timeout-s", std::to_string(static_cast<int>(suite.timeout_s)),
-                                   "--json", fs::absolute(json).string()};
+  std::vector<std::string> argv = {commsim,
+                                   "run",
+                                   "--backend",
+                                   "mpi",
+                                   fs::absolute(entry.scenario).string(),
+                                   "--impl",
+                                   "schedule",
+                                   "--warmup",
+                                   std::to_string(suite.warmup),
+                                   "--timeout-s",
+                                   std::to_string(static_cast<int>(suite.timeout_s)),
+                                   "--json",
+                                   fs::absolute(json).string()};
   if (cluster) argv.push_back("--cluster");
   for (const std::string& s : Suite::set_arguments(entry, suite.steps)) argv.insert(argv.end(), {"--set", s});
   ProcessResult pr;
@@ -113,7 +125,8 @@ Measurement measure(const std::string& commsim, const Suite& suite, const SuiteE
     m.wall_s = pr.seconds;
     std::string last = tail_lines(log, 1);
     while (!last.empty() && last.back() == '\n') last.pop_back();
-    m.error = "commsim run exited " + std::to_string(pr.exit_code) + (pr.timed_out ? " (timed out)" : "") + ": " + last + " (log: " + log + ")";
+    m.error = "commsim run exited " + std::to_string(pr.exit_code) + (pr.timed_out ? " (timed out)" : "") + ": " +
+              last + " (log: " + log + ")";
     return m;
   }
   m = read_measurement(json);
@@ -151,7 +164,8 @@ StepStatistic kind_weighted_median(const std::vector<RunSteps>& runs, const std:
   return st;
 }
 
-StepStatistic kind_weighted_median(const std::vector<double>& steps_s, const std::vector<int>& step_kind, int steady_from) {
+StepStatistic kind_weighted_median(const std::vector<double>& steps_s, const std::vector<int>& step_kind,
+                                   int steady_from) {
   return kind_weighted_median(std::vector<RunSteps>{{steps_s, steady_from}}, step_kind);
 }
 
@@ -160,15 +174,18 @@ void judge(ScenarioOutcome& o) {
   o.measurement = Measurement{};
   for (const Measurement& m : o.runs) {
     o.measurement.wall_s += m.wall_s;
-    if (m.ok) ok.push_back({m.steps_s, m.steady_from});
-    else if (o.measurement.error.empty()) o.measurement.error = m.error;
+    if (m.ok)
+      ok.push_back({m.steps_s, m.steady_from});
+    else if (o.measurement.error.empty())
+      o.measurement.error = m.error;
     if (o.measurement.network.empty()) o.measurement.network = m.network;
   }
   o.measurement.ok = !ok.empty();
   if (!o.measurement.ok) return;
   o.measured = kind_weighted_median(ok, o.prediction.step_kind);
   o.band = prediction_band(o.prediction.step_time_s, o.prediction.fast_s, o.prediction.slow_s, o.measured.spread_s);
-  o.error_rel = o.measured.step_time_s > 0 ? (o.prediction.step_time_s - o.measured.step_time_s) / o.measured.step_time_s : 0;
+  o.error_rel =
+      o.measured.step_time_s > 0 ? (o.prediction.step_time_s - o.measured.step_time_s) / o.measured.step_time_s : 0;
   o.inside = o.band.contains(o.measured.step_time_s);
 }
 
@@ -214,13 +231,16 @@ void summarise(Validation& v) {
   }
   s.median_abs_error = quantile(errors, 0.5);
   for (const SpeedupOutcome& sp : v.speedups) {
-    if (!sp.resolved) s.unresolved.push_back(&sp);
-    else if (!sp.sign_right) s.wrong_signs.push_back(&sp);
+    if (!sp.resolved)
+      s.unresolved.push_back(&sp);
+    else if (!sp.sign_right)
+      s.wrong_signs.push_back(&sp);
   }
   const bool all_measured = s.measured == s.scenarios && s.measured > 0;
   s.median_met = all_measured && s.median_abs_error <= s.target_median;
   s.max_met = all_measured && s.max_abs_error <= s.target_max;
-  s.signs_met = all_measured && s.wrong_signs.empty() && s.unresolved.empty() && v.speedups.size() == v.suite->comparisons.size();
+  s.signs_met =
+      all_measured && s.wrong_signs.empty() && s.unresolved.empty() && v.speedups.size() == v.suite->comparisons.size();
 }
 
 }  // namespace commsim::validate

@@ -17,9 +17,9 @@
 namespace commsim::validate {
 
 struct Prediction {
-  double step_time_s = 0;        // steady-state mean, nominal calibrated links
+  double step_time_s = 0;         // steady-state mean, nominal calibrated links
   double fast_s = 0, slow_s = 0;  // every calibrated link class faster / slower by its band_rel
-  std::vector<int> step_kind;    // the Plan's kind of each step (the measured statistic weighs kinds alike)
+  std::vector<int> step_kind;     // the Plan's kind of each step (the measured statistic weighs kinds alike)
   int steady_from = 0;
   int ranks = 0;
   std::string calibration_file;
@@ -28,15 +28,16 @@ struct Prediction {
 // Simulates `entry` with its topology replaced by the calibrated one (same node count), the device's memory_Bps set
 // to 3 x the calibrated reduction rate, flow fidelity; and twice more for the band. `work_dir` receives the
 // band's scaled topologies.
-Prediction predict(const Suite& suite, const SuiteEntry& entry, const CalibrationSummary& calibration, const std::string& work_dir);
+Prediction predict(const Suite& suite, const SuiteEntry& entry, const CalibrationSummary& calibration,
+                   const std::string& work_dir);
 
 struct Measurement {
   bool ok = false;
-  std::string error;          // one line when !ok
+  std::string error;  // one line when !ok
   std::vector<double> steps_s;
   int steady_from = 0;
   double backend_step_time_s = 0, backend_spread_s = 0;  // as the backend reported them (median, half IQR)
-  std::string network;        // the backend's "network: ..." note
+  std::string network;                                   // the backend's "network: ..." note
   std::string json_file, log_file;
   double wall_s = 0;
 };
@@ -47,8 +48,8 @@ std::string measured_file_name(const std::string& name, int run);
 
 // Runs `commsim run --backend mpi SCENARIO --impl schedule --json F [--cluster]` with the entry's overrides; run k > 1
 // writes measured-NAME.runK.json.
-Measurement measure(const std::string& commsim, const Suite& suite, const SuiteEntry& entry, bool cluster, const std::string& out_dir,
-                    int run = 1);
+Measurement measure(const std::string& commsim, const Suite& suite, const SuiteEntry& entry, bool cluster,
+                    const std::string& out_dir, int run = 1);
 // Reads a measured Result JSON (for tests and re-analysis).
 Measurement read_measurement(const std::string& json_file);
 
@@ -68,7 +69,8 @@ struct RunSteps {
   int steady_from = 0;
 };
 StepStatistic kind_weighted_median(const std::vector<RunSteps>& runs, const std::vector<int>& step_kind);
-StepStatistic kind_weighted_median(const std::vector<double>& steps_s, const std::vector<int>& step_kind, int steady_from);
+StepStatistic kind_weighted_median(const std::vector<double>& steps_s, const std::vector<int>& step_kind,
+                                   int steady_from);
 
 struct ScenarioOutcome {
   const SuiteEntry* entry = nullptr;

@@ -9,7 +9,8 @@ namespace {
 
 // The exact selection among `candidates` (indices in increasing order): the k largest magnitudes, ties to the
 // lower index. nth_element finds the k-th largest magnitude; one pass collects the entries above and at it.
-std::vector<std::uint32_t> select_exact(const float* values, const std::vector<std::uint32_t>& candidates, std::size_t k) {
+std::vector<std::uint32_t> select_exact(const float* values, const std::vector<std::uint32_t>& candidates,
+                                        std::size_t k) {
   std::vector<float> order(candidates.size());
   for (std::size_t c = 0; c < candidates.size(); ++c) order[c] = std::fabs(values[candidates[c]]);
   std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k - 1), order.end(), std::greater<>());
@@ -51,7 +52,8 @@ std::vector<std::uint32_t> top_k_indices(const float* values, std::size_t count,
   const auto rank = static_cast<std::size_t>(1.5 * expected + 4 * std::sqrt(expected) + 8);
   std::vector<std::uint32_t> candidates;
   if (rank < sample.size()) {
-    std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(rank), sample.end(), std::greater<>());
+    std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(rank), sample.end(),
+                     std::greater<>());
     const float estimate = sample[rank];
     for (std::size_t i = 0; i < count; ++i)
       if (std::fabs(values[i]) >= estimate) candidates.push_back(static_cast<std::uint32_t>(i));

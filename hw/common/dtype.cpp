@@ -50,9 +50,9 @@ std::uint8_t float_to_fp8_e4m3(float value) {
   std::uint32_t x = std::bit_cast<std::uint32_t>(value);
   const auto sign = static_cast<std::uint8_t>((x >> 24) & 0x80u);
   x &= 0x7fffffffu;
-  if (x > 0x7f800000u) return sign | 0x7fu;     // NaN
-  if (x >= 0x43e00000u) return sign | 0x7eu;    // >= 448 (and infinity): saturate
-  if (x < 0x3c800000u) {                        // below 2^-6: subnormal (or zero)
+  if (x > 0x7f800000u) return sign | 0x7fu;   // NaN
+  if (x >= 0x43e00000u) return sign | 0x7eu;  // >= 448 (and infinity): saturate
+  if (x < 0x3c800000u) {                      // below 2^-6: subnormal (or zero)
     const float magnitude = std::bit_cast<float>(x);
     return sign | static_cast<std::uint8_t>(std::nearbyint(magnitude * 512.0f));  // units of 2^-9
   }
@@ -78,10 +78,14 @@ std::size_t element_bytes(CommDtype dtype) { return static_cast<std::size_t>(dty
 
 float round_to(CommDtype dtype, float value) {
   switch (dtype) {
-    case CommDtype::Fp32: return value;
-    case CommDtype::Fp16: return half_to_float(float_to_half(value));
-    case CommDtype::Bf16: return bf16_to_float(float_to_bf16(value));
-    case CommDtype::Fp8: return fp8_e4m3_to_float(float_to_fp8_e4m3(value));
+    case CommDtype::Fp32:
+      return value;
+    case CommDtype::Fp16:
+      return half_to_float(float_to_half(value));
+    case CommDtype::Bf16:
+      return bf16_to_float(float_to_bf16(value));
+    case CommDtype::Fp8:
+      return fp8_e4m3_to_float(float_to_fp8_e4m3(value));
   }
   return value;
 }
@@ -110,19 +114,29 @@ void sum_all(void* accumulator, const void* addend, std::size_t count) {
 
 void cast_from_float(CommDtype dtype, const float* in, void* out, std::size_t count) {
   switch (dtype) {
-    case CommDtype::Fp32: std::memcpy(out, in, count * sizeof(float)); return;
-    case CommDtype::Fp16: return encode_all<std::uint16_t, float_to_half>(in, out, count);
-    case CommDtype::Bf16: return encode_all<std::uint16_t, float_to_bf16>(in, out, count);
-    case CommDtype::Fp8: return encode_all<std::uint8_t, float_to_fp8_e4m3>(in, out, count);
+    case CommDtype::Fp32:
+      std::memcpy(out, in, count * sizeof(float));
+      return;
+    case CommDtype::Fp16:
+      return encode_all<std::uint16_t, float_to_half>(in, out, count);
+    case CommDtype::Bf16:
+      return encode_all<std::uint16_t, float_to_bf16>(in, out, count);
+    case CommDtype::Fp8:
+      return encode_all<std::uint8_t, float_to_fp8_e4m3>(in, out, count);
   }
 }
 
 void cast_to_float(CommDtype dtype, const void* in, float* out, std::size_t count) {
   switch (dtype) {
-    case CommDtype::Fp32: std::memcpy(out, in, count * sizeof(float)); return;
-    case CommDtype::Fp16: return decode_all<std::uint16_t, half_to_float>(in, out, count);
-    case CommDtype::Bf16: return decode_all<std::uint16_t, bf16_to_float>(in, out, count);
-    case CommDtype::Fp8: return decode_all<std::uint8_t, fp8_e4m3_to_float>(in, out, count);
+    case CommDtype::Fp32:
+      std::memcpy(out, in, count * sizeof(float));
+      return;
+    case CommDtype::Fp16:
+      return decode_all<std::uint16_t, half_to_float>(in, out, count);
+    case CommDtype::Bf16:
+      return decode_all<std::uint16_t, bf16_to_float>(in, out, count);
+    case CommDtype::Fp8:
+      return decode_all<std::uint8_t, fp8_e4m3_to_float>(in, out, count);
   }
 }
 
@@ -134,9 +148,12 @@ void sum_into(CommDtype dtype, void* accumulator, const void* addend, std::size_
       for (std::size_t i = 0; i < count; ++i) a[i] += b[i];
       return;
     }
-    case CommDtype::Fp16: return sum_all<std::uint16_t, float_to_half, half_to_float>(accumulator, addend, count);
-    case CommDtype::Bf16: return sum_all<std::uint16_t, float_to_bf16, bf16_to_float>(accumulator, addend, count);
-    case CommDtype::Fp8: return sum_all<std::uint8_t, float_to_fp8_e4m3, fp8_e4m3_to_float>(accumulator, addend, count);
+    case CommDtype::Fp16:
+      return sum_all<std::uint16_t, float_to_half, half_to_float>(accumulator, addend, count);
+    case CommDtype::Bf16:
+      return sum_all<std::uint16_t, float_to_bf16, bf16_to_float>(accumulator, addend, count);
+    case CommDtype::Fp8:
+      return sum_all<std::uint8_t, float_to_fp8_e4m3, fp8_e4m3_to_float>(accumulator, addend, count);
   }
 }
 

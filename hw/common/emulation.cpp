@@ -11,7 +11,10 @@ constexpr int kMaxEmulatedNodes = 64;  // hw/cluster's limit: one namespace, two
 Emulation emulation_for(const std::string& topology_path, int nodes_override) try {
   const Json topology = read_json_file(topology_path);
   auto fail = [&](const std::string& field, const std::string& what) {
-    throw InputError(topology_path, field, what + ": this topology cannot be emulated here (emulated clusters have CPU ranks, one switch and TCP between nodes)");
+    throw InputError(topology_path, field,
+                     what +
+                         ": this topology cannot be emulated here (emulated clusters have CPU ranks, one switch and "
+                         "TCP between nodes)");
   };
   if (topology.contains("astra_sim")) fail("astra_sim", "an ASTRA-sim network has no node template");
   Emulation e;

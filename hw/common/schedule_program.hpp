@@ -27,7 +27,7 @@ struct Action {
     Join,     // orders others only (a zero-byte reduce joining two dependencies)
   };
   Kind kind = Kind::Join;
-  int peer = -1;                     // Send / Receive
+  int peer = -1;  // Send / Receive
   Range range;
   std::int64_t staging_offset = -1;  // Receive / Reduce: elements into the staging area; -1 = into the vector
   int operand = -1;                  // Reduce: the Receive whose staging it adds

@@ -9,7 +9,8 @@ std::uint32_t Verifiable::bound() const {
   if (dtype == CommDtype::Fp16) exact_limit = 2048;
   if (dtype == CommDtype::Bf16) exact_limit = 256;
   if (dtype == CommDtype::Fp8) exact_limit = 16;
-  const std::uint64_t terms = static_cast<std::uint64_t>(std::max(1, ranks)) * static_cast<std::uint64_t>(std::max(1, accumulate));
+  const std::uint64_t terms =
+      static_cast<std::uint64_t>(std::max(1, ranks)) * static_cast<std::uint64_t>(std::max(1, accumulate));
   // Values below `bound` sum to at most terms x (bound - 1) <= exact_limit. At most 1024 distinct values keep the
   // fp32 case as readable as the others.
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(exact_limit / terms, 1, 1024));

@@ -76,7 +76,8 @@ nlohmann::json ping_pong(int rank, int partner, const std::string& link_class, c
     // About 20 ms of 8-byte round trips lets them reach their sleeping barrier.
     const double settle_start = MPI_Wtime();
     round_trip(pair, me, buffer, 8);
-    for (int r = repetitions_for(MPI_Wtime() - settle_start, kSettleSeconds, pair); r > 0; --r) round_trip(pair, me, buffer, 8);
+    for (int r = repetitions_for(MPI_Wtime() - settle_start, kSettleSeconds, pair); r > 0; --r)
+      round_trip(pair, me, buffer, 8);
     for (std::uint64_t bytes = 8; bytes <= largest; bytes *= 2) {
       const int n = static_cast<int>(bytes);
       round_trip(pair, me, buffer, n);  // warm-up: connection, pages
@@ -91,7 +92,10 @@ nlohmann::json ping_pong(int rank, int partner, const std::string& link_class, c
     MPI_Comm_free(&pair);
   }
   idle_barrier(MPI_COMM_WORLD);
-  return {{"link_class", link_class}, {"ranks", {rank, partner}}, {"repetition", "one round trip (two messages of `bytes`)"}, {"samples", samples}};
+  return {{"link_class", link_class},
+          {"ranks", {rank, partner}},
+          {"repetition", "one round trip (two messages of `bytes`)"},
+          {"samples", samples}};
 }
 
 // Allreduce over all ranks, 8 B up to the cap: each size checked once, then timed (slowest rank).
@@ -104,7 +108,8 @@ nlohmann::json allreduce_sweep(const Topology& topology, const BenchOptions& o, 
   if (rank == 0) {
     std::printf("# allreduce (%s), nccl-tests format; busbw = algbw x 2(n-1)/n, n = %d\n",
                 o.impl == CollectiveImpl::Native ? "Open MPI's MPI_Allreduce" : "the simulator's ring schedule", ranks);
-    std::printf("#%12s %13s %9s %7s %11s %8s %8s %7s\n", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
+    std::printf("#%12s %13s %9s %7s %11s %8s %8s %7s\n", "size", "count", "type", "redop", "time", "algbw", "busbw",
+                "#wrong");
     std::printf("#%12s %13s %9s %7s %11s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
   }
   for (std::uint64_t bytes = 8; bytes <= largest; bytes *= 2) {
@@ -146,18 +151,28 @@ nlohmann::json allreduce_sweep(const Topology& topology, const BenchOptions& o, 
     double mine_s = (MPI_Wtime() - start) / reps, slowest_s = 0;
     COMMSIM_MPI_CHECK(MPI_Reduce(&mine_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
     if (rank == 0) {
-      const double algbw = static_cast<double>(bytes) / slowest_s, busbw = algbw * busbw_factor(Collective::AllReduce, ranks);
+      const double algbw = static_cast<double>(bytes) / slowest_s,
+                   busbw = algbw * busbw_factor(Collective::AllReduce, ranks);
       std::printf(" %12llu %13llu %9s %7s %11.2f %8.3f %8.3f %7llu\n", static_cast<unsigned long long>(bytes),
                   static_cast<unsigned long long>(count), "float", "sum", slowest_s * 1e6, algbw / 1e9, busbw / 1e9,
                   static_cast<unsigned long long>(wrong_total));
       std::fflush(stdout);
-      samples.push_back({{"bytes", bytes}, {"count", count}, {"seconds_per_repetition", slowest_s}, {"repetitions", reps},
-                         {"algbw_Bps", algbw}, {"busbw_Bps", busbw}, {"wrong", wrong_total}});
+      samples.push_back({{"bytes", bytes},
+                         {"count", count},
+                         {"seconds_per_repetition", slowest_s},
+                         {"repetitions", reps},
+                         {"algbw_Bps", algbw},
+                         {"busbw_Bps", busbw},
+                         {"wrong", wrong_total}});
     }
   }
   comms.free();
-  return {{"op", "allreduce"}, {"impl", o.impl == CollectiveImpl::Native ? "native" : "schedule"}, {"type", "float"}, {"redop", "sum"},
-          {"repetition", "one allreduce; time = slowest rank"}, {"samples", samples}};
+  return {{"op", "allreduce"},
+          {"impl", o.impl == CollectiveImpl::Native ? "native" : "schedule"},
+          {"type", "float"},
+          {"redop", "sum"},
+          {"repetition", "one allreduce; time = slowest rank"},
+          {"samples", samples}};
 }
 
 // Gamma: how fast a rank adds two float vectors (the Reduce op of a schedule, and the unit of every rank's local
@@ -184,7 +199,10 @@ nlohmann::json reduction(const BenchOptions& o) {
   const double mine_s = (MPI_Wtime() - start) / reps;
   double slowest_s = 0;
   COMMSIM_MPI_CHECK(MPI_Reduce(&mine_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-  return {{"dtype", "float32"}, {"bytes", kReductionBytes}, {"seconds_per_repetition", slowest_s}, {"repetitions", reps},
+  return {{"dtype", "float32"},
+          {"bytes", kReductionBytes},
+          {"seconds_per_repetition", slowest_s},
+          {"repetitions", reps},
           {"reduce_Bps", static_cast<double>(kReductionBytes) / slowest_s},
           {"reduce_alone_Bps", static_cast<double>(kReductionBytes) / alone_s},
           {"repetition", "a[i] += b[i] over the whole vector, every rank at once; time = slowest rank"}};
@@ -196,7 +214,8 @@ std::string bottleneck_class(const Topology& topology, int from, int to) {
   topology.route(from, to, route);
   std::string name = "fabric";
   for (LinkId id : route.links)
-    if (topology.link(id).effective_Bps() <= route.cost.bottleneck_Bps) name = std::string(to_string(topology.link(id).link_class));
+    if (topology.link(id).effective_Bps() <= route.cost.bottleneck_Bps)
+      name = std::string(to_string(topology.link(id).link_class));
   return name;
 }
 
@@ -235,11 +254,13 @@ nlohmann::json run_bench(const Topology& topology, const BenchOptions& options) 
   for (const auto& [partner, link_class] : pairs) {
     nlohmann::json ping = ping_pong(0, partner, link_class, options);
     if (rank == 0) {
-      std::printf("# %-5s ranks 0-%-3d %12s %14s %12s %12s\n", link_class.c_str(), partner, "size (B)", "round trip(us)", "one-way(us)", "MB/s");
+      std::printf("# %-5s ranks 0-%-3d %12s %14s %12s %12s\n", link_class.c_str(), partner, "size (B)",
+                  "round trip(us)", "one-way(us)", "MB/s");
       for (const auto& s : ping["samples"]) {
         const double rt = s["seconds_per_repetition"].get<double>();
-        std::printf("  %-5s %9s %12llu %14.2f %12.2f %12.1f\n", link_class.c_str(), "", static_cast<unsigned long long>(s["bytes"].get<std::uint64_t>()),
-                    rt * 1e6, rt / 2 * 1e6, s["bytes"].get<double>() / (rt / 2) / 1e6);
+        std::printf("  %-5s %9s %12llu %14.2f %12.2f %12.1f\n", link_class.c_str(), "",
+                    static_cast<unsigned long long>(s["bytes"].get<std::uint64_t>()), rt * 1e6, rt / 2 * 1e6,
+                    s["bytes"].get<double>() / (rt / 2) / 1e6);
       }
       std::fflush(stdout);
     }
@@ -251,7 +272,8 @@ nlohmann::json run_bench(const Topology& topology, const BenchOptions& options) 
   if (rank == 0) {
     report["reduction"] = gamma;
     std::printf("# local reduction (gamma): %.3g GB/s of float vector summed (a[i] += b[i], %llu MiB)\n",
-                report["reduction"]["reduce_Bps"].get<double>() / 1e9, static_cast<unsigned long long>(kReductionBytes >> 20));
+                report["reduction"]["reduce_Bps"].get<double>() / 1e9,
+                static_cast<unsigned long long>(kReductionBytes >> 20));
   }
   idle_barrier(MPI_COMM_WORLD);
   if (rank != 0) return nullptr;

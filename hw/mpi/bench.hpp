@@ -9,9 +9,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "hw/mpi/mpi_backend.hpp"
 #include "sim/topology/topology.hpp"

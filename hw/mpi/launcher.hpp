@@ -14,7 +14,7 @@ namespace commsim::hw {
 
 struct Launch {
   int ranks = 2;
-  std::optional<Emulation> cluster;     // set: run inside an emulated cluster of this shape
+  std::optional<Emulation> cluster;      // set: run inside an emulated cluster of this shape
   std::vector<std::string> worker_args;  // arguments after the executable, e.g. {"run", "--backend", "mpi", ...}
   double timeout_s = 0;                  // > 0: stop the job after this long
 };

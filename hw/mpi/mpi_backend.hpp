@@ -21,13 +21,13 @@ enum class CollectiveImpl : std::uint8_t {
 };
 
 struct RunOptions {
-  std::string scenario;            // scenario file
-  std::vector<std::string> sets;   // --set key=value overrides, as `commsim simulate` takes them
-  int steps = 0;                   // > 0: overrides the scenario's step count
-  std::string json;                // where rank 0 writes the Result (empty: nowhere)
-  bool check = false;              // verifiable inputs; every collective's output is compared element by element
+  std::string scenario;           // scenario file
+  std::vector<std::string> sets;  // --set key=value overrides, as `commsim simulate` takes them
+  int steps = 0;                  // > 0: overrides the scenario's step count
+  std::string json;               // where rank 0 writes the Result (empty: nowhere)
+  bool check = false;             // verifiable inputs; every collective's output is compared element by element
   CollectiveImpl impl = CollectiveImpl::Schedule;
-  int warmup = 2;                  // steps run first and left out of the result (each distinct step kind in turn)
+  int warmup = 2;  // steps run first and left out of the result (each distinct step kind in turn)
 };
 
 // Loads scenario, topology and plan exactly as `commsim simulate` does (same overrides, same scenario hash), so

@@ -18,7 +18,8 @@ std::uint64_t execute_program(const RankProgram& program, MPI_Comm comm, CommDty
   auto* base = static_cast<std::byte*>(vector);
   auto* stage = static_cast<std::byte*>(staging);
   auto at = [&](const Action& a) {
-    return a.staging_offset >= 0 ? stage + static_cast<std::size_t>(a.staging_offset) * element : base + a.range.offset * element;
+    return a.staging_offset >= 0 ? stage + static_cast<std::size_t>(a.staging_offset) * element
+                                 : base + a.range.offset * element;
   };
 
   std::vector<int> waiting(n);
@@ -56,7 +57,8 @@ std::uint64_t execute_program(const RankProgram& program, MPI_Comm comm, CommDty
       MPI_Request request = MPI_REQUEST_NULL;
       switch (action.kind) {
         case Action::Kind::Send:
-          COMMSIM_MPI_CHECK(MPI_Isend(base + action.range.offset * element, count, MPI_BYTE, action.peer, tag, comm, &request));
+          COMMSIM_MPI_CHECK(
+              MPI_Isend(base + action.range.offset * element, count, MPI_BYTE, action.peer, tag, comm, &request));
           sent_bytes += bytes;
           break;
         case Action::Kind::Receive:
@@ -77,7 +79,8 @@ std::uint64_t execute_program(const RankProgram& program, MPI_Comm comm, CommDty
     COMMSIM_CHECK(!requests.empty(), "schedule program stalled: no transfer in flight and none ready");
     int completed = 0;
     indices.resize(requests.size());
-    COMMSIM_MPI_CHECK(MPI_Waitsome(static_cast<int>(requests.size()), requests.data(), &completed, indices.data(), MPI_STATUSES_IGNORE));
+    COMMSIM_MPI_CHECK(MPI_Waitsome(static_cast<int>(requests.size()), requests.data(), &completed, indices.data(),
+                                   MPI_STATUSES_IGNORE));
     for (int k = 0; k < completed; ++k) finish(request_action[indices[k]]);
     // Waitsome set the completed requests to MPI_REQUEST_NULL: keep the others.
     still.clear();

@@ -69,8 +69,10 @@ __device__ inline float to_float(T x) {
 // integers the checks use).
 template <typename T>
 __device__ inline T make(long long v) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(v);
-  else return from_float<T>(static_cast<float>(v));
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(v);
+  else
+    return from_float<T>(static_cast<float>(v));
 }
 template <>
 __device__ inline float to_float<__half>(__half x) {
@@ -107,11 +109,12 @@ __global__ void fill_random_kernel(float* dst, std::uint64_t n, std::uint64_t se
 }
 
 __global__ void fill_verifiable_kernel(float* dst, std::uint64_t n, int rank, int modulus) {
-  for (std::uint64_t i = global_index(); i < n; i += grid_stride()) dst[i] = static_cast<float>(verifiable(i, rank, modulus));
+  for (std::uint64_t i = global_index(); i < n; i += grid_stride())
+    dst[i] = static_cast<float>(verifiable(i, rank, modulus));
 }
 
-__global__ void count_sum_kernel(const float* data, std::uint64_t begin, std::uint64_t end, int ranks, int modulus, float scale,
-                                 unsigned long long* wrong) {
+__global__ void count_sum_kernel(const float* data, std::uint64_t begin, std::uint64_t end, int ranks, int modulus,
+                                 float scale, unsigned long long* wrong) {
   unsigned long long bad = 0;
   for (std::uint64_t i = begin + global_index(); i < end; i += grid_stride()) {
     long long sum = 0;
@@ -135,10 +138,12 @@ __device__ inline float dgc_value(std::uint64_t j, int rank) {
 
 __global__ void fill_dgc_kernel(float* dst, std::uint64_t n, std::uint64_t k, int rank) {
   const std::uint64_t stride = n / k;
-  for (std::uint64_t j = global_index(); j < k; j += grid_stride()) dst[(j * stride + static_cast<std::uint64_t>(rank)) % n] = dgc_value(j, rank);
+  for (std::uint64_t j = global_index(); j < k; j += grid_stride())
+    dst[(j * stride + static_cast<std::uint64_t>(rank)) % n] = dgc_value(j, rank);
 }
 
-__global__ void count_dgc_kernel(const float* dense, std::uint64_t n, std::uint64_t k, int ranks, unsigned long long* wrong) {
+__global__ void count_dgc_kernel(const float* dense, std::uint64_t n, std::uint64_t k, int ranks,
+                                 unsigned long long* wrong) {
   const std::uint64_t stride = n / k;
   unsigned long long bad = 0;
   for (std::uint64_t i = global_index(); i < n; i += grid_stride()) {
@@ -155,9 +160,9 @@ __global__ void count_dgc_kernel(const float* dense, std::uint64_t n, std::uint6
 // ---- exact top-k: radix select on the 31 magnitude bits of an fp32 (monotonic in |g| for finite values) ----
 
 struct TopkState {
-  unsigned prefix, mask;           // bits of the k-th largest key found so far
-  unsigned long long remaining;    // of the k, how many are still to be found among keys matching the prefix
-  unsigned long long greater;      // keys known to be larger than the k-th largest
+  unsigned prefix, mask;         // bits of the k-th largest key found so far
+  unsigned long long remaining;  // of the k, how many are still to be found among keys matching the prefix
+  unsigned long long greater;    // keys known to be larger than the k-th largest
   unsigned long long taken_greater, taken_equal;  // compaction counters
 };
 
@@ -206,7 +211,8 @@ __global__ void topk_pick_kernel(TopkState* s, unsigned long long* histogram, in
 }
 
 template <typename T>
-__global__ void topk_compact_kernel(const float* g, std::uint64_t n, std::uint64_t k, TopkState* s, int* indices, T* values) {
+__global__ void topk_compact_kernel(const float* g, std::uint64_t n, std::uint64_t k, TopkState* s, int* indices,
+                                    T* values) {
   const unsigned threshold = s->prefix;
   const unsigned long long greater = s->greater, equal_needed = s->remaining;
   for (std::uint64_t i = global_index(); i < n; i += grid_stride()) {
@@ -229,8 +235,8 @@ __global__ void topk_compact_kernel(const float* g, std::uint64_t n, std::uint64
 }
 
 template <typename T>
-__global__ void scatter_add_kernel(const unsigned* gathered, std::uint64_t words_per_rank, int ranks, std::uint64_t k, float* dense,
-                                   std::uint64_t n) {
+__global__ void scatter_add_kernel(const unsigned* gathered, std::uint64_t words_per_rank, int ranks, std::uint64_t k,
+                                   float* dense, std::uint64_t n) {
   const std::uint64_t total = static_cast<std::uint64_t>(ranks) * k;
   for (std::uint64_t x = global_index(); x < total; x += grid_stride()) {
     const std::uint64_t r = x / k, j = x % k;
@@ -260,10 +266,18 @@ __global__ void bench_count_kernel(const T* data, std::uint64_t n, int mode, std
       for (int r = 1; r < ranks; ++r) {
         const long long v = verifiable(offset + i, r, modulus);
         switch (redop) {
-          case 0: expected += v; break;
-          case 1: expected *= v; break;
-          case 2: expected = v > expected ? v : expected; break;
-          default: expected = v < expected ? v : expected; break;
+          case 0:
+            expected += v;
+            break;
+          case 1:
+            expected *= v;
+            break;
+          case 2:
+            expected = v > expected ? v : expected;
+            break;
+          default:
+            expected = v < expected ? v : expected;
+            break;
         }
       }
     } else if (mode == 1) {
@@ -279,10 +293,18 @@ __global__ void bench_count_kernel(const T* data, std::uint64_t n, int mode, std
 template <typename F>
 void by_wire(Wire w, F&& f) {
   switch (w) {
-    case Wire::F32: f(static_cast<float*>(nullptr)); break;
-    case Wire::F16: f(static_cast<__half*>(nullptr)); break;
-    case Wire::BF16: f(static_cast<__nv_bfloat16*>(nullptr)); break;
-    case Wire::F8E4M3: f(static_cast<__nv_fp8_e4m3*>(nullptr)); break;
+    case Wire::F32:
+      f(static_cast<float*>(nullptr));
+      break;
+    case Wire::F16:
+      f(static_cast<__half*>(nullptr));
+      break;
+    case Wire::BF16:
+      f(static_cast<__nv_bfloat16*>(nullptr));
+      break;
+    case Wire::F8E4M3:
+      f(static_cast<__nv_fp8_e4m3*>(nullptr));
+      break;
   }
 }
 
@@ -291,19 +313,44 @@ void by_wire(Wire w, F&& f) {
 template <typename F>
 void by_type(int type, F&& f) {
   switch (type) {
-    case 0: f(static_cast<signed char*>(nullptr)); break;
-    case 1: f(static_cast<unsigned char*>(nullptr)); break;
-    case 2: f(static_cast<int*>(nullptr)); break;
-    case 3: f(static_cast<unsigned*>(nullptr)); break;
-    case 4: f(static_cast<long long*>(nullptr)); break;
-    case 5: f(static_cast<unsigned long long*>(nullptr)); break;
-    case 6: f(static_cast<__half*>(nullptr)); break;
-    case 7: f(static_cast<float*>(nullptr)); break;
-    case 8: f(static_cast<double*>(nullptr)); break;
-    case 9: f(static_cast<__nv_bfloat16*>(nullptr)); break;
-    case 10: f(static_cast<__nv_fp8_e4m3*>(nullptr)); break;
-    case 11: f(static_cast<__nv_fp8_e5m2*>(nullptr)); break;
-    default: throw std::runtime_error("bench data: unknown NCCL type code " + std::to_string(type));
+    case 0:
+      f(static_cast<signed char*>(nullptr));
+      break;
+    case 1:
+      f(static_cast<unsigned char*>(nullptr));
+      break;
+    case 2:
+      f(static_cast<int*>(nullptr));
+      break;
+    case 3:
+      f(static_cast<unsigned*>(nullptr));
+      break;
+    case 4:
+      f(static_cast<long long*>(nullptr));
+      break;
+    case 5:
+      f(static_cast<unsigned long long*>(nullptr));
+      break;
+    case 6:
+      f(static_cast<__half*>(nullptr));
+      break;
+    case 7:
+      f(static_cast<float*>(nullptr));
+      break;
+    case 8:
+      f(static_cast<double*>(nullptr));
+      break;
+    case 9:
+      f(static_cast<__nv_bfloat16*>(nullptr));
+      break;
+    case 10:
+      f(static_cast<__nv_fp8_e4m3*>(nullptr));
+      break;
+    case 11:
+      f(static_cast<__nv_fp8_e5m2*>(nullptr));
+      break;
+    default:
+      throw std::runtime_error("bench data: unknown NCCL type code " + std::to_string(type));
   }
 }
 
@@ -311,10 +358,13 @@ void by_type(int type, F&& f) {
 
 int wire_bytes(Wire w) {
   switch (w) {
-    case Wire::F32: return 4;
+    case Wire::F32:
+      return 4;
     case Wire::F16:
-    case Wire::BF16: return 2;
-    case Wire::F8E4M3: return 1;
+    case Wire::BF16:
+      return 2;
+    case Wire::F8E4M3:
+      return 1;
   }
   return 4;
 }
@@ -362,8 +412,8 @@ void count_wrong_sum(const float* data, std::uint64_t begin, std::uint64_t end, 
   COMMSIM_LAUNCHED("count_sum_kernel");
 }
 
-void count_wrong_gathered(const float* data, std::uint64_t n, std::uint64_t shard, int modulus, unsigned long long* wrong,
-                          cudaStream_t stream) {
+void count_wrong_gathered(const float* data, std::uint64_t n, std::uint64_t shard, int modulus,
+                          unsigned long long* wrong, cudaStream_t stream) {
   if (n == 0 || shard == 0) return;
   count_gathered_kernel<<<blocks_for(n), kThreads, 0, stream>>>(data, n, shard, modulus, wrong);
   COMMSIM_LAUNCHED("count_gathered_kernel");
@@ -376,7 +426,8 @@ void fill_dgc(float* dst, std::uint64_t n, std::uint64_t k, int rank, cudaStream
   COMMSIM_LAUNCHED("fill_dgc_kernel");
 }
 
-void count_wrong_dgc(const float* dense, std::uint64_t n, std::uint64_t k, int ranks, unsigned long long* wrong, cudaStream_t stream) {
+void count_wrong_dgc(const float* dense, std::uint64_t n, std::uint64_t k, int ranks, unsigned long long* wrong,
+                     cudaStream_t stream) {
   if (n == 0 || k == 0) return;
   count_dgc_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dense, n, k, ranks, wrong);
   COMMSIM_LAUNCHED("count_dgc_kernel");
@@ -395,7 +446,8 @@ void topk_scratch_destroy(TopkScratch& s) {
   s = {};
 }
 
-void topk(const float* g, std::uint64_t n, std::uint64_t k, void* packed, Wire wire, const TopkScratch& scratch, cudaStream_t stream) {
+void topk(const float* g, std::uint64_t n, std::uint64_t k, void* packed, Wire wire, const TopkScratch& scratch,
+          cudaStream_t stream) {
   if (n == 0 || k == 0) return;
   k = std::min(k, n);
   auto* state = static_cast<TopkState*>(scratch.state);
@@ -407,25 +459,27 @@ void topk(const float* g, std::uint64_t n, std::uint64_t k, void* packed, Wire w
   int* indices = static_cast<int*>(packed);
   by_wire(wire, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    topk_compact_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(g, n, k, state, indices, reinterpret_cast<T*>(indices + k));
+    topk_compact_kernel<T>
+        <<<blocks_for(n), kThreads, 0, stream>>>(g, n, k, state, indices, reinterpret_cast<T*>(indices + k));
   });
   COMMSIM_LAUNCHED("topk kernels");
 }
 
-void scatter_add(const void* gathered, std::uint64_t words_per_rank, int ranks, std::uint64_t k, Wire wire, float* dense,
-                 std::uint64_t n, cudaStream_t stream) {
+void scatter_add(const void* gathered, std::uint64_t words_per_rank, int ranks, std::uint64_t k, Wire wire,
+                 float* dense, std::uint64_t n, cudaStream_t stream) {
   check(cudaMemsetAsync(dense, 0, n * sizeof(float), stream), "cudaMemsetAsync", __LINE__);
   if (k == 0) return;
   const std::uint64_t total = static_cast<std::uint64_t>(ranks) * k;
   by_wire(wire, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    scatter_add_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const unsigned*>(gathered), words_per_rank,
-                                                                         ranks, k, dense, n);
+    scatter_add_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const unsigned*>(gathered),
+                                                                      words_per_rank, ranks, k, dense, n);
   });
   COMMSIM_LAUNCHED("scatter_add_kernel");
 }
 
-void bench_fill(void* dst, int type, std::uint64_t n, std::uint64_t offset, int rank, int modulus, cudaStream_t stream) {
+void bench_fill(void* dst, int type, std::uint64_t n, std::uint64_t offset, int rank, int modulus,
+                cudaStream_t stream) {
   if (n == 0) return;
   by_type(type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
@@ -434,13 +488,14 @@ void bench_fill(void* dst, int type, std::uint64_t n, std::uint64_t offset, int 
   COMMSIM_LAUNCHED("bench_fill_kernel");
 }
 
-void bench_count_wrong(const void* data, int type, std::uint64_t n, int mode, std::uint64_t offset, int ranks, int redop,
-                       int from_rank, std::uint64_t shard, int modulus, unsigned long long* wrong, cudaStream_t stream) {
+void bench_count_wrong(const void* data, int type, std::uint64_t n, int mode, std::uint64_t offset, int ranks,
+                       int redop, int from_rank, std::uint64_t shard, int modulus, unsigned long long* wrong,
+                       cudaStream_t stream) {
   if (n == 0) return;
   by_type(type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    bench_count_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(data), n, mode, offset, ranks, redop,
-                                                                   from_rank, shard == 0 ? 1 : shard, modulus, wrong);
+    bench_count_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(data), n, mode, offset, ranks, redop, from_rank, shard == 0 ? 1 : shard, modulus, wrong);
   });
   COMMSIM_LAUNCHED("bench_count_kernel");
 }

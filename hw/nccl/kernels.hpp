@@ -31,8 +31,8 @@ void fill_verifiable(float* dst, std::uint64_t n, int rank, int modulus, cudaStr
 void count_wrong_sum(const float* data, std::uint64_t begin, std::uint64_t end, int ranks, int modulus, float scale,
                      unsigned long long* wrong, cudaStream_t stream);
 // ... that differ from v(i, i / shard): an all-gather of shards of `shard` elements.
-void count_wrong_gathered(const float* data, std::uint64_t n, std::uint64_t shard, int modulus, unsigned long long* wrong,
-                          cudaStream_t stream);
+void count_wrong_gathered(const float* data, std::uint64_t n, std::uint64_t shard, int modulus,
+                          unsigned long long* wrong, cudaStream_t stream);
 
 // DGC check data: rank r holds `k` non-zero values 1 + (7 j + 13 r) mod 15 (exact in every dtype) at the elements
 // (j * stride + r) mod n, stride = n / k, and zeros elsewhere, so its exact top-k is known.
@@ -54,15 +54,16 @@ void topk(const float* g, std::uint64_t n, std::uint64_t k, void* packed, Wire w
           cudaStream_t stream);
 // DGC decompression: zeroes `dense` (n elements), then adds the `ranks` gathered blocks of `words_per_rank` words,
 // each holding k (index, value) pairs laid out as topk writes them.
-void scatter_add(const void* gathered, std::uint64_t words_per_rank, int ranks, std::uint64_t k, Wire wire, float* dense,
-                 std::uint64_t n, cudaStream_t stream);
+void scatter_add(const void* gathered, std::uint64_t words_per_rank, int ranks, std::uint64_t k, Wire wire,
+                 float* dense, std::uint64_t n, cudaStream_t stream);
 
 // ---- Microbenchmark data (nccl-tests' types) ----
 // Type codes are ncclDataType_t values; redop codes ncclRedOp_t values (sum, prod, max, min).
 void bench_fill(void* dst, int type, std::uint64_t n, std::uint64_t offset, int rank, int modulus, cudaStream_t stream);
 // mode 0: expected = redop over r < ranks of v(offset + i, r); mode 1: v(offset + i, from_rank);
 // mode 2: v(i mod shard, i / shard) (all-gather).
-void bench_count_wrong(const void* data, int type, std::uint64_t n, int mode, std::uint64_t offset, int ranks, int redop,
-                       int from_rank, std::uint64_t shard, int modulus, unsigned long long* wrong, cudaStream_t stream);
+void bench_count_wrong(const void* data, int type, std::uint64_t n, int mode, std::uint64_t offset, int ranks,
+                       int redop, int from_rank, std::uint64_t shard, int modulus, unsigned long long* wrong,
+                       cudaStream_t stream);
 
 }  // namespace commsim::nccl::kernels

@@ -13,10 +13,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/collective/collective.hpp"
 #include "sim/core/error.hpp"
@@ -46,10 +45,10 @@ bool parse_launch(const std::string& text, Launch& out);  // "auto", "single", "
 
 struct NcclOptions {
   Launch launch = Launch::Auto;
-  int gpus = 0;            // SingleProcess: GPUs to drive; 0 = the Plan's ranks. Must equal the Plan's ranks.
-  int warmup_steps = 2;    // steps run before timing (the Plan's first steps), not reported
-  int repeats = 3;         // the Plan's steps are timed this many times; a step's time is its median
-  bool check = false;      // one extra untimed pass per step kind with verifiable inputs; counts wrong elements
+  int gpus = 0;               // SingleProcess: GPUs to drive; 0 = the Plan's ranks. Must equal the Plan's ranks.
+  int warmup_steps = 2;       // steps run before timing (the Plan's first steps), not reported
+  int repeats = 3;            // the Plan's steps are timed this many times; a step's time is its median
+  bool check = false;         // one extra untimed pass per step kind with verifiable inputs; counts wrong elements
   bool nccl_estimate = true;  // record NCCL's own estimate of each collective (ncclGroupSimulateEnd, NCCL >= 2.22)
   bool set_nccl_algo = true;  // strategy.algorithm ring/tree -> NCCL_ALGO=Ring/Tree unless the environment sets it
   int trace_steps = 1;        // steps of rank 0 kept in Result::trace
@@ -81,21 +80,22 @@ struct BenchOptions {
   std::string dtype = "float";  // float, half, bfloat16, f8e4m3, f8e5m2, double, int32, int8, uint8
   std::string redop = "sum";    // sum, prod, max, min, avg
   std::uint64_t min_bytes = 8, max_bytes = 128ull << 20;
-  int step_factor = 2;          // sizes min, min x f, ... <= max (nccl-tests -f)
+  int step_factor = 2;               // sizes min, min x f, ... <= max (nccl-tests -f)
   int iters = 20, warmup_iters = 5;  // nccl-tests -n / -w
-  bool check = true;                  // nccl-tests -c: one checked run per size and mode
-  int root = 0;                       // broadcast / reduce
+  bool check = true;                 // nccl-tests -c: one checked run per size and mode
+  int root = 0;                      // broadcast / reduce
   Launch launch = Launch::Auto;
-  int gpus = 0;                       // SingleProcess: GPUs (0 = all visible)
+  int gpus = 0;  // SingleProcess: GPUs (0 = all visible)
 };
 void validate(const BenchOptions& options);
-bool parse_bench_op(const std::string& text, Collective& out);  // allreduce, allgather, reducescatter, broadcast, reduce
+bool parse_bench_op(const std::string& text,
+                    Collective& out);  // allreduce, allgather, reducescatter, broadcast, reduce
 
 // One run's timing, averaged over `iters` (as nccl-tests reports it).
 struct BenchTiming {
   double time_s = 0;
-  double algbw_Bps = 0;  // bytes / time
-  double busbw_Bps = 0;  // algbw x nccl-tests' bus factor
+  double algbw_Bps = 0;     // bytes / time
+  double busbw_Bps = 0;     // algbw x nccl-tests' bus factor
   std::int64_t wrong = -1;  // wrong elements summed over ranks; -1 = not checked
 };
 
@@ -103,18 +103,18 @@ struct BenchRow {
   std::uint64_t bytes = 0;  // nccl-tests' size column: the larger of send and receive bytes per rank
   std::uint64_t count = 0;  // elements per rank as NCCL takes them
   std::string type, redop;
-  int root = -1;            // -1 for collectives without a root
+  int root = -1;  // -1 for collectives without a root
   BenchTiming out_of_place, in_place;
 };
 
 struct BenchResult {
   Collective op = Collective::AllReduce;
   int ranks = 0, nodes = 0;
-  std::string nccl_version;       // e.g. "2.28.9"
+  std::string nccl_version;          // e.g. "2.28.9"
   std::vector<std::string> devices;  // "#  Rank  0 Group  0 Pid 1234 on host device  0 [0000:07:00] NVIDIA H100 ..."
   BenchOptions options;
   std::vector<BenchRow> rows;
-  bool root = true;               // this process prints and writes
+  bool root = true;  // this process prints and writes
   // Calibration samples: {"backend":"nccl","op":..,"ranks":..,"rows":[...], "samples":[{"bytes","seconds",..}]}
   nlohmann::json to_json() const;
 };

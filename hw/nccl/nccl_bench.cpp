@@ -23,9 +23,9 @@ struct TypeInfo {
 
 TypeInfo type_info(const std::string& name) {
   static const std::map<std::string, TypeInfo> types = {
-      {"int8", {0, 1, 127}},        {"uint8", {1, 1, 255}},     {"int32", {2, 4, 2147483647.0}},
-      {"half", {6, 2, 2048}},       {"float", {7, 4, 16777216}}, {"double", {8, 8, 9007199254740992.0}},
-      {"bfloat16", {9, 2, 256}},    {"f8e4m3", {10, 1, 16}},    {"f8e5m2", {11, 1, 8}},
+      {"int8", {0, 1, 127}},     {"uint8", {1, 1, 255}},      {"int32", {2, 4, 2147483647.0}},
+      {"half", {6, 2, 2048}},    {"float", {7, 4, 16777216}}, {"double", {8, 8, 9007199254740992.0}},
+      {"bfloat16", {9, 2, 256}}, {"f8e4m3", {10, 1, 16}},     {"f8e5m2", {11, 1, 8}},
   };
   return types.at(name);
 }
@@ -54,9 +54,12 @@ struct Counts {
 
 Counts counts_for(Collective op, std::uint64_t count, std::uint64_t p) {
   switch (op) {
-    case Collective::AllGather: return {count / p, count / p * p, count / p, count / p, 0};
-    case Collective::ReduceScatter: return {count / p * p, count / p, count / p, 0, count / p};
-    default: return {count, count, count, 0, 0};
+    case Collective::AllGather:
+      return {count / p, count / p * p, count / p, count / p, 0};
+    case Collective::ReduceScatter:
+      return {count / p * p, count / p, count / p, 0, count / p};
+    default:
+      return {count, count, count, 0, 0};
   }
 }
 
@@ -89,7 +92,9 @@ BenchResult run_bench(const BenchOptions& o, const World& world) {
   const TypeInfo type = type_info(o.dtype);
   const int p = world.nranks();
   const bool rooted = o.op == Collective::Broadcast || o.op == Collective::Reduce;
-  if (rooted && o.root >= p) throw InputError("--root", "", "rank " + std::to_string(o.root) + " does not exist (" + std::to_string(p) + " ranks)");
+  if (rooted && o.root >= p)
+    throw InputError("--root", "",
+                     "rank " + std::to_string(o.root) + " does not exist (" + std::to_string(p) + " ranks)");
   const bool reduces = o.op == Collective::AllReduce || o.op == Collective::Reduce || o.op == Collective::ReduceScatter;
 
   BenchResult result;
@@ -100,11 +105,13 @@ BenchResult run_bench(const BenchOptions& o, const World& world) {
   result.root = world.root();
   int version = 0;
   COMMSIM_NCCL(ncclGetVersion(&version));
-  result.nccl_version = std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." + std::to_string(version % 100);
+  result.nccl_version =
+      std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." + std::to_string(version % 100);
 
   std::vector<std::string> lines;
   std::vector<Device> devices(world.devices().size());
-  const std::uint64_t max_bytes_buffer = o.max_bytes + static_cast<std::uint64_t>(type.size) * static_cast<std::uint64_t>(p);
+  const std::uint64_t max_bytes_buffer =
+      o.max_bytes + static_cast<std::uint64_t>(type.size) * static_cast<std::uint64_t>(p);
   for (std::size_t i = 0; i < devices.size(); ++i) {
     Device& d = devices[i];
     d.device = world.devices()[i];
@@ -112,11 +119,12 @@ BenchResult run_bench(const BenchOptions& o, const World& world) {
     cudaDeviceProp prop;
     COMMSIM_CUDA(cudaGetDeviceProperties(&prop, d.device));
     if (type.code >= 10 && reduces && prop.major < 9)
-      throw InputError("--dtype", "", "NCCL reduces fp8 only on compute capability 9.0 or newer; GPU " + std::to_string(d.device) + " (" +
-                                          prop.name + ") is " + std::to_string(prop.major) + "." + std::to_string(prop.minor));
+      throw InputError("--dtype", "",
+                       "NCCL reduces fp8 only on compute capability 9.0 or newer; GPU " + std::to_string(d.device) +
+                           " (" + prop.name + ") is " + std::to_string(prop.major) + "." + std::to_string(prop.minor));
     char line[512];
-    std::snprintf(line, sizeof line, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s", d.rank, 0, static_cast<int>(getpid()),
-                  world.host().c_str(), d.device, prop.pciBusID, prop.name);
+    std::snprintf(line, sizeof line, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s", d.rank, 0,
+                  static_cast<int>(getpid()), world.host().c_str(), d.device, prop.pciBusID, prop.name);
     lines.push_back(line);
     COMMSIM_CUDA(cudaSetDevice(d.device));
     COMMSIM_CUDA(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking));
@@ -142,11 +150,21 @@ BenchResult run_bench(const BenchOptions& o, const World& world) {
       void* send = in_place ? d.recv + c.send_inplace_offset * ws * r : d.send;
       void* recv = in_place ? d.recv + c.recv_inplace_offset * ws * r : d.recv;
       switch (o.op) {
-        case Collective::AllReduce: COMMSIM_NCCL(ncclAllReduce(send, recv, c.param, t, redop, d.comm, d.stream)); break;
-        case Collective::AllGather: COMMSIM_NCCL(ncclAllGather(send, recv, c.param, t, d.comm, d.stream)); break;
-        case Collective::ReduceScatter: COMMSIM_NCCL(ncclReduceScatter(send, recv, c.param, t, redop, d.comm, d.stream)); break;
-        case Collective::Broadcast: COMMSIM_NCCL(ncclBroadcast(send, recv, c.param, t, o.root, d.comm, d.stream)); break;
-        case Collective::Reduce: COMMSIM_NCCL(ncclReduce(send, recv, c.param, t, redop, o.root, d.comm, d.stream)); break;
+        case Collective::AllReduce:
+          COMMSIM_NCCL(ncclAllReduce(send, recv, c.param, t, redop, d.comm, d.stream));
+          break;
+        case Collective::AllGather:
+          COMMSIM_NCCL(ncclAllGather(send, recv, c.param, t, d.comm, d.stream));
+          break;
+        case Collective::ReduceScatter:
+          COMMSIM_NCCL(ncclReduceScatter(send, recv, c.param, t, redop, d.comm, d.stream));
+          break;
+        case Collective::Broadcast:
+          COMMSIM_NCCL(ncclBroadcast(send, recv, c.param, t, o.root, d.comm, d.stream));
+          break;
+        case Collective::Reduce:
+          COMMSIM_NCCL(ncclReduce(send, recv, c.param, t, redop, o.root, d.comm, d.stream));
+          break;
       }
     }
     if (devices.size() > 1) COMMSIM_NCCL(ncclGroupEnd());
@@ -185,7 +203,8 @@ BenchResult run_bench(const BenchOptions& o, const World& world) {
       const auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < o.iters; ++i) launch(c, in_place);
       wait();
-      std::vector<double> seconds{std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / o.iters};
+      std::vector<double> seconds{std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                                  o.iters};
       world.sum(seconds);
       timing.time_s = seconds[0] / (world.mpi() ? static_cast<double>(p) : 1.0);  // mean over processes
       timing.algbw_Bps = timing.time_s > 0 ? static_cast<double>(row.bytes) / timing.time_s : 0;
@@ -205,9 +224,12 @@ BenchResult run_bench(const BenchOptions& o, const World& world) {
         const char* output = in_place ? d.recv + c.recv_inplace_offset * ws * r : d.recv;
         const int op = static_cast<int>(redop);
         switch (o.op) {
-          case Collective::AllReduce: kernels::bench_count_wrong(output, type.code, c.recv, 0, 0, p, op, 0, 0, modulus, d.wrong, d.stream); break;
+          case Collective::AllReduce:
+            kernels::bench_count_wrong(output, type.code, c.recv, 0, 0, p, op, 0, 0, modulus, d.wrong, d.stream);
+            break;
           case Collective::Reduce:
-            if (d.rank == o.root) kernels::bench_count_wrong(output, type.code, c.recv, 0, 0, p, op, 0, 0, modulus, d.wrong, d.stream);
+            if (d.rank == o.root)
+              kernels::bench_count_wrong(output, type.code, c.recv, 0, 0, p, op, 0, 0, modulus, d.wrong, d.stream);
             break;
           case Collective::Broadcast:
             kernels::bench_count_wrong(output, type.code, c.recv, 1, 0, p, op, o.root, 0, modulus, d.wrong, d.stream);
@@ -216,7 +238,8 @@ BenchResult run_bench(const BenchOptions& o, const World& world) {
             kernels::bench_count_wrong(output, type.code, c.recv, 2, 0, p, op, 0, c.param, modulus, d.wrong, d.stream);
             break;
           case Collective::ReduceScatter:
-            kernels::bench_count_wrong(output, type.code, c.recv, 0, r * c.recv, p, op, 0, 0, modulus, d.wrong, d.stream);
+            kernels::bench_count_wrong(output, type.code, c.recv, 0, r * c.recv, p, op, 0, 0, modulus, d.wrong,
+                                       d.stream);
             break;
         }
         unsigned long long w = 0;
@@ -227,7 +250,8 @@ BenchResult run_bench(const BenchOptions& o, const World& world) {
       timing.wrong = static_cast<std::int64_t>(world.sum(wrong));
     }
     result.rows.push_back(row);
-    if (o.max_bytes / static_cast<std::uint64_t>(o.step_factor) < bytes) break;  // the next size would overflow or pass max
+    if (o.max_bytes / static_cast<std::uint64_t>(o.step_factor) < bytes)
+      break;  // the next size would overflow or pass max
   }
 
   for (Device& d : devices) {

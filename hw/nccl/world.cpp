@@ -8,15 +8,15 @@
 
 #ifdef COMMSIM_NCCL_MPI
 #include <mpi.h>
-#define COMMSIM_MPI_CALL(call)                                                                        \
-  do {                                                                                                \
-    const int commsim_m_ = (call);                                                                    \
-    if (commsim_m_ != MPI_SUCCESS) {                                                                  \
-      char commsim_s_[MPI_MAX_ERROR_STRING] = "";                                                     \
-      int commsim_l_ = 0;                                                                             \
-      MPI_Error_string(commsim_m_, commsim_s_, &commsim_l_);                                          \
-      ::commsim::nccl::detail::fail(#call, commsim_s_, __FILE__, __LINE__);                           \
-    }                                                                                                 \
+#define COMMSIM_MPI_CALL(call)                                              \
+  do {                                                                      \
+    const int commsim_m_ = (call);                                          \
+    if (commsim_m_ != MPI_SUCCESS) {                                        \
+      char commsim_s_[MPI_MAX_ERROR_STRING] = "";                           \
+      int commsim_l_ = 0;                                                   \
+      MPI_Error_string(commsim_m_, commsim_s_, &commsim_l_);                \
+      ::commsim::nccl::detail::fail(#call, commsim_s_, __FILE__, __LINE__); \
+    }                                                                       \
   } while (0)
 #endif
 
@@ -36,11 +36,12 @@ bool nccl_available(std::string* why) {
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess)
-    return no(std::string("no usable GPU: cudaGetDeviceCount failed with ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
-              "); the backend needs an NVIDIA GPU and its driver");
+    return no(std::string("no usable GPU: cudaGetDeviceCount failed with ") + cudaGetErrorName(e) + " (" +
+              cudaGetErrorString(e) + "); the backend needs an NVIDIA GPU and its driver");
   if (devices == 0) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-    return no(std::string("no CUDA device is visible") + (visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : ""));
+    return no(std::string("no CUDA device is visible") +
+              (visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : ""));
   }
   int version = 0;
   if (ncclGetVersion(&version) != ncclSuccess) return no("the NCCL library does not answer ncclGetVersion");
@@ -59,7 +60,8 @@ World::World(Launch launch, int gpus, int default_gpus) {
     int initialized = 0, finalized = 0;
     COMMSIM_MPI_CALL(MPI_Initialized(&initialized));
     COMMSIM_MPI_CALL(MPI_Finalized(&finalized));
-    if (finalized) throw NcclUnavailable("nccl backend: MPI was already finalized in this process; run one command per mpirun");
+    if (finalized)
+      throw NcclUnavailable("nccl backend: MPI was already finalized in this process; run one command per mpirun");
     if (!initialized) {
       int provided = 0;
       COMMSIM_MPI_CALL(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
@@ -77,8 +79,9 @@ World::World(Launch launch, int gpus, int default_gpus) {
     int leader = local_rank == 0 ? 1 : 0;
     COMMSIM_MPI_CALL(MPI_Allreduce(&leader, &nodes_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     if (count > 1 && local_size > count)
-      throw InputError("mpirun", "", std::to_string(local_size) + " processes were started on " + host_ + ", which has " +
-                                         std::to_string(count) + " GPU(s): start one process per GPU");
+      throw InputError("mpirun", "",
+                       std::to_string(local_size) + " processes were started on " + host_ + ", which has " +
+                           std::to_string(count) + " GPU(s): start one process per GPU");
     if (gpus > 1)
       throw InputError("--gpus", "", "under mpirun every process drives one GPU; start one process per GPU instead");
     devices_ = {count == 1 ? 0 : local_rank};  // one visible GPU: the launcher already gave each process its own
@@ -86,15 +89,17 @@ World::World(Launch launch, int gpus, int default_gpus) {
     nranks_ = processes_;
     ranks_per_host_ = local_size;
 #else
-    throw NcclUnavailable("nccl backend: this commsim was built without MPI, so it cannot run one process per GPU under mpirun; "
-                          "rebuild with Open MPI installed, or run one process that drives every GPU (--launch single)");
+    throw NcclUnavailable(
+        "nccl backend: this commsim was built without MPI, so it cannot run one process per GPU under mpirun; "
+        "rebuild with Open MPI installed, or run one process that drives every GPU (--launch single)");
 #endif
   } else {
     const int g = gpus > 0 ? gpus : default_gpus > 0 ? default_gpus : count;
     if (g > count)
-      throw InputError("--gpus", "", std::to_string(g) + " GPUs are needed in this process (--gpus, or the scenario's ranks) but " +
-                                         host_ + " has " + std::to_string(count) +
-                                         ": start one process per GPU under mpirun across hosts, or run fewer ranks (--set nodes=N)");
+      throw InputError("--gpus", "",
+                       std::to_string(g) + " GPUs are needed in this process (--gpus, or the scenario's ranks) but " +
+                           host_ + " has " + std::to_string(count) +
+                           ": start one process per GPU under mpirun across hosts, or run fewer ranks (--set nodes=N)");
     devices_.resize(static_cast<std::size_t>(g));
     std::iota(devices_.begin(), devices_.end(), 0);
     ranks_ = devices_;
@@ -134,7 +139,8 @@ void World::barrier() const {
 void World::max(std::vector<double>& values) const {
 #ifdef COMMSIM_NCCL_MPI
   if (mpi_ && !values.empty())
-    COMMSIM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    COMMSIM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_MAX,
+                                   MPI_COMM_WORLD));
 #else
   (void)values;
 #endif
@@ -143,7 +149,8 @@ void World::max(std::vector<double>& values) const {
 void World::sum(std::vector<double>& values) const {
 #ifdef COMMSIM_NCCL_MPI
   if (mpi_ && !values.empty())
-    COMMSIM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    COMMSIM_MPI_CALL(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM,
+                                   MPI_COMM_WORLD));
 #else
   (void)values;
 #endif
@@ -169,9 +176,11 @@ std::vector<std::string> World::gather(const std::vector<std::string>& lines) co
   std::vector<int> lengths(static_cast<std::size_t>(processes_)), offsets(static_cast<std::size_t>(processes_));
   COMMSIM_MPI_CALL(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
   int total = 0;
-  for (int p = 0; p < processes_; ++p) offsets[static_cast<std::size_t>(p)] = total, total += lengths[static_cast<std::size_t>(p)];
+  for (int p = 0; p < processes_; ++p)
+    offsets[static_cast<std::size_t>(p)] = total, total += lengths[static_cast<std::size_t>(p)];
   std::string all(static_cast<std::size_t>(process_ == 0 ? total : 0), '\0');
-  COMMSIM_MPI_CALL(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD));
+  COMMSIM_MPI_CALL(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
+                               MPI_COMM_WORLD));
   std::vector<std::string> out;
   std::size_t start = 0;
   while (start < all.size()) {

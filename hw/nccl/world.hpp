@@ -25,9 +25,9 @@ class World {
   bool mpi() const { return mpi_; }
   bool root() const { return process_ == 0; }
   int process() const { return process_; }
-  int nranks() const { return nranks_; }                 // NCCL ranks in all processes
-  int nodes() const { return nodes_; }                   // distinct hosts
-  int ranks_per_host() const { return ranks_per_host_; }  // NCCL ranks on this host
+  int nranks() const { return nranks_; }                        // NCCL ranks in all processes
+  int nodes() const { return nodes_; }                          // distinct hosts
+  int ranks_per_host() const { return ranks_per_host_; }        // NCCL ranks on this host
   const std::vector<int>& devices() const { return devices_; }  // CUDA devices of this process
   const std::vector<int>& ranks() const { return ranks_; }      // global rank of each of them
   const std::string& host() const { return host_; }

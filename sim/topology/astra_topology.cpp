@@ -11,14 +11,19 @@ namespace {
 std::uint64_t block_links(BlockKind kind, std::uint64_t n) {
   if (n < 2) return 0;
   switch (kind) {
-    case BlockKind::Ring: return n == 2 ? 1 : n;      // i <-> i+1 mod n
-    case BlockKind::FullyConnected: return n * (n - 1) / 2;
-    case BlockKind::Switch: return n;                  // NPU i <-> the block's switch
+    case BlockKind::Ring:
+      return n == 2 ? 1 : n;  // i <-> i+1 mod n
+    case BlockKind::FullyConnected:
+      return n * (n - 1) / 2;
+    case BlockKind::Switch:
+      return n;  // NPU i <-> the block's switch
   }
   return 0;
 }
 // Index of the FullyConnected link between i < j among n.
-std::uint64_t pair_index(std::uint64_t i, std::uint64_t j, std::uint64_t n) { return i * (2 * n - i - 1) / 2 + (j - i - 1); }
+std::uint64_t pair_index(std::uint64_t i, std::uint64_t j, std::uint64_t n) {
+  return i * (2 * n - i - 1) / 2 + (j - i - 1);
+}
 }  // namespace
 
 AstraTopology::AstraTopology(std::string name, std::string source_file, std::vector<AstraDimension> dims) {
@@ -38,7 +43,8 @@ AstraTopology::AstraTopology(std::string name, std::string source_file, std::vec
     total_links_ += (static_cast<std::uint64_t>(ranks_) / d.spec.npus) * d.links_per_group;
   }
   if (2 * total_links_ > std::numeric_limits<LinkId>::max())
-    throw InputError(source_file_, "astra_sim.npus_count", "too many links to address (" + std::to_string(2 * total_links_) + ")");
+    throw InputError(source_file_, "astra_sim.npus_count",
+                     "too many links to address (" + std::to_string(2 * total_links_) + ")");
 }
 
 template <typename Hop>
@@ -123,7 +129,8 @@ std::string AstraTopology::link_name(LinkId id) const {
 std::string AstraTopology::summary() const {
   static const char* kKind[] = {"Ring", "FullyConnected", "Switch"};
   std::string s = name_ + ": ASTRA-sim dimensions";
-  for (const Dim& d : dims_) s += std::string(" ") + kKind[static_cast<int>(d.spec.kind)] + "(" + std::to_string(d.spec.npus) + ")";
+  for (const Dim& d : dims_)
+    s += std::string(" ") + kKind[static_cast<int>(d.spec.kind)] + "(" + std::to_string(d.spec.npus) + ")";
   return s + ", " + std::to_string(ranks_) + " NPUs";
 }
 

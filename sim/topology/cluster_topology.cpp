@@ -11,7 +11,9 @@ namespace {
 
 bool is_rank(DeviceKind k) { return k == DeviceKind::Gpu || k == DeviceKind::CpuRank; }
 // Ranks and NICs are endpoints: traffic never passes through a GPU or a NIC on its way elsewhere.
-bool may_transit(DeviceKind k) { return k == DeviceKind::Cpu || k == DeviceKind::PcieSwitch || k == DeviceKind::NvSwitch; }
+bool may_transit(DeviceKind k) {
+  return k == DeviceKind::Cpu || k == DeviceKind::PcieSwitch || k == DeviceKind::NvSwitch;
+}
 
 // A path's latency is that of its slowest link class, not the sum over links: the files give each class the
 // end-to-end latency of one communication step across it, as NCCL's tuning model defines hwLat.
@@ -61,8 +63,9 @@ ClusterTopology::ClusterTopology(ClusterSpec spec) : spec_(std::move(spec)) {
     spine_links_ = static_cast<std::uint64_t>(leaves_) * f.spines;
   }
   if (link_count() > std::numeric_limits<LinkId>::max())
-    throw InputError(file, "nodes", std::to_string(spec_.nodes) + " nodes need " + std::to_string(link_count()) +
-                                        " directed links, more than the 4294967295 a simulation can address");
+    throw InputError(file, "nodes",
+                     std::to_string(spec_.nodes) + " nodes need " + std::to_string(link_count()) +
+                         " directed links, more than the 4294967295 a simulation can address");
 }
 
 // The ring order inside a node, as NCCL searches for its rings: the Hamiltonian cycle over the node's ranks whose
@@ -110,7 +113,8 @@ std::vector<Topology::RingHop> ClusterTopology::ring_hops() const {
   std::vector<RingHop> hops;
   const int rpn = ranks_per_node(), nodes = spec_.nodes;
   const int local_hops = nodes == 1 ? rpn : rpn - 1;  // a single node closes its own ring
-  for (int i = 0; i < local_hops && rpn > 1; ++i) hops.push_back({path_cost(local_ring_[i], local_ring_[(i + 1) % rpn]), true});
+  for (int i = 0; i < local_hops && rpn > 1; ++i)
+    hops.push_back({path_cost(local_ring_[i], local_ring_[(i + 1) % rpn]), true});
   if (nodes < 2) return hops;
   const int last = local_ring_.back(), first = local_ring_.front();
   const int src_nic = sending_side(last, first).second, dst_nic = rank_nic_[first];
@@ -216,8 +220,8 @@ void ClusterTopology::compute_local_paths() {
     int nic_device = device.nic >= 0 ? device.nic : nearest(rank_devices_[r], DeviceKind::Nic);
     if (nic_device < 0 || !path(rank_devices_[r], nic_device).exists)
       throw InputError(file, "node.links", device.name + " reaches no nic");
-    rank_nic_.push_back(static_cast<int>(std::find(nic_devices_.begin(), nic_devices_.end(), nic_device) -
-                                         nic_devices_.begin()));
+    rank_nic_.push_back(
+        static_cast<int>(std::find(nic_devices_.begin(), nic_devices_.end(), nic_device) - nic_devices_.begin()));
     rank_to_nic_.push_back(staged(rank_devices_[r], nic_device, spec_.gpudirect_rdma, "gpudirect_rdma"));
     LocalPath back = staged(rank_devices_[r], nic_device, spec_.gpudirect_rdma, "gpudirect_rdma");
     // The reverse path uses the same links in the opposite direction.
@@ -300,7 +304,8 @@ void ClusterTopology::route(int src, int dst, Route& route) const {
   const int src_node = src / rpn, dst_node = dst / rpn, src_local = src % rpn, dst_local = dst % rpn;
   auto append_local = [&](const LocalPath& p, int node) {
     for (LinkId l : p.links)
-      route.links.push_back(static_cast<LinkId>(2 * (static_cast<std::uint64_t>(node) * intra_links_per_node_ + l / 2) + l % 2));
+      route.links.push_back(
+          static_cast<LinkId>(2 * (static_cast<std::uint64_t>(node) * intra_links_per_node_ + l / 2) + l % 2));
   };
   if (src_node == dst_node) {
     const LocalPath& p = rank_to_rank(src_local, dst_local);
@@ -342,8 +347,11 @@ std::string ClusterTopology::link_name(LinkId id) const {
   }
   if (full < fabric_spine_base_) {
     const std::uint64_t global = full - fabric_nic_base_, nics = nic_devices_.size();
-    const std::string nic = "node" + std::to_string(global / nics) + "/" + spec_.devices[nic_devices_[global % nics]].name;
-    const std::string sw = leaves_ ? "leaf" + std::to_string(leaf_of(static_cast<int>(global / nics), static_cast<int>(global % nics))) : "switch";
+    const std::string nic =
+        "node" + std::to_string(global / nics) + "/" + spec_.devices[nic_devices_[global % nics]].name;
+    const std::string sw =
+        leaves_ ? "leaf" + std::to_string(leaf_of(static_cast<int>(global / nics), static_cast<int>(global % nics)))
+                : "switch";
     return reverse ? sw + "->" + nic : nic + "->" + sw;
   }
   const std::uint64_t k = full - fabric_spine_base_;

@@ -91,15 +91,15 @@ class ClusterTopology final : public Topology {
 
   ClusterSpec spec_;
   int device_count_ = 0;
-  std::vector<int> local_ring_;    // ring order of the local ranks
-  std::vector<int> rank_devices_;  // local device index of each local rank
-  std::vector<int> nic_devices_;   // local device index of each NIC
-  std::vector<int> rank_nic_;      // NIC (index into nic_devices_) used by each local rank
-  std::vector<LocalPath> paths_;   // [a * device_count_ + b]
-  std::vector<LocalPath> rank_paths_;     // [ra * ranks_per_node + rb], after the P2P rule
-  std::vector<LocalPath> rank_to_nic_;    // per local rank, after the GPUDirect RDMA rule
+  std::vector<int> local_ring_;         // ring order of the local ranks
+  std::vector<int> rank_devices_;       // local device index of each local rank
+  std::vector<int> nic_devices_;        // local device index of each NIC
+  std::vector<int> rank_nic_;           // NIC (index into nic_devices_) used by each local rank
+  std::vector<LocalPath> paths_;        // [a * device_count_ + b]
+  std::vector<LocalPath> rank_paths_;   // [ra * ranks_per_node + rb], after the P2P rule
+  std::vector<LocalPath> rank_to_nic_;  // per local rank, after the GPUDirect RDMA rule
   std::vector<LocalPath> nic_to_rank_;
-  std::vector<LocalPath> pxn_;            // [src * ranks_per_node + dst]: via the GPU on dst's rail (rail fabrics)
+  std::vector<LocalPath> pxn_;  // [src * ranks_per_node + dst]: via the GPU on dst's rail (rail fabrics)
   std::uint64_t intra_links_per_node_ = 0;
   std::uint64_t fabric_nic_base_ = 0;  // first full-duplex id of NIC links
   std::uint64_t fabric_spine_base_ = 0;

@@ -5,21 +5,21 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 #include <cstring>
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "hw/common/dgc.hpp"
 #include "hw/common/dtype.hpp"
 #include "hw/common/emulation.hpp"
 #include "hw/common/plan_buffers.hpp"
 #include "hw/common/schedule_program.hpp"
-#include "sim/core/statistics.hpp"
 #include "hw/common/verifiable.hpp"
 #include "sim/collective/collective.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/statistics.hpp"
 #include "sim/training/simulation.hpp"
 
 namespace {
@@ -78,7 +78,8 @@ TEST(Dtype, Fp8E4m3RoundsAndSaturates) {
 
 // The sum of `ranks` values below bound() must stay within the dtype's exact integers: 2^24, 2048, 256, 16.
 TEST(Verifiable, SumsStayExactInEveryDtype) {
-  const std::map<CommDtype, double> exact = {{CommDtype::Fp32, 16777216}, {CommDtype::Fp16, 2048}, {CommDtype::Bf16, 256}, {CommDtype::Fp8, 16}};
+  const std::map<CommDtype, double> exact = {
+      {CommDtype::Fp32, 16777216}, {CommDtype::Fp16, 2048}, {CommDtype::Bf16, 256}, {CommDtype::Fp8, 16}};
   for (auto [dtype, limit] : exact)
     for (int ranks : {2, 3, 4, 8}) {
       const Verifiable v{ranks, dtype, 1};
@@ -132,15 +133,18 @@ TEST(Dgc, TopKEqualsTheDefinitionOnRandomVectors) {
     std::vector<float> values(count);
     std::normal_distribution<float> normal;
     std::uniform_int_distribution<int> small(-20, 20);
-    for (float& v : values) v = trial % 3 == 0 ? static_cast<float>(small(random)) : normal(random) * (trial % 3 == 1 ? 1 : normal(random));
+    for (float& v : values)
+      v = trial % 3 == 0 ? static_cast<float>(small(random)) : normal(random) * (trial % 3 == 1 ? 1 : normal(random));
     std::vector<std::uint32_t> order(count);
     for (std::size_t i = 0; i < count; ++i) order[i] = static_cast<std::uint32_t>(i);
-    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return std::fabs(values[a]) > std::fabs(values[b]); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return std::fabs(values[a]) > std::fabs(values[b]); });
     for (double share : {0.001, 0.01, 0.1, 0.5, 1.0}) {
       const std::size_t k = std::max<std::size_t>(1, static_cast<std::size_t>(share * static_cast<double>(count)));
       std::vector<std::uint32_t> expected(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
       std::sort(expected.begin(), expected.end());
-      ASSERT_EQ(top_k_indices(values.data(), count, k), expected) << "trial " << trial << " count " << count << " k " << k;
+      ASSERT_EQ(top_k_indices(values.data(), count, k), expected)
+          << "trial " << trial << " count " << count << " k " << k;
     }
   }
 }
@@ -172,7 +176,8 @@ bool interpret(const std::vector<RankProgram>& programs, std::vector<std::vector
         if (act.kind == Action::Kind::Join) {
           done[r][a] = progress = true;
         } else if (act.kind == Action::Kind::Reduce) {
-          for (std::uint64_t e = 0; e < act.range.count; ++e) vectors[r][act.range.offset + e] += staging[r][act.staging_offset + e];
+          for (std::uint64_t e = 0; e < act.range.count; ++e)
+            vectors[r][act.range.offset + e] += staging[r][act.staging_offset + e];
           done[r][a] = progress = true;
         } else if (act.kind == Action::Kind::Receive) {
           const RankProgram& sender = programs[act.peer];
@@ -180,7 +185,8 @@ bool interpret(const std::vector<RankProgram>& programs, std::vector<std::vector
             const Action& send = sender.actions[s];
             if (send.kind != Action::Kind::Send || send.tag != act.tag || !ready(act.peer, s)) continue;
             EXPECT_EQ(send.range, act.range);
-            float* to = act.staging_offset >= 0 ? staging[r].data() + act.staging_offset : vectors[r].data() + act.range.offset;
+            float* to =
+                act.staging_offset >= 0 ? staging[r].data() + act.staging_offset : vectors[r].data() + act.range.offset;
             std::memcpy(to, vectors[act.peer].data() + send.range.offset, act.range.count * sizeof(float));
             done[act.peer][s] = done[r][a] = progress = true;
           }
@@ -234,7 +240,8 @@ void expect_exact(const Case& c) {
   std::vector<std::set<int>> covered(c.elements);  // reduce-scatter: which ranks hold element i reduced
   for (int r = 0; r < c.ranks; ++r) {
     if (c.op == Collective::AllReduce) {
-      for (std::uint64_t i = 0; i < c.elements; ++i) ASSERT_EQ(vectors[r][i], v.sum(i, 1)) << "rank " << r << " element " << i;
+      for (std::uint64_t i = 0; i < c.elements; ++i)
+        ASSERT_EQ(vectors[r][i], v.sum(i, 1)) << "rank " << r << " element " << i;
     } else if (c.op == Collective::ReduceScatter) {
       for (const Range& range : programs[r].reduced)
         for (std::uint64_t i = range.offset; i < range.offset + range.count; ++i) {
@@ -244,10 +251,12 @@ void expect_exact(const Case& c) {
     } else if (c.op == Collective::AllGather) {
       for (int owner = 0; owner < c.ranks; ++owner)
         for (const Range& range : programs[owner].contributed)
-          for (std::uint64_t i = range.offset; i < range.offset + range.count; ++i) ASSERT_EQ(vectors[r][i], v.value(owner, i, 1));
+          for (std::uint64_t i = range.offset; i < range.offset + range.count; ++i)
+            ASSERT_EQ(vectors[r][i], v.value(owner, i, 1));
     }
   }
-  if (c.op == Collective::ReduceScatter) {  // the blocks partition the vector: every element reduced by exactly one rank
+  if (c.op ==
+      Collective::ReduceScatter) {  // the blocks partition the vector: every element reduced by exactly one rank
     for (std::uint64_t i = 0; i < c.elements; ++i) ASSERT_EQ(covered[i].size(), 1u) << "element " << i;
   }
   if (c.op == Collective::AllGather) {  // the contributions partition the vector too
@@ -261,7 +270,8 @@ void expect_exact(const Case& c) {
 // Every allreduce algorithm gives every rank the exact sum, for rank counts that do and do not divide the size,
 // with one and two channels; 2d-ring needs whole nodes (2 ranks each) and one channel (see its data layout).
 TEST(ScheduleProgram, EveryAllreduceAlgorithmIsExactOnRealData) {
-  for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D})
+  for (Algorithm a :
+       {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D})
     for (int p : {2, 3, 4, 5, 8})
       for (std::uint64_t n : {1ull, 7ull, 1000ull, 4099ull})
         for (int channels : {1, 2}) {
@@ -281,7 +291,9 @@ TEST(ScheduleProgram, ReduceScatterAndAllgatherPartitionTheVector) {
 
 // A tree pipelines its data in chunks (here 1 MiB of floats -> 2 chunks of 512 KiB per half); the program must
 // still be exact, and buffer-hazard dependencies must not deadlock it.
-TEST(ScheduleProgram, PipelinedTreeIsExact) { expect_exact({Collective::AllReduce, Algorithm::Tree, 4, 262144 * 2, 1}); }
+TEST(ScheduleProgram, PipelinedTreeIsExact) {
+  expect_exact({Collective::AllReduce, Algorithm::Tree, 4, 262144 * 2, 1});
+}
 
 // ---- plan buffers, memory, emulation -----------------------------------------------------------------------
 
@@ -316,7 +328,8 @@ TEST(Emulation, OnlyCpuRanksOnOneTcpSwitch) {
   EXPECT_EQ(e.ranks_per_node, 2);
   EXPECT_EQ(e.cluster.nic_bandwidth_Bps, 125e6);
   EXPECT_EQ(emulation_for("topologies/emulated-cpu-cluster.json", 2).cluster.nodes, 2);
-  for (auto [file, nodes, mentions] : {std::tuple{"topologies/dgx-a100.json", 0, "gpu"}, std::tuple{"topologies/emulated-cpu-cluster.json", 65, "64"}}) {
+  for (auto [file, nodes, mentions] : {std::tuple{"topologies/dgx-a100.json", 0, "gpu"},
+                                       std::tuple{"topologies/emulated-cpu-cluster.json", 65, "64"}}) {
     try {
       emulation_for(file, nodes);
       ADD_FAILURE() << file << " accepted";

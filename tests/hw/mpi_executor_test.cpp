@@ -50,8 +50,9 @@ struct Case {
 };
 
 std::string describe(const Case& c) {
-  return std::string(to_string(c.op)) + "/" + std::string(to_string(c.algorithm)) + " p=" + std::to_string(c.ranks) + " n=" +
-         std::to_string(c.elements) + " " + std::string(to_string(c.dtype)) + " channels=" + std::to_string(c.channels);
+  return std::string(to_string(c.op)) + "/" + std::string(to_string(c.algorithm)) + " p=" + std::to_string(c.ranks) +
+         " n=" + std::to_string(c.elements) + " " + std::string(to_string(c.dtype)) +
+         " channels=" + std::to_string(c.channels);
 }
 
 // Runs one collective from the simulator's schedule on the first c.ranks ranks and returns this rank's wrong
@@ -110,7 +111,8 @@ void expect_exact(const Case& c) {
 // of 2 ranks) and 2d-ring on 2-4 ranks, sizes that do and do not divide by the ranks: each rank must hold the exact
 // sum of all ranks' inputs (the inputs are small integers, so the sum is exact in any order).
 TEST(MpiScheduleExecutor, AllreduceAlgorithmsGiveTheExactSum) {
-  for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D})
+  for (Algorithm a :
+       {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D})
     for (int p : {2, 3, 4})
       for (std::uint64_t n : {1ull, 1001ull, 65536ull}) {
         if (a == Algorithm::Ring2D && p == 3) continue;  // whole nodes only

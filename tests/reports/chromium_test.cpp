@@ -22,19 +22,24 @@ namespace {
 const char* kChromium = "/usr/bin/chromium";
 
 // Runs headless Chromium on `url` with `mode` (--screenshot=FILE or --dump-dom); returns its exit status.
-int chromium(const std::string& mode, const std::string& url, const test::ScratchDir& dir, const std::string& stdout_file) {
-  const std::string cmd = std::string(kChromium) +
-                          " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-background-networking"
-                          " --disable-component-update --no-first-run --hide-scrollbars --user-data-dir=" + (dir / "profile") +
-                          " --window-size=1200,1600 " + mode + " " + url + " >" + stdout_file + " 2>" + (dir / "chromium.err");
+int chromium(const std::string& mode, const std::string& url, const test::ScratchDir& dir,
+             const std::string& stdout_file) {
+  const std::string cmd =
+      std::string(kChromium) +
+      " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-background-networking"
+      " --disable-component-update --no-first-run --hide-scrollbars --user-data-dir=" +
+      (dir / "profile") + " --window-size=1200,1600 " + mode + " " + url + " >" + stdout_file + " 2>" +
+      (dir / "chromium.err");
   return std::system(cmd.c_str());
 }
 
 // A report with a visible amount of communication: ResNet-50 on 8 cloud VMs with 10 GbE, with its timeline.
 std::string write_report(const test::ScratchDir& dir) {
-  SimulationRun run = simulate_scenario("scenarios/resnet50-dgx-a100.json",
-                                        {"topology=../topologies/cloud-tcp-10gbe.json", "nodes=8"}, 2, Fidelity::Analytical);
-  const std::vector<ReportInput> inputs = {{"resnet50.json", run.result, {"compute", "comm stream 1"}, "resnet50.json"}};
+  SimulationRun run =
+      simulate_scenario("scenarios/resnet50-dgx-a100.json", {"topology=../topologies/cloud-tcp-10gbe.json", "nodes=8"},
+                        2, Fidelity::Analytical);
+  const std::vector<ReportInput> inputs = {
+      {"resnet50.json", run.result, {"compute", "comm stream 1"}, "resnet50.json"}};
   write_file(dir / "report.html", results_html(inputs, "commsim report"), "t");
   return "file://" + (dir / "report.html");
 }
@@ -50,8 +55,10 @@ struct Rgb {
 Rgb decode_png(const std::string& data) {
   Rgb img;
   auto be32 = [&](std::size_t at) {
-    return static_cast<std::uint32_t>(static_cast<std::uint8_t>(data[at])) << 24 | static_cast<std::uint32_t>(static_cast<std::uint8_t>(data[at + 1])) << 16 |
-           static_cast<std::uint32_t>(static_cast<std::uint8_t>(data[at + 2])) << 8 | static_cast<std::uint8_t>(data[at + 3]);
+    return static_cast<std::uint32_t>(static_cast<std::uint8_t>(data[at])) << 24 |
+           static_cast<std::uint32_t>(static_cast<std::uint8_t>(data[at + 1])) << 16 |
+           static_cast<std::uint32_t>(static_cast<std::uint8_t>(data[at + 2])) << 8 |
+           static_cast<std::uint8_t>(data[at + 3]);
   };
   if (data.size() < 8 || data.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0) return img.error = "not a PNG", img;
   std::string idat;
@@ -63,7 +70,8 @@ Rgb decode_png(const std::string& data) {
       img.width = static_cast<int>(be32(at + 8));
       img.height = static_cast<int>(be32(at + 12));
       const int depth = data[at + 16], colour = data[at + 17], interlace = data[at + 20];
-      if (depth != 8 || (colour != 2 && colour != 6) || interlace != 0) return img.error = "unsupported PNG format", img;
+      if (depth != 8 || (colour != 2 && colour != 6) || interlace != 0)
+        return img.error = "unsupported PNG format", img;
       channels = colour == 2 ? 3 : 4;
     } else if (type == "IDAT") {
       idat += data.substr(at + 8, length);
@@ -73,7 +81,8 @@ Rgb decode_png(const std::string& data) {
   const std::size_t stride = static_cast<std::size_t>(img.width) * channels;
   std::vector<std::uint8_t> raw((stride + 1) * img.height);
   uLongf size = raw.size();
-  if (uncompress(raw.data(), &size, reinterpret_cast<const Bytef*>(idat.data()), idat.size()) != Z_OK || size != raw.size())
+  if (uncompress(raw.data(), &size, reinterpret_cast<const Bytef*>(idat.data()), idat.size()) != Z_OK ||
+      size != raw.size())
     return img.error = "corrupt image data", img;
   // Undo the per-row filters (PNG specification, section 9): None, Sub, Up, Average, Paeth.
   std::vector<std::uint8_t> prev(stride, 0), row(stride);
@@ -84,9 +93,15 @@ Rgb decode_png(const std::string& data) {
                 c = x >= static_cast<std::size_t>(channels) ? prev[x - channels] : 0;
       int predictor = 0;
       switch (in[0]) {
-        case 1: predictor = a; break;
-        case 2: predictor = b; break;
-        case 3: predictor = (a + b) / 2; break;
+        case 1:
+          predictor = a;
+          break;
+        case 2:
+          predictor = b;
+          break;
+        case 3:
+          predictor = (a + b) / 2;
+          break;
         case 4: {
           const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
           predictor = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
@@ -103,16 +118,20 @@ Rgb decode_png(const std::string& data) {
 }
 #endif
 
-std::uint32_t colour(const std::string& hex) { return static_cast<std::uint32_t>(std::stoul(hex.substr(1), nullptr, 16)); }
+std::uint32_t colour(const std::string& hex) {
+  return static_cast<std::uint32_t>(std::stoul(hex.substr(1), nullptr, 16));
+}
 
 TEST(Chromium, ScreenshotShowsTheCharts) {
-  if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << kChromium << " is absent: install Debian's chromium (scripts/bootstrap.sh does)";
+  if (!std::filesystem::exists(kChromium))
+    GTEST_SKIP() << kChromium << " is absent: install Debian's chromium (scripts/bootstrap.sh does)";
 #ifndef COMMSIM_HAVE_ZLIB
   GTEST_SKIP() << "zlib (zlib1g-dev) was not found at configure time: cannot decode the screenshot";
 #else
   test::ScratchDir dir("chromium-shot");
   const std::string url = write_report(dir);
-  ASSERT_EQ(chromium("--screenshot=" + (dir / "shot.png"), url, dir, dir / "chromium.out"), 0) << test::read_text(dir / "chromium.err");
+  ASSERT_EQ(chromium("--screenshot=" + (dir / "shot.png"), url, dir, dir / "chromium.out"), 0)
+      << test::read_text(dir / "chromium.err");
   const Rgb img = decode_png(test::read_text(dir / "shot.png"));
   ASSERT_EQ(img.error, "");
   ASSERT_EQ(img.width, 1200);
@@ -122,7 +141,8 @@ TEST(Chromium, ScreenshotShowsTheCharts) {
   // communication boxes), as solid areas of at least 200 pixels each.
   std::map<std::uint32_t, std::size_t> histogram;
   for (std::size_t i = 0; i + 2 < img.pixels.size(); i += 3)
-    ++histogram[static_cast<std::uint32_t>(img.pixels[i]) << 16 | static_cast<std::uint32_t>(img.pixels[i + 1]) << 8 | img.pixels[i + 2]];
+    ++histogram[static_cast<std::uint32_t>(img.pixels[i]) << 16 | static_cast<std::uint32_t>(img.pixels[i + 1]) << 8 |
+                img.pixels[i + 2]];
   const std::size_t total = static_cast<std::size_t>(img.width) * img.height;
   EXPECT_LT(histogram[0xffffff], total * 97 / 100) << "the page is (almost) blank";
   EXPECT_GE(histogram.size(), 10u);
@@ -132,7 +152,8 @@ TEST(Chromium, ScreenshotShowsTheCharts) {
 }
 
 TEST(Chromium, RenderedDomHoldsTheSvgCharts) {
-  if (!std::filesystem::exists(kChromium)) GTEST_SKIP() << kChromium << " is absent: install Debian's chromium (scripts/bootstrap.sh does)";
+  if (!std::filesystem::exists(kChromium))
+    GTEST_SKIP() << kChromium << " is absent: install Debian's chromium (scripts/bootstrap.sh does)";
   test::ScratchDir dir("chromium-dom");
   const std::string url = write_report(dir);
   ASSERT_EQ(chromium("--dump-dom", url, dir, dir / "dom.html"), 0) << test::read_text(dir / "chromium.err");
@@ -142,7 +163,8 @@ TEST(Chromium, RenderedDomHoldsTheSvgCharts) {
     EXPECT_NE(dom.find(chart), std::string::npos) << chart;
   std::size_t svgs = 0, boxes = 0;
   for (std::size_t at = dom.find("<svg"); at != std::string::npos; at = dom.find("<svg", at + 1)) ++svgs;
-  for (std::size_t at = dom.find("class=\"event\""); at != std::string::npos; at = dom.find("class=\"event\"", at + 1)) ++boxes;
+  for (std::size_t at = dom.find("class=\"event\""); at != std::string::npos; at = dom.find("class=\"event\"", at + 1))
+    ++boxes;
   EXPECT_EQ(svgs, 3u);
   EXPECT_GT(boxes, 100u);  // ResNet-50: a box per layer forward and backward, plus the bucket allreduces
 }

@@ -40,7 +40,9 @@ inline XmlCheck check_xml(const std::string& doc) {
   XmlCheck r;
   std::vector<std::pair<std::string, std::size_t>> open;  // name, index into elements
   int roots = 0;
-  auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ':' || c == '.'; };
+  auto name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == ':' || c == '.';
+  };
   auto fail = [&](std::size_t at, const std::string& what) {
     r.error = what + " at offset " + std::to_string(at);
     return r;
@@ -57,7 +59,8 @@ inline XmlCheck check_xml(const std::string& doc) {
   while (i < doc.size()) {
     if (doc[i] != '<') {
       if (doc[i] == '&' && !entity_ok(i)) return fail(i, "bare '&'");
-      if (open.empty() && !std::isspace(static_cast<unsigned char>(doc[i]))) return fail(i, "text outside the root element");
+      if (open.empty() && !std::isspace(static_cast<unsigned char>(doc[i])))
+        return fail(i, "text outside the root element");
       if (!open.empty()) r.elements[open.back().second].text += doc[i];
       ++i;
       continue;
@@ -93,8 +96,15 @@ inline XmlCheck check_xml(const std::string& doc) {
     while (true) {
       while (j < doc.size() && std::isspace(static_cast<unsigned char>(doc[j]))) ++j;
       if (j >= doc.size()) return fail(i, "unterminated tag <" + name);
-      if (doc[j] == '>') { ++j; break; }
-      if (doc.compare(j, 2, "/>") == 0) { self_closing = true; j += 2; break; }
+      if (doc[j] == '>') {
+        ++j;
+        break;
+      }
+      if (doc.compare(j, 2, "/>") == 0) {
+        self_closing = true;
+        j += 2;
+        break;
+      }
       std::string attr;
       while (j < doc.size() && name_char(doc[j])) attr += doc[j++];
       if (attr.empty() || j >= doc.size() || doc[j] != '=') return fail(j, "attribute without =\"value\" in <" + name);
@@ -155,7 +165,8 @@ inline CliRun commsim(const std::string& args) {
   static int counter = 0;
   const std::filesystem::path dir = std::filesystem::temp_directory_path();
   const std::string tag = std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  const std::string out = (dir / ("commsim-cli-" + tag + ".out")).string(), err = (dir / ("commsim-cli-" + tag + ".err")).string();
+  const std::string out = (dir / ("commsim-cli-" + tag + ".out")).string(),
+                    err = (dir / ("commsim-cli-" + tag + ".err")).string();
   const int status = std::system((std::string(COMMSIM_CLI_PATH) + " " + args + " >" + out + " 2>" + err).c_str());
   CliRun r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

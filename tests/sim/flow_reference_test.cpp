@@ -19,16 +19,17 @@ double reference_flow_seconds(const Schedule& s, const Topology& t, double reduc
   std::vector<std::uint32_t> pending(n);
   for (std::size_t i = 0; i < n; ++i) {
     pending[i] = s.ops[i].dep_count;
-    for (std::uint32_t d = s.ops[i].dep_begin; d < s.ops[i].dep_end(); ++d) dependents[s.deps[d]].push_back(static_cast<OpId>(i));
+    for (std::uint32_t d = s.ops[i].dep_begin; d < s.ops[i].dep_end(); ++d)
+      dependents[s.deps[d]].push_back(static_cast<OpId>(i));
   }
   struct Flow {
     std::vector<LinkId> links;
     double remaining;
     double rate = 0;
   };
-  std::map<OpId, Flow> active;                    // in the network
-  std::multimap<double, OpId> timers;             // (time, op): flow entries and reduce / delay completions
-  std::set<OpId> entering;                        // ops whose timer is a flow entry
+  std::map<OpId, Flow> active;         // in the network
+  std::multimap<double, OpId> timers;  // (time, op): flow entries and reduce / delay completions
+  std::set<OpId> entering;             // ops whose timer is a flow entry
   double now = 0;
   std::size_t done = 0;
   std::vector<OpId> ready;
@@ -126,10 +127,11 @@ void expect_engine_matches_reference(const CollectiveSpec& spec, const Topology&
 }
 
 TEST(FlowReference, FixturesEveryAlgorithm) {
-  for (const char* file : {"star4.json", "star8.json", "two-level-2x4.json", "astra-switch8.json", "maxmin-star.json"}) {
+  for (const char* file :
+       {"star4.json", "star8.json", "two-level-2x4.json", "astra-switch8.json", "maxmin-star.json"}) {
     auto t = load_topology(fixture(file));
-    for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical,
-                        Algorithm::Ring2D})
+    for (Algorithm a :
+         {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D})
       for (int channels : {1, 2}) {
         SCOPED_TRACE(std::string(file) + " " + std::string(to_string(a)) + " channels " + std::to_string(channels));
         CollectiveSpec s = make_spec(*t, Collective::AllReduce, a, 3'000'000, 20e9);
@@ -140,10 +142,11 @@ TEST(FlowReference, FixturesEveryAlgorithm) {
 }
 
 TEST(FlowReference, ShippedTopologiesEveryAlgorithm) {
-  for (const char* name : {"dgx1-v100", "pcie-gen4-8gpu", "cloud-tcp-10gbe", "astra-ring-switch", "emulated-cpu-cluster"}) {
+  for (const char* name :
+       {"dgx1-v100", "pcie-gen4-8gpu", "cloud-tcp-10gbe", "astra-ring-switch", "emulated-cpu-cluster"}) {
     auto t = load_topology(shipped(name));
-    for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical,
-                        Algorithm::Ring2D})
+    for (Algorithm a :
+         {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D})
       for (Bytes m : {Bytes(64) << 10, Bytes(8) << 20}) {
         SCOPED_TRACE(std::string(name) + " " + std::string(to_string(a)) + " m " + std::to_string(m));
         CollectiveSpec s = make_spec(*t, Collective::AllReduce, a, m, 50e9);

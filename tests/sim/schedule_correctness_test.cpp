@@ -28,7 +28,8 @@ std::vector<Layout> layouts(int p) {
 
 AstraTopology make_topology(Layout l) {
   const LinkParams link{LinkClass::Fabric, 1e-6, 10e9, 1};
-  return AstraTopology("test", "test", {{BlockKind::Switch, l.ranks_per_node, link}, {BlockKind::Switch, l.nodes, link}});
+  return AstraTopology("test", "test",
+                       {{BlockKind::Switch, l.ranks_per_node, link}, {BlockKind::Switch, l.nodes, link}});
 }
 
 // 2882880 = 4 * lcm(1..16): divisible by every p, channel count and piece count used here, and by every power of
@@ -39,7 +40,8 @@ constexpr Bytes kOdd = 1'000'003;  // prime: no split is even
 void check_structure(const Schedule& s, int ranks) {
   for (std::size_t i = 0; i < s.ops.size(); ++i) {
     const Op& op = s.ops[i];
-    for (std::uint32_t d = op.dep_begin; d < op.dep_end(); ++d) ASSERT_LT(s.deps[d], i) << "op " << i << " waits for a later op";
+    for (std::uint32_t d = op.dep_begin; d < op.dep_end(); ++d)
+      ASSERT_LT(s.deps[d], i) << "op " << i << " waits for a later op";
     ASSERT_GE(op.src, 0);
     ASSERT_LT(op.src, ranks);
     ASSERT_GE(op.dst, 0);
@@ -136,7 +138,9 @@ TEST_P(EverySchedule, DependsOnEveryInputAndConservesBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RankCounts, EverySchedule, ::testing::Values(2, 3, 4, 5, 8, 16),
-                         [](const ::testing::TestParamInfo<int>& param) { return std::string("p").append(std::to_string(param.param)); });
+                         [](const ::testing::TestParamInfo<int>& param) {
+                           return std::string("p").append(std::to_string(param.param));
+                         });
 
 TEST(ScheduleBytes, RingAllReduceMovesExactly2pMinus1TimesM) {
   // The brief's example, on its own: p=4, m divisible by p: 2(p-1) m = 6 * 4e6 = 24e6 bytes, every rank sending

@@ -75,7 +75,8 @@ TEST(ShippedTopologies, MultiNodeOverridesLoadAndRoute) {
       } catch (const InputError& e) {
         // Only single-node designs may refuse, and then by naming the field that forbids it.
         const std::string m = e.what();
-        EXPECT_TRUE(m.find("fabric.kind") != std::string::npos || m.find("astra_sim.topology") != std::string::npos) << m;
+        EXPECT_TRUE(m.find("fabric.kind") != std::string::npos || m.find("astra_sim.topology") != std::string::npos)
+            << m;
         continue;
       }
       EXPECT_EQ(t->nodes(), nodes);
@@ -89,7 +90,9 @@ TEST(ShippedTopologies, RingHopsListEveryDistinctHopOfTheRing) {
   // and one hop between nodes per leaf relation); the list must be the set that visiting every hop of ring_order()
   // gives (Topology::ring_hops, the default). 45 nodes span three leaves of 20 (dgx-a100) and two of 32 (dgx-h100),
   // so hops inside a leaf, across leaves and the wrap from the last node to the first all occur.
-  auto key = [](const Topology::RingHop& h) { return std::make_tuple(h.same_node, h.cost.latency_s, h.cost.bottleneck_Bps); };
+  auto key = [](const Topology::RingHop& h) {
+    return std::make_tuple(h.same_node, h.cost.latency_s, h.cost.bottleneck_Bps);
+  };
   for (const std::string& f : shipped_files()) {
     for (int nodes : {1, 2, 45}) {
       SCOPED_TRACE(f + " --nodes " + std::to_string(nodes));

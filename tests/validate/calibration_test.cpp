@@ -1,12 +1,13 @@
 // calibrate(): from a synthetic bench report to a calibrated topology the simulator loads, whose path costs are
 // the fitted values; refusal of untrustworthy fits.
+#include "validate/calibration.hpp"
+
 #include <gtest/gtest.h>
 
-#include "sim/core/json_fields.hpp"
 #include "sim/collective/collective.hpp"
+#include "sim/core/json_fields.hpp"
 #include "sim/topology/topology.hpp"
 #include "tests/validate/test_helpers.hpp"
-#include "validate/calibration.hpp"
 
 using namespace commsim;
 using namespace commsim::validate;
@@ -38,7 +39,8 @@ std::function<double(double)> noisy(double alpha, double beta, double amplitude)
 // with beta_tcp = 125e6 (datasheet, kept) x fitted efficiency 0.9 = 112.5e6.
 TEST(Calibration, CalibratedTopologyReproducesTheFittedPaths) {
   const Json topology = read_json_file(kTopology);
-  const Json bench = test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, [](double b) { return 40e-6 + b / 112.5e6; });
+  const Json bench =
+      test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, [](double b) { return 40e-6 + b / 112.5e6; });
   const Calibration cal = calibrate(topology, kTopology, bench, "bench.json");
   ASSERT_TRUE(cal.trusted()) << cal.classes[0].why_not << cal.classes[1].why_not;
   EXPECT_EQ(cal.reduce_Bps, 3e9);
@@ -71,7 +73,8 @@ TEST(Calibration, CalibratedTopologyReproducesTheFittedPaths) {
 // A measured rate above the datasheet figure replaces it, at efficiency 1.
 TEST(Calibration, MeasurementAboveDatasheetBecomesTheBandwidth) {
   const Json topology = read_json_file(kTopology);
-  const Json bench = test_support::bench_report([](double b) { return 1e-6 + b / 9e9; }, [](double b) { return 40e-6 + b / 112.5e6; });
+  const Json bench =
+      test_support::bench_report([](double b) { return 1e-6 + b / 9e9; }, [](double b) { return 40e-6 + b / 112.5e6; });
   const Calibration cal = calibrate(topology, kTopology, bench, "bench.json");
   const Json& shm = cal.calibrated_topology["link_classes"]["shm"];
   EXPECT_NEAR(shm["bandwidth_Bps"].get<double>(), 9e9, 1e-3);
@@ -83,7 +86,8 @@ TEST(Calibration, MeasurementAboveDatasheetBecomesTheBandwidth) {
 TEST(Calibration, TwoRegimesGiveTheTopologyLineFromEachEnd) {
   const Json topology = read_json_file(kTopology);
   auto tcp = [](double b) { return b < 65536 ? 20e-6 + b / 80e6 : 90e-6 + b / 115e6; };
-  const Calibration cal = calibrate(topology, kTopology, test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, tcp), "b.json");
+  const Calibration cal = calibrate(topology, kTopology,
+                                    test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, tcp), "b.json");
   const ClassCalibration& c = cal.classes[1];
   ASSERT_EQ(c.link_class, "tcp");
   ASSERT_EQ(c.fit.breakpoints_bytes.size(), 1u);
@@ -96,8 +100,9 @@ TEST(Calibration, TwoRegimesGiveTheTopologyLineFromEachEnd) {
 // +-60 % noise: the model explains little and single sizes are off by more than half: refused, naming the class.
 TEST(Calibration, RefusesNoisyData) {
   const Json topology = read_json_file(kTopology);
-  const Calibration cal =
-      calibrate(topology, kTopology, test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, noisy(40e-6, 112.5e6, 0.6)), "b.json");
+  const Calibration cal = calibrate(
+      topology, kTopology,
+      test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, noisy(40e-6, 112.5e6, 0.6)), "b.json");
   EXPECT_TRUE(cal.classes[0].trusted);
   EXPECT_FALSE(cal.classes[1].trusted);
   EXPECT_FALSE(cal.trusted());
@@ -107,7 +112,8 @@ TEST(Calibration, RefusesNoisyData) {
 // Bad bench input is an InputError naming the file and the field.
 TEST(Calibration, BadBenchNamesTheField) {
   const Json topology = read_json_file(kTopology);
-  Json bench = test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, [](double b) { return 40e-6 + b / 112.5e6; });
+  Json bench =
+      test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, [](double b) { return 40e-6 + b / 112.5e6; });
   bench["pingpong"][1]["link_class"] = "rdma";
   try {
     calibrate(topology, kTopology, bench, "bench.json");
@@ -115,7 +121,8 @@ TEST(Calibration, BadBenchNamesTheField) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("bench.json: pingpong[1].link_class"), std::string::npos) << e.what();
   }
-  bench = test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, [](double b) { return 40e-6 + b / 112.5e6; });
+  bench =
+      test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, [](double b) { return 40e-6 + b / 112.5e6; });
   bench["pingpong"][0]["samples"][3]["seconds_per_repetition"] = -1;
   EXPECT_THROW(calibrate(topology, kTopology, bench, "bench.json"), InputError);
 }
@@ -148,7 +155,8 @@ TEST(Calibration, ReadCalibrationRejectsAPlainTopology) {
 // the calibrated topology then reproduces the measured sweep (the model the fit inverted).
 TEST(Calibration, CollectiveModelReproducesTheAllreduceSweep) {
   const Json topology = read_json_file(kTopology);
-  Json bench = test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, [](double b) { return 40e-6 + b / 112.5e6; }, 3e9);
+  Json bench = test_support::bench_report([](double b) { return 1e-6 + b / 5e9; },
+                                          [](double b) { return 40e-6 + b / 112.5e6; }, 3e9);
   test_support::add_ring_sweep(bench, 8, 500e-6, 70e6, 3e9);
   const Calibration cal = calibrate(topology, kTopology, bench, "bench.json");
   ASSERT_TRUE(cal.collective.present);
@@ -179,7 +187,8 @@ TEST(Calibration, CollectiveModelReproducesTheAllreduceSweep) {
 // Links model: the sweep is fitted and reported but the topology keeps the ping-pong values.
 TEST(Calibration, LinksModelIgnoresTheSweep) {
   const Json topology = read_json_file(kTopology);
-  Json bench = test_support::bench_report([](double b) { return 1e-6 + b / 5e9; }, [](double b) { return 40e-6 + b / 112.5e6; }, 3e9);
+  Json bench = test_support::bench_report([](double b) { return 1e-6 + b / 5e9; },
+                                          [](double b) { return 40e-6 + b / 112.5e6; }, 3e9);
   test_support::add_ring_sweep(bench, 8, 500e-6, 70e6, 3e9);
   const Calibration cal = calibrate(topology, kTopology, bench, "bench.json", CalibrationModel::Links);
   EXPECT_TRUE(cal.collective.trusted);
@@ -191,13 +200,16 @@ TEST(Calibration, LinksModelIgnoresTheSweep) {
 TEST(Calibration, MergeTakesFastestPingPongAndMedianAllreduce) {
   std::vector<Json> runs;
   for (const double f : {1.0, 1.5, 3.0}) {
-    Json b = test_support::bench_report([f](double x) { return f * (1e-6 + x / 5e9); }, [f](double x) { return f * (40e-6 + x / 112.5e6); }, 1e9 * f);
+    Json b = test_support::bench_report([f](double x) { return f * (1e-6 + x / 5e9); },
+                                        [f](double x) { return f * (40e-6 + x / 112.5e6); }, 1e9 * f);
     test_support::add_ring_sweep(b, 8, f * 500e-6, 70e6 / f, 3e9);
     runs.push_back(b);
   }
   const Json m = merge_bench_runs(runs, {"a.json", "b.json", "c.json"});
-  EXPECT_EQ(m["pingpong"][1]["samples"][0]["seconds_per_repetition"], runs[0]["pingpong"][1]["samples"][0]["seconds_per_repetition"]);
-  EXPECT_EQ(m["allreduce"]["samples"][5]["seconds_per_repetition"], runs[1]["allreduce"]["samples"][5]["seconds_per_repetition"]);
+  EXPECT_EQ(m["pingpong"][1]["samples"][0]["seconds_per_repetition"],
+            runs[0]["pingpong"][1]["samples"][0]["seconds_per_repetition"]);
+  EXPECT_EQ(m["allreduce"]["samples"][5]["seconds_per_repetition"],
+            runs[1]["allreduce"]["samples"][5]["seconds_per_repetition"]);
   EXPECT_EQ(m["reduction"]["reduce_Bps"].get<double>(), 1.5e9);
   runs[2]["ranks"] = 4;
   EXPECT_THROW(merge_bench_runs(runs, {"a.json", "b.json", "c.json"}), InputError);

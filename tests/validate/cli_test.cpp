@@ -39,8 +39,9 @@ int lines(const std::string& text) {
 }
 
 Json good_bench() {
-  return validate::test_support::bench_report([](double b) { return 1e-6 + b / 5e9; },
-                                         [](double b) { return b < 524288 ? 30e-6 + b / 200e6 : 60e-6 + b / 118e6; });
+  return validate::test_support::bench_report(
+      [](double b) { return 1e-6 + b / 5e9; },
+      [](double b) { return b < 524288 ? 30e-6 + b / 200e6 : 60e-6 + b / 118e6; });
 }
 
 }  // namespace
@@ -48,14 +49,15 @@ Json good_bench() {
 TEST(CalibrateCli, FitsAGivenBenchAndWritesALoadableTopology) {
   TempDir dir("cal-cli");
   validate::test_support::write(dir.file("bench.json"), good_bench());
-  const CliRun r = commsim_cli("calibrate --backend mpi topologies/emulated-cpu-cluster.json --bench " + dir.file("bench.json") + " -o " +
-                                dir.file("cal.json"),
-                            dir);
+  const CliRun r = commsim_cli("calibrate --backend mpi topologies/emulated-cpu-cluster.json --bench " +
+                                   dir.file("bench.json") + " -o " + dir.file("cal.json"),
+                               dir);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("tcp"), std::string::npos);
   EXPECT_NE(r.out.find("regimes break at 512 KiB"), std::string::npos) << r.out;
   // The simulator loads the calibrated topology as any other.
-  const CliRun sim = commsim_cli("collective --topology " + dir.file("cal.json") + " --op allreduce --algo ring --sizes 1M:1M", dir);
+  const CliRun sim =
+      commsim_cli("collective --topology " + dir.file("cal.json") + " --op allreduce --algo ring --sizes 1M:1M", dir);
   EXPECT_EQ(sim.code, 0) << sim.err;
 }
 
@@ -63,10 +65,12 @@ TEST(CalibrateCli, RefusesANoisyFitWithExitOne) {
   TempDir dir("cal-noisy");
   Json bench = good_bench();
   for (std::size_t i = 0; i < bench["pingpong"][1]["samples"].size(); ++i)
-    bench["pingpong"][1]["samples"][i]["seconds_per_repetition"] = bench["pingpong"][1]["samples"][i]["seconds_per_repetition"].get<double>() *
-                                                                   (i % 2 ? 2.5 : 0.4);
+    bench["pingpong"][1]["samples"][i]["seconds_per_repetition"] =
+        bench["pingpong"][1]["samples"][i]["seconds_per_repetition"].get<double>() * (i % 2 ? 2.5 : 0.4);
   validate::test_support::write(dir.file("bench.json"), bench);
-  const CliRun r = commsim_cli("calibrate topologies/emulated-cpu-cluster.json --bench " + dir.file("bench.json") + " -o " + dir.file("cal.json"), dir);
+  const CliRun r = commsim_cli("calibrate topologies/emulated-cpu-cluster.json --bench " + dir.file("bench.json") +
+                                   " -o " + dir.file("cal.json"),
+                               dir);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("refused: link class tcp"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("cal.json")));
@@ -86,7 +90,8 @@ TEST(CalibrateCli, BadInputIsExitTwoOneLine) {
 
 TEST(ValidateCli, BadSuiteIsExitTwoOneLine) {
   TempDir dir("val-bad");
-  validate::test_support::write(dir.file("suite.json"), {{"name", "x"}, {"scenarios", {{{"name", "a"}, {"scenario", "nowhere.json"}}}}});
+  validate::test_support::write(dir.file("suite.json"),
+                                {{"name", "x"}, {"scenarios", {{{"name", "a"}, {"scenario", "nowhere.json"}}}}});
   CliRun r = commsim_cli("validate " + dir.file("suite.json"), dir);
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(lines(r.err), 1) << r.err;
@@ -97,7 +102,9 @@ TEST(ValidateCli, BadSuiteIsExitTwoOneLine) {
   EXPECT_NE(r.err.find("needs_cluster"), std::string::npos) << r.err;
   EXPECT_EQ(lines(r.err), 1) << r.err;
   // A file that is not a calibrated topology.
-  r = commsim_cli("validate validate/suites/smoke.json --calibration topologies/emulated-cpu-cluster.json --report " + dir.file("r"), dir);
+  r = commsim_cli("validate validate/suites/smoke.json --calibration topologies/emulated-cpu-cluster.json --report " +
+                      dir.file("r"),
+                  dir);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("sources.calibration"), std::string::npos) << r.err;
 }
@@ -111,7 +118,11 @@ TEST(ValidateCli, RejudgesGivenMeasurementsAndWritesTheReport) {
   bench["network"] = "loopback: all 4 ranks on this host, shared memory, unshaped";
   validate::test_support::write(dir.file("bench.json"), bench);
   const std::string cal = dir.file("cal.json");
-  ASSERT_EQ(commsim_cli("calibrate validate/suites/topologies/emulated-cpu-cluster-2x2.json --bench " + dir.file("bench.json") + " -o " + cal, dir).code, 0);
+  ASSERT_EQ(commsim_cli("calibrate validate/suites/topologies/emulated-cpu-cluster-2x2.json --bench " +
+                            dir.file("bench.json") + " -o " + cal,
+                        dir)
+                .code,
+            0);
   const validate::CalibrationSummary summary = validate::read_calibration(cal);
   const validate::Suite suite = validate::load_suite("validate/suites/smoke.json");
   std::filesystem::create_directories(dir.file("measured"));
@@ -123,9 +134,9 @@ TEST(ValidateCli, RejudgesGivenMeasurementsAndWritesTheReport) {
     r.backend = "mpi";
     validate::test_support::write(dir.file("measured/measured-" + e.name + ".json"), r.to_json());
   }
-  const CliRun r = commsim_cli("validate validate/suites/smoke.json --calibration " + cal + " --measured " + dir.file("measured") + " --report " +
-                                dir.file("report"),
-                            dir);
+  const CliRun r = commsim_cli("validate validate/suites/smoke.json --calibration " + cal + " --measured " +
+                                   dir.file("measured") + " --report " + dir.file("report"),
+                               dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("median |error| 0.0 %"), std::string::npos) << r.out;
   const Json v = read_json_file(dir.file("report/validation.json"));

@@ -1,10 +1,11 @@
 // Fits, bands and the measured statistic, on synthetic data whose answer is known.
+#include "validate/fit.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "validate/band.hpp"
-#include "validate/fit.hpp"
 #include "validate/validation.hpp"
 
 using namespace commsim::validate;
@@ -75,7 +76,8 @@ TEST(Fit, FlatDataIsInvalid) {
 // recovers its own line.
 TEST(Fit, PiecewiseFindsTheBreakpoint) {
   std::vector<Sample> s;
-  for (double b = 8; b <= 64.0 * 1024 * 1024; b *= 2) s.push_back({b, b < 65536 ? 10e-6 + b / 50e6 : 80e-6 + b / 110e6});
+  for (double b = 8; b <= 64.0 * 1024 * 1024; b *= 2)
+    s.push_back({b, b < 65536 ? 10e-6 + b / 50e6 : 80e-6 + b / 110e6});
   const PiecewiseFit f = fit_piecewise(s);
   ASSERT_EQ(f.segments.size(), 2u);
   ASSERT_EQ(f.breakpoints_bytes.size(), 1u);
@@ -153,7 +155,8 @@ TEST(Statistic, KindWeightedMedianMatchesTheMeanOfAlternatingSteps) {
 // the six, (14 + 20) / 2 = 17 ms; the quartiles (type 7) 12.5 and 21.5 give a half IQR of 4.5 ms, which now holds
 // the run-to-run difference.
 TEST(Statistic, RunsArePooled) {
-  const StepStatistic st = kind_weighted_median({RunSteps{{0.010, 0.012, 0.014}, 0}, RunSteps{{0.020, 0.022, 0.024}, 0}}, {0, 0, 0});
+  const StepStatistic st =
+      kind_weighted_median({RunSteps{{0.010, 0.012, 0.014}, 0}, RunSteps{{0.020, 0.022, 0.024}, 0}}, {0, 0, 0});
   EXPECT_NEAR(st.step_time_s, 0.017, 1e-12);
   EXPECT_NEAR(st.spread_s, 0.0045, 1e-12);
   EXPECT_EQ(st.steps, 6);

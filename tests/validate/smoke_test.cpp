@@ -1,13 +1,12 @@
 // The smoke suite end to end: calibrate (microbenchmarks), predict, measure, judge, report — with the real MPI
 // backend, on the emulated cluster when namespaces can be made here, else on loopback.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <filesystem>
 #include <string>
 
 #include "sim/core/json_fields.hpp"
@@ -40,11 +39,13 @@ int shell(const std::string& command) {
 }  // namespace
 
 TEST(Smoke, SmokeSuiteEndToEnd) {
-  if (!on_path("mpirun")) GTEST_SKIP() << "mpirun is not in PATH: the MPI backend cannot run here (apt-get install openmpi-bin)";
+  if (!on_path("mpirun"))
+    GTEST_SKIP() << "mpirun is not in PATH: the MPI backend cannot run here (apt-get install openmpi-bin)";
   TempDir dir("smoke");
   // A build without the MPI backend says so in one line (exit 2) before anything starts.
   const std::string probe = dir.file("probe.log");
-  shell(std::string(COMMSIM_CLI_PATH) + " run --backend mpi validate/suites/scenarios/mlp-2x2.json --steps 0 > " + probe + " 2>&1");
+  shell(std::string(COMMSIM_CLI_PATH) + " run --backend mpi validate/suites/scenarios/mlp-2x2.json --steps 0 > " +
+        probe + " 2>&1");
   {
     std::ifstream in(probe);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -55,8 +56,8 @@ TEST(Smoke, SmokeSuiteEndToEnd) {
   const bool cluster = shell("ip netns add " + ns + " > /dev/null 2>&1") == 0;
   if (cluster) shell("ip netns del " + ns + " > /dev/null 2>&1");
   const std::string report = dir.file("report");
-  const std::string command = std::string(COMMSIM_CLI_PATH) + " validate validate/suites/smoke.json --report " + report +
-                              (cluster ? " --cluster" : "") + " > " + dir.file("out.log") + " 2>&1";
+  const std::string command = std::string(COMMSIM_CLI_PATH) + " validate validate/suites/smoke.json --report " +
+                              report + (cluster ? " --cluster" : "") + " > " + dir.file("out.log") + " 2>&1";
   // A calibration refused as too noisy to trust (exit 1, "refused") is the tool doing its job on a disturbed host,
   // not a failure of the loop: measure once more before judging.
   int code = 0;

@@ -1,10 +1,11 @@
 // Suites: the shipped ones load and cover every technique; bad suites fail with the file and the field named.
+#include "validate/suite.hpp"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "tests/validate/test_helpers.hpp"
-#include "validate/suite.hpp"
 
 using namespace commsim;
 using namespace commsim::validate;
@@ -48,12 +49,14 @@ namespace {
 // Writes a suite with one edit applied to a valid base and returns the error message of loading it.
 std::string error_of(const std::function<void(Json&)>& edit) {
   TempDir dir("suite");
-  Json suite = {{"name", "t"},
-                {"scenarios", {{{"name", "a"}, {"scenario", std::filesystem::absolute("validate/suites/scenarios/mlp-2x2.json").string()}},
-                               {{"name", "b"},
-                                {"scenario", std::filesystem::absolute("validate/suites/scenarios/mlp-2x2.json").string()},
-                                {"set", {{"strategy.overlap", false}}}}}},
-                {"comparisons", {{{"technique", "overlap"}, {"variant", "a"}, {"baseline", "b"}}}}};
+  Json suite = {
+      {"name", "t"},
+      {"scenarios",
+       {{{"name", "a"}, {"scenario", std::filesystem::absolute("validate/suites/scenarios/mlp-2x2.json").string()}},
+        {{"name", "b"},
+         {"scenario", std::filesystem::absolute("validate/suites/scenarios/mlp-2x2.json").string()},
+         {"set", {{"strategy.overlap", false}}}}}},
+      {"comparisons", {{{"technique", "overlap"}, {"variant", "a"}, {"baseline", "b"}}}}};
   edit(suite);
   test_support::write(dir.file("suite.json"), suite);
   try {
@@ -66,24 +69,37 @@ std::string error_of(const std::function<void(Json&)>& edit) {
 
 }  // namespace
 
-TEST(Suite, ValidBaseLoads) { EXPECT_EQ(error_of([](Json&) {}), ""); }
+TEST(Suite, ValidBaseLoads) {
+  EXPECT_EQ(error_of([](Json&) {}), "");
+}
 
 // Each bad input, one by one: the message names the field.
 TEST(Suite, ErrorsNameTheField) {
   EXPECT_NE(error_of([](Json& s) { s.erase("name"); }).find(": name: missing required field"), std::string::npos);
   EXPECT_NE(error_of([](Json& s) { s["bogus"] = 1; }).find("bogus"), std::string::npos);
-  EXPECT_NE(error_of([](Json& s) { s["scenarios"] = Json::array(); }).find("scenarios: needs at least one scenario"), std::string::npos);
-  EXPECT_NE(error_of([](Json& s) { s["scenarios"][1]["name"] = "a"; }).find("scenarios[1].name: duplicate scenario name \"a\""),
+  EXPECT_NE(error_of([](Json& s) { s["scenarios"] = Json::array(); }).find("scenarios: needs at least one scenario"),
             std::string::npos);
-  EXPECT_NE(error_of([](Json& s) { s["comparisons"][0]["technique"] = "magic"; }).find("comparisons[0].technique: unknown technique \"magic\""),
+  EXPECT_NE(error_of([](Json& s) {
+              s["scenarios"][1]["name"] = "a";
+            }).find("scenarios[1].name: duplicate scenario name \"a\""),
             std::string::npos);
-  EXPECT_NE(error_of([](Json& s) { s["comparisons"][0]["baseline"] = "zzz"; }).find("comparisons[0].baseline: no scenario named \"zzz\""),
+  EXPECT_NE(error_of([](Json& s) {
+              s["comparisons"][0]["technique"] = "magic";
+            }).find("comparisons[0].technique: unknown technique \"magic\""),
+            std::string::npos);
+  EXPECT_NE(error_of([](Json& s) {
+              s["comparisons"][0]["baseline"] = "zzz";
+            }).find("comparisons[0].baseline: no scenario named \"zzz\""),
             std::string::npos);
   EXPECT_NE(error_of([](Json& s) { s["comparisons"][0]["baseline"] = "a"; }).find("own baseline"), std::string::npos);
-  EXPECT_NE(error_of([](Json& s) { s["scenarios"][0]["set"] = 3; }).find("scenarios[0].set: must be an object"), std::string::npos);
+  EXPECT_NE(error_of([](Json& s) { s["scenarios"][0]["set"] = 3; }).find("scenarios[0].set: must be an object"),
+            std::string::npos);
   // A bad override is reported by the scenario loader, prefixed with the suite entry.
-  const std::string bad_override = error_of([](Json& s) { s["scenarios"][1]["set"]["strategy.fusion"] = {{"mode", "bogus"}}; });
+  const std::string bad_override = error_of([](Json& s) {
+    s["scenarios"][1]["set"]["strategy.fusion"] = {{"mode", "bogus"}};
+  });
   EXPECT_NE(bad_override.find("scenarios[1] (b)"), std::string::npos) << bad_override;
   EXPECT_NE(bad_override.find("unknown fusion mode \"bogus\""), std::string::npos) << bad_override;
-  EXPECT_NE(error_of([](Json& s) { s["scenarios"][0]["scenario"] = "/nonexistent.json"; }).find("cannot open file"), std::string::npos);
+  EXPECT_NE(error_of([](Json& s) { s["scenarios"][0]["scenario"] = "/nonexistent.json"; }).find("cannot open file"),
+            std::string::npos);
 }

@@ -1,13 +1,13 @@
 // Shared by the validate tests: synthetic `commsim bench` reports and temporary folders.
 #pragma once
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <string>
-
 #include <nlohmann/json.hpp>
-#include <unistd.h>
+#include <string>
 
 namespace commsim::validate::test_support {
 
@@ -30,12 +30,13 @@ inline void write(const std::string& path, const nlohmann::json& doc) { std::ofs
 inline void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // A bench report as `commsim bench --backend mpi --json` writes it: per class, round trips of one_way(bytes) x 2.
-inline nlohmann::json bench_report(const std::function<double(double)>& shm_one_way, const std::function<double(double)>& tcp_one_way,
-                                   double reduce_Bps = 3e9) {
+inline nlohmann::json bench_report(const std::function<double(double)>& shm_one_way,
+                                   const std::function<double(double)>& tcp_one_way, double reduce_Bps = 3e9) {
   auto samples = [](const std::function<double(double)>& one_way) {
     nlohmann::json s = nlohmann::json::array();
     for (double b = 8; b <= 64.0 * 1024 * 1024; b *= 2)
-      s.push_back({{"bytes", static_cast<std::uint64_t>(b)}, {"seconds_per_repetition", 2 * one_way(b)}, {"repetitions", 10}});
+      s.push_back(
+          {{"bytes", static_cast<std::uint64_t>(b)}, {"seconds_per_repetition", 2 * one_way(b)}, {"repetitions", 10}});
     return s;
   };
   return {{"backend", "mpi"},
@@ -44,8 +45,9 @@ inline nlohmann::json bench_report(const std::function<double(double)>& shm_one_
           {"host", "testhost"},
           {"commsim_version", "test"},
           {"network", "emulated cluster cs000000: 4 nodes x 2 ranks, each node's NIC shaped to 125 MB/s with tc tbf"},
-          {"pingpong", {{{"link_class", "shm"}, {"ranks", {0, 1}}, {"samples", samples(shm_one_way)}},
-                        {{"link_class", "tcp"}, {"ranks", {0, 2}}, {"samples", samples(tcp_one_way)}}}},
+          {"pingpong",
+           {{{"link_class", "shm"}, {"ranks", {0, 1}}, {"samples", samples(shm_one_way)}},
+            {{"link_class", "tcp"}, {"ranks", {0, 2}}, {"samples", samples(tcp_one_way)}}}},
           {"allreduce", {{"samples", nlohmann::json::array()}}},
           {"reduction", {{"reduce_Bps", reduce_Bps}}}};
 }
