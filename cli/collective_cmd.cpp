@@ -76,6 +76,7 @@ class FlowRunMonitor {
     p.before_size = [this](Bytes size_bytes) {
       size_bytes_ = size_bytes;
       size_start_ = std::chrono::steady_clock::now();
+      last_draw_ = {};  // the size's first check draws
       bar_.update(rows_done_, std::to_string(size_bytes_) + " B: starting");
       return guard_.signal() == 0;
     };
@@ -118,7 +119,7 @@ class FlowRunMonitor {
 
   reports::InterruptGuard guard_;
   reports::ProgressBar bar_;
-  std::chrono::steady_clock::time_point last_draw_;  // the epoch: the first check draws
+  std::chrono::steady_clock::time_point last_draw_;
   std::size_t rows_done_ = 0;
   Bytes size_bytes_ = 0;
   std::chrono::steady_clock::time_point size_start_;

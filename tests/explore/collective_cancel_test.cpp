@@ -67,21 +67,21 @@ TEST(CollectiveCancel, SigtermExits143AndASignalAfterTheLastSizeCutsNothing) {
 
 // On a terminal the flow run draws its progress on stderr: sizes done of the total, and for the size in flight the
 // simulated time it reached, the events processed and their rate (values that depend on the machine are not checked).
-// The 256 MiB size cut into 512 pieces per step on 16 GPUs processes over 2^16 events (0.12 s here), so at least one
-// check (every 2^16 events; the first one always draws) shows the size in flight.
+// Cut into 512 pieces per step, the 128 MiB and 256 MiB allreduces on 16 GPUs each process over 2^16 events (0.1 s
+// each here), and the first check of each size (after 2^16 events) always draws, so both sizes show in flight.
 TEST(CollectiveProgress, ShownOnATerminalOnlyForFlow) {
-  const TerminalRun flow = run_on_terminal(
-      "collective --topology topologies/dgx-a100.json --nodes 2 --algo ring --fidelity flow --sizes 8K,256M "
-      "--chunks 512");
+  const std::string args =
+      "collective --topology topologies/dgx-a100.json --nodes 2 --algo ring --fidelity flow --sizes 128M,256M "
+      "--chunks 512";
+  const TerminalRun flow = run_on_terminal(args);
   EXPECT_EQ(flow.code, 0) << flow.seen;
+  EXPECT_NE(flow.seen.find("0/2 sizes; 134217728 B: simulated "), std::string::npos) << flow.seen;
   EXPECT_NE(flow.seen.find("1/2 sizes; 268435456 B: simulated "), std::string::npos) << flow.seen;
   EXPECT_NE(flow.seen.find(" M events, "), std::string::npos) << flow.seen;
   EXPECT_NE(flow.seen.find(" M events/s"), std::string::npos) << flow.seen;
   EXPECT_NE(flow.seen.find("2/2 sizes; 268435456 B: done"), std::string::npos) << flow.seen;
   // the same run with stderr not a terminal: nothing on stderr, though the same checks ran
-  const CliRun piped = commsim(
-      "collective --topology topologies/dgx-a100.json --nodes 2 --algo ring --fidelity flow --sizes 8K,256M "
-      "--chunks 512");
+  const CliRun piped = commsim(args);
   EXPECT_EQ(piped.code, 0);
   EXPECT_EQ(piped.err, "");
 }
