@@ -1,13 +1,17 @@
 // `commsim collective`: predicts one collective over a size sweep and prints it as nccl-tests does
 // (reports/collective_table.hpp).
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "explore/interrupt.hpp"
 #include "reports/collective_table.hpp"
+#include "reports/format.hpp"
 #include "sim/collective/collective.hpp"
 #include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
@@ -60,6 +64,67 @@ struct CollectiveOptions {
   double reduce_Bps = 0;
 };
 
+// A flow run of a large collective can take minutes: on a terminal its progress is drawn on stderr (the size in
+// flight, the simulated time it reached, events processed and their rate); SIGINT/SIGTERM stop it at the next check
+// (every kCheckEveryEvents events, or before the next size), keeping the sizes done.
+class FlowRunMonitor {
+ public:
+  explicit FlowRunMonitor(std::size_t sizes) : bar_("sizes", sizes, 1) {}
+
+  reports::CollectiveProgress progress() {
+    reports::CollectiveProgress p;
+    p.before_size = [this](Bytes size_bytes) {
+      size_bytes_ = size_bytes;
+      size_start_ = std::chrono::steady_clock::now();
+      last_draw_ = {};  // the size's first check draws
+      bar_.update(rows_done_, std::to_string(size_bytes_) + " B: starting");
+      return guard_.signal() == 0;
+    };
+    p.flow.every_events = kCheckEveryEvents;
+    p.flow.keep_going = [this](const EventQueue& queue) {
+      const auto now = std::chrono::steady_clock::now();
+      if (bar_.enabled() && now - last_draw_ >= kRedrawEvery) {
+        bar_.update(rows_done_, detail(queue));
+        last_draw_ = now;
+      }
+      return guard_.signal() == 0;
+    };
+    p.size_done = [this](std::size_t rows_done) {
+      rows_done_ = rows_done;
+      bar_.update(rows_done_, std::to_string(size_bytes_) + " B: done");
+      guard_.item_done(rows_done);
+    };
+    return p;
+  }
+  // The outputs are being written: from now on a second signal no longer ends the process.
+  int finish() {
+    bar_.finish();
+    guard_.writing();
+    return guard_.signal();
+  }
+
+ private:
+  std::string detail(const EventQueue& queue) const {
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - size_start_).count();
+    const double events = static_cast<double>(queue.processed());
+    return std::to_string(size_bytes_) + " B: simulated " + reports::fixed(ps_to_seconds(queue.now()) * 1e6, 1) +
+           " us, " + reports::fixed(events / 1e6, 1) + " M events, " +
+           reports::fixed(wall_s > 0 ? events / wall_s / 1e6 : 0, 2) + " M events/s";
+  }
+
+  // At the 10 - 14 M events/s of a flow run (README, "Scale") a check every 2^16 events comes every ~5 ms: a signal
+  // stops the run without a wait a user notices, and the check (a flag read) costs nothing next to 2^16 events.
+  static constexpr std::uint64_t kCheckEveryEvents = 1 << 16;
+  static constexpr std::chrono::milliseconds kRedrawEvery{200};  // a terminal line redrawn 5 times a second
+
+  reports::InterruptGuard guard_;
+  reports::ProgressBar bar_;
+  std::chrono::steady_clock::time_point last_draw_;
+  std::size_t rows_done_ = 0;
+  Bytes size_bytes_ = 0;
+  std::chrono::steady_clock::time_point size_start_;
+};
+
 int run_collective(const CollectiveOptions& o) {
   CollectiveSpec spec;
   if (!parse_collective(o.op, spec.op))
@@ -89,11 +154,30 @@ int run_collective(const CollectiveOptions& o) {
   if (fidelity != Fidelity::Analytical) check_network_size(fidelity, *topology);
   check_supported(spec, p, "--algo");
   const double band_rel = calibration_band_rel(o.topology);
-  const std::vector<reports::CollectiveRow> rows =
-      reports::predict_collective(spec, *topology, fidelity, parse_sizes(o.sizes), band_rel);
-  const reports::CollectiveTableHeader header{to_string(spec.op).data(), o.topology, o.fidelity,
+  const std::vector<Bytes> sizes = parse_sizes(o.sizes);
+  reports::CollectivePrediction prediction;
+  int stopped_by_signal = 0;
+  if (fidelity == Fidelity::Flow) {
+    const auto runs = std::count_if(sizes.begin(), sizes.end(), [&](Bytes size_bytes) {
+      return reports::nccl_tests_sizing(spec.op, size_bytes, p).bytes > 0;  // as predict_collective leaves sizes out
+    });
+    FlowRunMonitor monitor(static_cast<std::size_t>(runs));
+    prediction = reports::predict_collective(spec, *topology, fidelity, sizes, band_rel, monitor.progress());
+    stopped_by_signal = monitor.finish();
+  } else {  // a closed form per size: done in microseconds, nothing to show or stop
+    prediction = reports::predict_collective(spec, *topology, fidelity, sizes, band_rel);
+  }
+  const std::vector<reports::CollectiveRow>& rows = prediction.rows;
+  const std::string partial_note =
+      prediction.complete() ? ""
+                            : "partial: " + std::to_string(rows.size()) + " of " + std::to_string(prediction.sizes) +
+                                  " sizes (stopped by " + reports::signal_name(stopped_by_signal) + ")";
+  const reports::CollectiveTableHeader header{to_string(spec.op).data(),
+                                              o.topology,
+                                              o.fidelity,
                                               nccl ? "nccl " + topology->library().version : "",
-                                              o.sizes.find(':') != std::string::npos};
+                                              o.sizes.find(':') != std::string::npos,
+                                              partial_note};
   if (o.format == "commsim")
     reports::print_commsim_table(stdout, header, *topology, rows);
   else
@@ -108,9 +192,15 @@ int run_collective(const CollectiveOptions& o) {
                           {"fidelity", o.fidelity},
                           {"channels", spec.channels},
                           {"rows", reports::collective_rows_json(rows)}};
+    if (!prediction.complete()) {  // as `sweep` marks a partial sweep.json
+      doc["partial"] = true;
+      doc["sizes_done"] = rows.size();
+      doc["sizes_total"] = prediction.sizes;
+      doc["note"] = header.partial_note;
+    }
     out << doc.dump(2) << "\n";
   }
-  return 0;
+  return prediction.complete() ? 0 : 128 + stopped_by_signal;
 }
 
 }  // namespace

@@ -53,4 +53,8 @@ void InterruptGuard::item_done(std::size_t done) const {
   if (test_signal_ > 0 && done == test_after_items_) kill(getpid(), test_signal_);
 }
 
+const char* signal_name(int signal_number) {
+  return signal_number == SIGINT ? "SIGINT" : signal_number == SIGTERM ? "SIGTERM" : "a signal";
+}
+
 }  // namespace commsim::reports

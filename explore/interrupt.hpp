@@ -27,4 +27,7 @@ class InterruptGuard {
   int test_signal_ = 0;
 };
 
+// "SIGINT", "SIGTERM", or "a signal", for the partial notes of the outputs.
+const char* signal_name(int signal_number);
+
 }  // namespace commsim::reports

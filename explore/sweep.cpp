@@ -1,8 +1,8 @@
 #include "explore/sweep.hpp"
 
-#include <csignal>
 #include <map>
 
+#include "explore/interrupt.hpp"
 #include "reports/format.hpp"
 #include "reports/html.hpp"
 #include "reports/svg.hpp"
@@ -89,11 +89,8 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> displ
 }  // namespace
 
 std::string partial_note(const Sweep& s) {
-  const char* signal_name = s.stopped_by_signal == SIGINT    ? "SIGINT"
-                            : s.stopped_by_signal == SIGTERM ? "SIGTERM"
-                                                             : "a signal";
   return "partial: " + std::to_string(s.rows.size()) + " of " + std::to_string(s.grid_size) +
-         " configurations (stopped by " + signal_name + ")";
+         " configurations (stopped by " + signal_name(s.stopped_by_signal) + ")";
 }
 
 std::string sweep_table(const Sweep& s) {

@@ -21,6 +21,7 @@ std::string band_text(double band_rel) {
 }
 
 void print_commsim_header(std::FILE* out, const CollectiveTableHeader& h, const Topology& topology) {
+  if (!h.partial_note.empty()) std::fprintf(out, "# %s\n", h.partial_note.c_str());
   std::fprintf(out, "# commsim %s  %s\n# %s, fidelity %s, %d ranks\n", COMMSIM_VERSION, h.op_name.c_str(),
                topology.summary().c_str(), h.fidelity.c_str(), topology.ranks());
   if (!h.library.empty())
@@ -53,16 +54,20 @@ std::string nccl_tests_number(double value, int width) {
   return text;
 }
 
-std::vector<CollectiveRow> predict_collective(const CollectiveSpec& base, const Topology& topology, Fidelity fidelity,
-                                              const std::vector<Bytes>& sizes, double band_rel) {
+CollectivePrediction predict_collective(const CollectiveSpec& base, const Topology& topology, Fidelity fidelity,
+                                        const std::vector<Bytes>& sizes, double band_rel,
+                                        const CollectiveProgress& progress) {
   const int p = topology.ranks();
-  std::vector<CollectiveRow> rows;
+  CollectivePrediction out;
+  for (Bytes requested : sizes) out.sizes += nccl_tests_sizing(base.op, requested, p).bytes > 0 ? 1 : 0;
+  std::vector<CollectiveRow>& rows = out.rows;
   CollectiveSpec spec = base;
   for (Bytes requested : sizes) {
     CollectiveRow row;
     row.requested_bytes = requested;
     row.sizing = nccl_tests_sizing(spec.op, requested, p);
     if (row.sizing.bytes == 0) continue;
+    if (progress.before_size && !progress.before_size(row.sizing.bytes)) break;
     spec.bytes = row.sizing.bytes;
     CollectiveSpec resolved = spec;
     resolved.algorithm = choose_algorithm(spec, topology, fidelity != Fidelity::Analytical);
@@ -81,14 +86,17 @@ std::vector<CollectiveRow> predict_collective(const CollectiveSpec& base, const 
     } else if (fidelity == Fidelity::Analytical) {
       row.seconds = closed_form_seconds(resolved, topology);
     } else {  // flow: once per orbit where the ring's symmetry allows it, else the full schedule (same result)
-      row.seconds = simulate_flow_collectives({resolved}, topology).seconds.front();
+      const FlowCollectivesResult flow = simulate_flow_collectives({resolved}, topology, true, progress.flow);
+      if (!flow.complete) break;  // stopped part-way: its time so far is a lower bound, not a prediction
+      row.seconds = flow.seconds.front();
     }
     row.algorithm = to_string(resolved.algorithm);
     row.algbw_GBps = static_cast<double>(row.sizing.bytes) / row.seconds / 1e9;
     row.busbw_GBps = row.algbw_GBps * busbw_factor(spec.op, p);
     rows.push_back(row);
+    if (progress.size_done) progress.size_done(rows.size());
   }
-  return rows;
+  return out;
 }
 
 void print_nccl_tests_table(std::FILE* out, const CollectiveTableHeader& h, const Topology& topology,

@@ -13,12 +13,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "sim/collective/collective.hpp"
 #include "sim/engine/executor.hpp"
+#include "sim/engine/symmetry.hpp"
 #include "sim/topology/topology.hpp"
 
 namespace commsim::reports {
@@ -49,11 +51,25 @@ struct CollectiveRow {
   double band_rel = 0;  // +- relative error band of the prediction (0: none known)
 };
 
+// Progress and stopping of a long size sweep (flow fidelity). Each may be empty.
+struct CollectiveProgress {
+  std::function<bool(Bytes size_bytes)> before_size;  // asked before each size is run; false stops the sweep
+  FlowProgress flow;                                  // within each flow run; its keep_going false stops the sweep
+  std::function<void(std::size_t rows_done)> size_done;
+};
+
+struct CollectivePrediction {
+  std::vector<CollectiveRow> rows;  // the sizes done, in order
+  std::size_t sizes = 0;            // the sizes asked for, less those that round to 0 bytes
+  bool complete() const { return rows.size() == sizes; }
+};
+
 // Predicts each size (nccl-tests' sizing; a size that rounds to 0 bytes is left out) at the fidelity asked for.
 // `band_rel` is the band a calibrated topology carries (0 if none); an NCCL model's own fitted band wins where it
-// has one.
-std::vector<CollectiveRow> predict_collective(const CollectiveSpec& spec, const Topology& topology, Fidelity fidelity,
-                                              const std::vector<Bytes>& sizes, double band_rel);
+// has one. A size stopped part-way by `progress` gives no row: the simulated time it reached is only a lower bound.
+CollectivePrediction predict_collective(const CollectiveSpec& spec, const Topology& topology, Fidelity fidelity,
+                                        const std::vector<Bytes>& sizes, double band_rel,
+                                        const CollectiveProgress& progress = {});
 
 struct CollectiveTableHeader {
   std::string op_name;          // "allreduce"
@@ -61,6 +77,7 @@ struct CollectiveTableHeader {
   std::string fidelity;         // "analytical" | "flow"
   std::string library;          // "nccl 2.21" or "" when the topology names no NCCL library
   bool doubling_range = false;  // --sizes MIN:MAX (nccl-tests' "step: 2(factor)")
+  std::string partial_note;     // "partial: 3 of 10 sizes (stopped by SIGINT)" atop the table; "" when complete
 };
 
 // nccl-tests' layout, with commsim's choices per size in '#' lines after the footer.

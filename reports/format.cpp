@@ -116,20 +116,32 @@ void write_file_replacing(const std::string& path, const std::string& text, cons
   }
 }
 
-ProgressBar::ProgressBar(std::string label, std::size_t total)
-    : label_(std::move(label)), total_(total), enabled_(isatty(STDERR_FILENO) == 1 && total > 1) {}
+ProgressBar::ProgressBar(std::string label, std::size_t total, std::size_t min_total)
+    : label_(std::move(label)), total_(total), enabled_(isatty(STDERR_FILENO) == 1 && total >= min_total) {}
+
+namespace {
+constexpr std::size_t kBarWidth = 30;
+std::string bar_text(std::size_t done, std::size_t total) {
+  const std::size_t filled = total ? done * kBarWidth / total : kBarWidth;
+  return "[" + std::string(filled, '#') + std::string(kBarWidth - filled, '.') + "]";
+}
+}  // namespace
 
 void ProgressBar::update(std::size_t done) {
   if (!enabled_) return;
-  constexpr std::size_t kWidth = 30;
-  const std::size_t filled = total_ ? done * kWidth / total_ : kWidth;
   const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate_per_s = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0;
   const std::string eta =
       rate_per_s > 0 ? ", ETA " + fixed(static_cast<double>(total_ - done) / rate_per_s, 0) + " s" : "";
-  std::fprintf(stderr, "\r[%s%s] %zu/%zu %s, %s/s%s\033[K", std::string(filled, '#').c_str(),
-               std::string(kWidth - filled, '.').c_str(), done, total_, label_.c_str(), fixed(rate_per_s, 1).c_str(),
-               eta.c_str());
+  std::fprintf(stderr, "\r%s %zu/%zu %s, %s/s%s\033[K", bar_text(done, total_).c_str(), done, total_, label_.c_str(),
+               fixed(rate_per_s, 1).c_str(), eta.c_str());
+  std::fflush(stderr);
+}
+
+void ProgressBar::update(std::size_t done, const std::string& detail) {
+  if (!enabled_) return;
+  std::fprintf(stderr, "\r%s %zu/%zu %s; %s\033[K", bar_text(done, total_).c_str(), done, total_, label_.c_str(),
+               detail.c_str());
   std::fflush(stderr);
 }
 

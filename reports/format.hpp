@@ -43,11 +43,16 @@ void write_file(const std::string& path, const std::string& text, const std::str
 void write_file_replacing(const std::string& path, const std::string& text, const std::string& flag);
 
 // "[#####.....] 12/40 label, 3.1/s, ETA 9 s" redrawn in place on stderr, only when stderr is a terminal (quiet in
-// pipes and CI). The rate counts items done since the bar was made.
+// pipes and CI). The rate counts items done since the bar was made. A bar of fewer than `min_total` items is not
+// drawn (a one-row sweep ends before a bar helps; a one-size flow run may take minutes).
 class ProgressBar {
  public:
-  ProgressBar(std::string label, std::size_t total);
+  ProgressBar(std::string label, std::size_t total, std::size_t min_total = 2);
   void update(std::size_t done);
+  // For items of unequal cost (a size twice as large takes twice as long): the bar, done/total and `detail` (how far
+  // the item in progress is), in place of a rate and ETA.
+  void update(std::size_t done, const std::string& detail);
+  bool enabled() const { return enabled_; }
   void finish();
 
  private:

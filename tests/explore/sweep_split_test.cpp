@@ -1,7 +1,6 @@
 // Sweeps split into shards and merged, and sweeps stopped by a signal: `commsim sweep --shard I/N`, `--merge DIR...`
 // and SIGINT/SIGTERM, run through the built commsim from the source root. The MPI sweep is in sweep_mpi_test.cpp.
 #include <gtest/gtest.h>
-#include <pty.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -10,6 +9,7 @@
 
 #include "explore/sweep_shard.hpp"
 #include "sim/core/error.hpp"
+#include "tests/explore/cli_signals.hpp"
 #include "tests/explore/sweep_compare.hpp"
 
 namespace commsim::test {
@@ -96,14 +96,8 @@ TEST(SweepShardCli, MergeRefusesShardsThatAreNotOneCompleteSweep) {
   EXPECT_FALSE(fs::exists(dir / "out")) << "a refused merge creates nothing";
 }
 
-// The signal arrives from the test hook (COMMSIM_TEST_SIGNAL_AFTER_ROWS=N:SIG: the process sends itself SIG when its
-// N-th row is done). With --jobs 1 no other row is in flight then, so exactly N rows are done -- no timing involved.
-CliRun run_with_signal_after(const std::string& args, const std::string& hook) {
-  setenv("COMMSIM_TEST_SIGNAL_AFTER_ROWS", hook.c_str(), 1);
-  CliRun r = commsim(args);
-  unsetenv("COMMSIM_TEST_SIGNAL_AFTER_ROWS");
-  return r;
-}
+// The signal arrives from the test hook (run_with_signal_after). With --jobs 1 no other row is in flight then, so
+// exactly N rows are done -- no timing involved.
 
 TEST(SweepCancel, SigintWritesTheRowsDoneMarkedPartialAndExits130) {
   ScratchDir dir("sweep-sigint");
@@ -158,24 +152,11 @@ TEST(SweepCancel, SignalAfterTheLastRowLeavesACompleteSweep) {
 // command runs on a pseudo-terminal (forkpty), which is what isatty() sees in an interactive shell.
 TEST(SweepProgress, ShownOnATerminal) {
   ScratchDir dir("sweep-tty");
-  int terminal = -1;
-  const pid_t pid = forkpty(&terminal, nullptr, nullptr, nullptr);
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const std::string command = std::string(COMMSIM_CLI_PATH) + " " + kGridArgs + " --jobs 1 -o " + (dir / "out");
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  std::string seen;
-  char buffer[4096];
-  for (ssize_t n; (n = read(terminal, buffer, sizeof buffer)) > 0;) seen.append(buffer, static_cast<std::size_t>(n));
-  close(terminal);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << seen;
+  const TerminalRun r = run_on_terminal(kGridArgs + " --jobs 1 -o " + (dir / "out"));
+  EXPECT_EQ(r.code, 0) << r.seen;
   // the bar after the last of the 16 rows, then its rate and the time left (their values depend on the machine)
-  EXPECT_NE(seen.find("16/16 configurations, "), std::string::npos) << seen;
-  EXPECT_NE(seen.find("/s, ETA 0 s"), std::string::npos) << seen;
+  EXPECT_NE(r.seen.find("16/16 configurations, "), std::string::npos) << r.seen;
+  EXPECT_NE(r.seen.find("/s, ETA 0 s"), std::string::npos) << r.seen;
 }
 
 }  // namespace
