@@ -57,19 +57,29 @@ bool any_band(const Sweep& s) {
   return false;
 }
 
+// The axes' names, and row i's value on each: the first columns of every table.
+std::vector<std::string> axis_keys(const Sweep& s) {
+  std::vector<std::string> keys;
+  for (const Axis& a : s.axes) keys.push_back(a.key);
+  return keys;
+}
+std::vector<std::string> axis_cells(const Sweep& s, std::size_t i) {
+  std::vector<std::string> cells;
+  const std::vector<std::size_t> at = coordinates(s.axes, s.grid_row(i));
+  for (std::size_t a = 0; a < s.axes.size(); ++a) cells.push_back(s.axes[a].labels[at[a]]);
+  return cells;
+}
+
 // Header and rows for the terminal and HTML tables (units in the header, numbers formatted for reading).
 std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> display_rows(const Sweep& s) {
-  std::vector<std::string> header;
-  for (const Axis& a : s.axes) header.push_back(a.key);
+  std::vector<std::string> header = axis_keys(s);
   for (const char* h : {"step ms", "samples/s", "scaling", "compute ms", "comm ms", "exposed ms", "overlap", "MB/rank"})
     header.emplace_back(h);
   const bool banded = any_band(s);
   if (banded) header.emplace_back("band ms");
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
-    std::vector<std::string> row;
-    const std::vector<std::size_t> at = coordinates(s.axes, s.grid_row(i));
-    for (std::size_t a = 0; a < s.axes.size(); ++a) row.push_back(s.axes[a].labels[at[a]]);
+    std::vector<std::string> row = axis_cells(s, i);
     const Evaluation& e = s.rows[i];
     if (!e.ok()) {
       row.push_back("impossible: " + e.error);
@@ -101,8 +111,7 @@ std::string sweep_table(const Sweep& s) {
 }
 
 std::string sweep_csv(const Sweep& s) {
-  std::vector<std::string> header;
-  for (const Axis& a : s.axes) header.push_back(a.key);
+  std::vector<std::string> header = axis_keys(s);
   for (const char* h : {"step_time_s", "throughput_samples_s", "scaling_efficiency", "compute_s", "comm_s",
                         "exposed_comm_s", "overlap_ratio", "bytes_sent_per_rank", "buckets", "streams", "error"})
     header.emplace_back(h);
@@ -110,9 +119,7 @@ std::string sweep_csv(const Sweep& s) {
   if (banded) header.emplace_back("step_time_band_s");
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
-    std::vector<std::string> row;
-    const std::vector<std::size_t> at = coordinates(s.axes, s.grid_row(i));
-    for (std::size_t a = 0; a < s.axes.size(); ++a) row.push_back(s.axes[a].labels[at[a]]);
+    std::vector<std::string> row = axis_cells(s, i);
     const Evaluation& e = s.rows[i];
     const Result& r = e.result;
     for (double v : {r.step_time_s, r.throughput_samples_s, r.scaling_efficiency, r.compute_s, r.comm_s,

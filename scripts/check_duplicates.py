@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 WINDOW = 6
-BUDGET_LINES = 0  # set below from the tree at the commit that introduced the check
+BUDGET_LINES = 0  # the count when the check was introduced: no repeated code left
 ROOT = Path(__file__).resolve().parent.parent
 TRIVIAL = re.compile(r"^(//.*|#include .*|[{}();,]*|}\s*(//.*)?|#pragma once|namespace \w+ \{|}  // namespace.*|public:|private:)$")
 

@@ -75,15 +75,7 @@ BenchResult bench_nccl(const BenchOptions& o) {
   if (type_info(o.dtype).code >= 10) throw NcclUnavailable("nccl backend: fp8 types need NCCL 2.24 or newer");
 #endif
   World world(o.launch, o.gpus);
-  try {
-    return run_bench(o, world);
-  } catch (const InputError& e) {
-    world.abort_job(e.what(), 2);
-    throw;
-  } catch (const std::exception& e) {
-    world.abort_job(e.what(), 3);
-    throw;
-  }
+  return world.run_or_abort([&] { return run_bench(o, world); });
 }
 
 namespace {

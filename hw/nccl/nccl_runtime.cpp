@@ -774,7 +774,7 @@ NcclRun run_nccl(const Plan& plan, const Topology& topology, const NcclOptions& 
   NcclRun run;
   run.root = world.root();
   std::vector<std::string> check_notes;
-  try {
+  world.run_or_abort([&] {
     Runner runner(plan, program, world, options);
     runner.setup();
     runner.estimate();
@@ -785,13 +785,7 @@ NcclRun run_nccl(const Plan& plan, const Topology& topology, const NcclOptions& 
       run.wrong_elements = runner.check(check_notes);
     }
     run.result = runner.result();
-  } catch (const InputError& e) {
-    world.abort_job(e.what(), 2);
-    throw;
-  } catch (const std::exception& e) {
-    world.abort_job(e.what(), 3);
-    throw;
-  }
+  });
   int version = 0;
   ncclGetVersion(&version);
   std::vector<std::string> notes = {

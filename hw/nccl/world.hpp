@@ -5,10 +5,12 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "hw/nccl/nccl_backend.hpp"
+#include "sim/core/error.hpp"
 
 namespace commsim::nccl {
 
@@ -48,6 +50,19 @@ class World {
   // Under MPI with several processes, a failure on one rank would leave the others waiting in NCCL or MPI: print
   // the failure (one line, naming rank and host) and abort the whole job with `code`. Returns otherwise.
   void abort_job(const std::string& message, int code) const;
+  // Runs `body`; bad input aborts the job with exit code 2 on every rank, any other failure with 3, then rethrows.
+  template <typename Body>
+  decltype(auto) run_or_abort(Body&& body) const {
+    try {
+      return body();
+    } catch (const InputError& e) {
+      abort_job(e.what(), 2);
+      throw;
+    } catch (const std::exception& e) {
+      abort_job(e.what(), 3);
+      throw;
+    }
+  }
 
  private:
   bool mpi_ = false, mpi_owned_ = false;
