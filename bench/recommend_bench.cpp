@@ -94,14 +94,14 @@ void BM_RecommendFullGrid(benchmark::State& state) {
     std::ofstream(generic) << doc.dump();
     sets.push_back("topology=" + generic);
   }
-  const Json base = reports::load_base(scenario, sets, 0);
+  const Json base = explore::load_base(scenario, sets, 0);
   const SimulationRun given = simulate_document(base, scenario, Fidelity::Analytical);
-  const std::vector<reports::Knob> knobs = reports::search_space(
+  const std::vector<explore::Knob> knobs = explore::search_space(
       given.scenario, given.result.ranks, given.topology->nodes(), false, given.topology->library());
   std::size_t evaluated = 0;
   for (auto _ : state) {
-    const reports::Recommendation rec =
-        reports::recommend(base, scenario, knobs, Fidelity::Analytical, reports::grid_size(knobs), 1);
+    const explore::Recommendation rec =
+        explore::recommend(base, scenario, knobs, Fidelity::Analytical, explore::grid_size(knobs), 1);
     evaluated = rec.evaluated;
     benchmark::DoNotOptimize(rec.ranked.data());
   }

@@ -117,7 +117,7 @@ class FlowRunMonitor {
   static constexpr std::uint64_t kCheckEveryEvents = 1 << 16;
   static constexpr std::chrono::milliseconds kRedrawEvery{200};  // a terminal line redrawn 5 times a second
 
-  reports::InterruptGuard guard_;
+  explore::InterruptGuard guard_;
   reports::ProgressBar bar_;
   std::chrono::steady_clock::time_point last_draw_;
   std::size_t rows_done_ = 0;
@@ -171,7 +171,7 @@ int run_collective(const CollectiveOptions& o) {
   const std::string partial_note =
       prediction.complete() ? ""
                             : "partial: " + std::to_string(rows.size()) + " of " + std::to_string(prediction.sizes) +
-                                  " sizes (stopped by " + reports::signal_name(stopped_by_signal) + ")";
+                                  " sizes (stopped by " + explore::signal_name(stopped_by_signal) + ")";
   const reports::CollectiveTableHeader header{to_string(spec.op).data(),
                                               o.topology,
                                               o.fidelity,

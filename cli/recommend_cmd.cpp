@@ -59,7 +59,8 @@ LossyMargin lossy_margin(const SimulationRun& given) {
 }
 
 void run_recommend(const RecommendOptions& o) {
-  using namespace reports;
+  using namespace reports;  // the snippets and tables
+  using namespace explore;  // the search
   const Fidelity fidelity = fidelity_option(o.fidelity);
   const Json base = load_base(o.scenario, o.sets, o.steps);
   // The scenario as given must simulate (strict loader; exit 2 otherwise); it also tells the cluster's shape.

@@ -30,7 +30,7 @@ struct RegressOptions {
 // Runs every entry of the baseline whose backend is `o.backend` on the hardware now, one `commsim run` child
 // process at a time (hardware runs must not share the machine), and adds its result to `measured`. Returns 0, or
 // the exit code to end with when a run failed (its last line is printed). The temporary files are removed.
-int measure_on_hardware(const reports::Baseline& b, const RegressOptions& o, std::map<std::string, Result>& measured) {
+int measure_on_hardware(const explore::Baseline& b, const RegressOptions& o, std::map<std::string, Result>& measured) {
   const fs::path dir = fs::temp_directory_path() / ("commsim-regress-" + std::to_string(getpid()));
   fs::create_directories(dir);
   struct RemoveOnExit {
@@ -40,7 +40,7 @@ int measure_on_hardware(const reports::Baseline& b, const RegressOptions& o, std
       fs::remove_all(path, ignored);
     }
   } remove_on_exit{dir};
-  for (const reports::BaselineEntry& e : b.entries) {
+  for (const explore::BaselineEntry& e : b.entries) {
     if (e.backend != o.backend || measured.count(e.name)) continue;
     const std::string json = (dir / "result.json").string(), log = (dir / "run.log").string();
     std::vector<std::string> argv = {
@@ -64,7 +64,8 @@ int measure_on_hardware(const reports::Baseline& b, const RegressOptions& o, std
 }
 
 int run_regress(const RegressOptions& o) {
-  using namespace reports;
+  using namespace reports;  // JUnit and tables
+  using namespace explore;  // baselines
   Baseline b = load_baseline(o.baseline, o.update);
   const double tolerance = o.tolerance_given ? o.tolerance : b.tolerance_pct;
   std::map<std::string, Result> measured;

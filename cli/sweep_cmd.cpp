@@ -16,11 +16,11 @@
 
 namespace commsim::cli {
 
-using reports::ShardSpec;
-using reports::Sweep;
+using explore::ShardSpec;
+using explore::Sweep;
 
 std::vector<std::size_t> rows_to_run(std::size_t grid_size, const std::optional<ShardSpec>& shard) {
-  if (shard) return reports::shard_rows(grid_size, *shard);
+  if (shard) return explore::shard_rows(grid_size, *shard);
   std::vector<std::size_t> rows(grid_size);
   std::iota(rows.begin(), rows.end(), 0);
   return rows;
@@ -28,10 +28,10 @@ std::vector<std::size_t> rows_to_run(std::size_t grid_size, const std::optional<
 
 void write_results(const Sweep& sweep, const std::string& sweep_hash, const std::optional<ShardSpec>& shard,
                    const std::string& dir) {
-  if (!shard) return reports::write_sweep_outputs(sweep, dir);
-  std::fputs(reports::sweep_table(sweep).c_str(), stdout);
-  const std::string path = (std::filesystem::path(dir) / reports::shard_file_name(*shard)).string();
-  reports::write_file_replacing(path, reports::shard_document(sweep, sweep_hash, *shard).dump(1) + "\n", "-o");
+  if (!shard) return explore::write_sweep_outputs(sweep, dir);
+  std::fputs(explore::sweep_table(sweep).c_str(), stdout);
+  const std::string path = (std::filesystem::path(dir) / explore::shard_file_name(*shard)).string();
+  reports::write_file_replacing(path, explore::shard_document(sweep, sweep_hash, *shard).dump(1) + "\n", "-o");
   std::printf("shard %zu/%zu: %zu of %zu configurations%s, fidelity %s: wrote %s\n", shard->index, shard->count,
               sweep.rows.size(), sweep.grid_size, sweep.partial() ? " (partial)" : "", sweep.fidelity.c_str(),
               path.c_str());
@@ -41,15 +41,15 @@ std::optional<ShardSpec> checked_shard(const SweepOptions& o) {
   if (o.request.scenario_file.empty()) throw InputError(std::string("scenario is required (or --merge DIR...)"));
   if (o.request.vary.empty()) throw InputError(std::string("--vary is required (or --merge DIR...)"));
   if (o.shard.empty()) return std::nullopt;
-  return reports::parse_shard(o.shard);
+  return explore::parse_shard(o.shard);
 }
 
 namespace {
 
 int run_merge(const SweepOptions& o) {
-  const Sweep sweep = reports::merge_shards(o.merge);
-  reports::create_output_dir(o.out);
-  reports::write_sweep_outputs(sweep, o.out);
+  const Sweep sweep = explore::merge_shards(o.merge);
+  explore::create_output_dir(o.out);
+  explore::write_sweep_outputs(sweep, o.out);
   return 0;
 }
 
@@ -58,14 +58,14 @@ int run_sweep(const SweepOptions& o) {
   if (std::getenv("OMPI_COMM_WORLD_SIZE")) return run_sweep_on_ranks(o);
   const std::optional<ShardSpec> shard = checked_shard(o);
 
-  const reports::SweepGrid grid = reports::prepare_sweep(o.request);
-  reports::create_output_dir(o.out);
-  reports::InterruptGuard guard;
+  const explore::SweepGrid grid = explore::prepare_sweep(o.request);
+  explore::create_output_dir(o.out);
+  explore::InterruptGuard guard;
   const Sweep sweep =
-      reports::evaluate_rows(grid, rows_to_run(grid.variants.size(), shard), o.jobs, guard, "configurations");
+      explore::evaluate_rows(grid, rows_to_run(grid.variants.size(), shard), o.jobs, guard, "configurations");
   guard.writing();
   write_results(sweep, grid.hash, shard, o.out);
-  return reports::sweep_exit_code(sweep);
+  return explore::sweep_exit_code(sweep);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 namespace commsim::cli {
 
 struct SweepOptions {
-  reports::SweepRequest request;
+  explore::SweepRequest request;
   std::string out = "sweep";
   std::string shard;               // "I/N" or empty
   std::vector<std::string> merge;  // shard folders to merge
@@ -19,12 +19,12 @@ struct SweepOptions {
 };
 
 // Checks that a sweep (not a merge) has its scenario and axes; returns --shard's value when given.
-std::optional<reports::ShardSpec> checked_shard(const SweepOptions& o);
+std::optional<explore::ShardSpec> checked_shard(const SweepOptions& o);
 // The rows this run evaluates: the whole grid, or the shard's rows.
-std::vector<std::size_t> rows_to_run(std::size_t grid_size, const std::optional<reports::ShardSpec>& shard);
+std::vector<std::size_t> rows_to_run(std::size_t grid_size, const std::optional<explore::ShardSpec>& shard);
 // A whole sweep: the table and DIR/sweep.{csv,json,html}. A shard: its table and DIR/sweep.shard-I-of-N.json.
-void write_results(const reports::Sweep& sweep, const std::string& sweep_hash,
-                   const std::optional<reports::ShardSpec>& shard, const std::string& dir);
+void write_results(const explore::Sweep& sweep, const std::string& sweep_hash,
+                   const std::optional<explore::ShardSpec>& shard, const std::string& dir);
 
 // Under mpirun: the rows dealt round robin over the ranks, gathered and written by rank 0. Returns the exit code.
 int run_sweep_on_ranks(const SweepOptions& o);

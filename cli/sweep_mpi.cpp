@@ -33,12 +33,12 @@ int default_jobs_per_rank() {
 int run_sweep_on_ranks(const SweepOptions& o) {
   hw::MpiSession session(nullptr, nullptr);
   return hw::run_on_rank(session, [&] {
-    const std::optional<reports::ShardSpec> shard = checked_shard(o);
-    const reports::SweepGrid grid = reports::prepare_sweep(o.request);
+    const std::optional<explore::ShardSpec> shard = checked_shard(o);
+    const explore::SweepGrid grid = explore::prepare_sweep(o.request);
     // Rank 0 alone creates the folder; every rank learns whether it could, so that all stop alike.
     std::string problem;
     if (session.rank() == 0) try {
-        reports::create_output_dir(o.out);
+        explore::create_output_dir(o.out);
       } catch (const InputError& e) {
         problem = e.what();
       }
@@ -48,30 +48,30 @@ int run_sweep_on_ranks(const SweepOptions& o) {
     const std::vector<std::size_t> rows = rows_to_run(grid.variants.size(), shard);
     std::vector<std::size_t> mine;
     for (std::size_t k = session.rank(); k < rows.size(); k += session.size()) mine.push_back(rows[k]);
-    reports::InterruptGuard guard;
-    const reports::Sweep part = reports::evaluate_rows(grid, mine, o.jobs > 0 ? o.jobs : default_jobs_per_rank(), guard,
+    explore::InterruptGuard guard;
+    const explore::Sweep part = explore::evaluate_rows(grid, mine, o.jobs > 0 ? o.jobs : default_jobs_per_rank(), guard,
                                                        session.rank() == 0 ? "configurations on rank 0" : "");
     Json records = Json::array();
     for (std::size_t i = 0; i < part.rows.size(); ++i)
-      records.push_back(reports::row_record(part.grid_row(i), part.rows[i]));
+      records.push_back(explore::row_record(part.grid_row(i), part.rows[i]));
     const std::vector<std::string> gathered =
         hw::gather_text_to_root(Json{{"signal", part.stopped_by_signal}, {"rows", records}}.dump());
-    if (session.rank() != 0) return reports::sweep_exit_code(part);
+    if (session.rank() != 0) return explore::sweep_exit_code(part);
 
     guard.writing();
-    reports::Sweep sweep = grid.definition;
+    explore::Sweep sweep = grid.definition;
     for (std::size_t r = 0; r < gathered.size(); ++r) {
       const Json from_rank = Json::parse(gathered[r]);
       sweep.stopped_by_signal = std::max(sweep.stopped_by_signal, from_rank.at("signal").get<int>());
       for (const Json& record : from_rank.at("rows")) {
-        auto [row, e] = reports::parse_row_record(record, "rank " + std::to_string(r), "rows");
+        auto [row, e] = explore::parse_row_record(record, "rank " + std::to_string(r), "rows");
         sweep.grid_rows.push_back(row);
         sweep.rows.push_back(std::move(e));
       }
     }
-    reports::normalise_rows(sweep);
+    explore::normalise_rows(sweep);
     write_results(sweep, grid.hash, shard, o.out);
-    return reports::sweep_exit_code(sweep);
+    return explore::sweep_exit_code(sweep);
   });
 }
 

@@ -9,7 +9,9 @@
 #include "sim/core/data_path.hpp"
 #include "sim/core/json_fields.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
+
+using namespace commsim::reports;  // the writers: tables, CSV, SVG, HTML, progress
 
 Baseline load_baseline(const std::string& path, bool updating) {
   namespace fs = std::filesystem;
@@ -142,4 +144,4 @@ std::vector<Check> check_baseline(const Baseline& b, double tolerance_pct,
   return checks;
 }
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

@@ -16,7 +16,7 @@
 
 #include "sim/training/result.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
 
 struct BaselineEntry {
   std::string name;
@@ -69,4 +69,4 @@ std::vector<Check> check_baseline(const Baseline& b, double tolerance_pct,
                                   const std::map<std::string, Result>& measured, int jobs,
                                   std::vector<double>& seconds);
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

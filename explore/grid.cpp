@@ -11,7 +11,9 @@
 #include "reports/format.hpp"
 #include "sim/core/json_document_cache.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
+
+using namespace commsim::reports;  // the writers: tables, CSV, SVG, HTML, progress
 
 namespace {
 
@@ -182,4 +184,4 @@ std::vector<Evaluation> evaluate_all(const Json& base, const std::string& file,
   return out;
 }
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

@@ -9,7 +9,7 @@
 
 #include "sim/training/simulation.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
 
 // The scenario document with --set overrides and, when `steps` > 0, the step count applied: the base of a grid.
 Json load_base(const std::string& scenario_file, const std::vector<std::string>& sets, int steps);
@@ -61,4 +61,4 @@ std::vector<Evaluation> evaluate_all(const Json& base, const std::string& file,
                                      const std::vector<std::vector<std::string>>& variants, Fidelity fidelity, int jobs,
                                      const std::string& progress_label);
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

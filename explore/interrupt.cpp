@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace commsim::reports {
+namespace commsim::explore {
 
 namespace {
 
@@ -57,4 +57,4 @@ const char* signal_name(int signal_number) {
   return signal_number == SIGINT ? "SIGINT" : signal_number == SIGTERM ? "SIGTERM" : "a signal";
 }
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

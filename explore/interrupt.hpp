@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-namespace commsim::reports {
+namespace commsim::explore {
 
 class InterruptGuard {
  public:
@@ -30,4 +30,4 @@ class InterruptGuard {
 // "SIGINT", "SIGTERM", or "a signal", for the partial notes of the outputs.
 const char* signal_name(int signal_number);
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

@@ -2,7 +2,9 @@
 
 #include "reports/format.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
+
+using namespace commsim::reports;  // the writers: tables, CSV, SVG, HTML, progress
 
 namespace {
 
@@ -53,4 +55,4 @@ std::vector<Knob> sharding_knobs(const Scenario& given) {
   return knobs;
 }
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

@@ -8,11 +8,11 @@
 
 #include "explore/tuner.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
 
 // Bucket sizes tried for the all-gathers and the reduce-scatters, in MB (MindSpore comm_fusion "size" units).
 inline constexpr double kShardingFusionMb[] = {8, 16, 32, 64, 128, 256, 512};
 
 std::vector<Knob> sharding_knobs(const Scenario& given);
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

@@ -7,7 +7,9 @@
 #include "reports/html.hpp"
 #include "reports/svg.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
+
+using namespace commsim::reports;  // the writers: tables, CSV, SVG, HTML, progress
 
 std::vector<std::size_t> coordinates(const std::vector<Axis>& axes, std::size_t row) {
   std::vector<std::size_t> at(axes.size());
@@ -225,4 +227,4 @@ std::string sweep_html(const Sweep& s) {
   return page.str();
 }
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

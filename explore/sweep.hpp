@@ -6,7 +6,7 @@
 
 #include "explore/grid.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
 
 struct Sweep {
   std::string scenario_file;
@@ -35,4 +35,4 @@ nlohmann::json sweep_json(const Sweep& s);
 // axes), and for `nodes` also scaling efficiency; then compute / exposed communication bars per configuration.
 std::string sweep_html(const Sweep& s);
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

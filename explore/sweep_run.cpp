@@ -8,7 +8,9 @@
 #include "reports/format.hpp"
 #include "sim/core/json_document_cache.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
+
+using namespace commsim::reports;  // the writers: tables, CSV, SVG, HTML, progress
 
 SweepGrid prepare_sweep(const SweepRequest& request) {
   SweepGrid grid;
@@ -105,4 +107,4 @@ void write_sweep_outputs(const Sweep& sweep, const std::string& out) {
 
 int sweep_exit_code(const Sweep& sweep) { return sweep.partial() ? 128 + sweep.stopped_by_signal : 0; }
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

@@ -9,7 +9,7 @@
 #include "explore/interrupt.hpp"
 #include "explore/sweep.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
 
 struct SweepRequest {
   std::string scenario_file;
@@ -47,4 +47,4 @@ void write_sweep_outputs(const Sweep& sweep, const std::string& dir);
 // 0, or 128 + the signal that cut the sweep short (the shell's convention: 130 for SIGINT, 143 for SIGTERM).
 int sweep_exit_code(const Sweep& sweep);
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

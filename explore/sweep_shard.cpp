@@ -7,7 +7,7 @@
 
 #include "sim/core/json_fields.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
 
 namespace {
 
@@ -251,4 +251,4 @@ Sweep merge_shards(const std::vector<std::string>& folders) {
   return sweep;
 }
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

@@ -11,7 +11,7 @@
 
 #include "explore/sweep.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
 
 // Shard `index` of `count`, 1-based: 1/3, 2/3, 3/3.
 struct ShardSpec {
@@ -37,4 +37,4 @@ Json shard_document(const Sweep& part, const std::string& sweep_hash, ShardSpec 
 // partial, missing or given twice, or a row is missing, repeated or in the wrong shard.
 Sweep merge_shards(const std::vector<std::string>& folders);
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

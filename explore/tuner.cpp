@@ -8,7 +8,9 @@
 #include "reports/format.hpp"
 #include "reports/snippets.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
+
+using namespace commsim::reports;  // the writers: tables, CSV, SVG, HTML, progress
 
 namespace {
 
@@ -361,4 +363,4 @@ std::string reason(const Evaluation& given, const Candidate& c, const std::vecto
   return lead + " because " + joined + ".";
 }
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

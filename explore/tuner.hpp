@@ -15,7 +15,7 @@
 #include "explore/grid.hpp"
 #include "sim/topology/library.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
 
 struct Choice {
   std::string label;              // "25 MB buckets"
@@ -82,4 +82,4 @@ std::string reason(const Evaluation& given, const Candidate& c, const std::vecto
 // "64 MB buckets, 2 streams" (the changed knobs) or "the given settings".
 std::string changes(const Candidate& c, const std::vector<Knob>& knobs);
 
-}  // namespace commsim::reports
+}  // namespace commsim::explore

@@ -7,8 +7,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string file = commsim::fuzz::write_input("baselines/baseline.json", data, size);
   commsim::fuzz::expect_clean_refusal([&] {
-    const commsim::reports::Baseline baseline = commsim::reports::load_baseline(file, false);
-    for (const commsim::reports::BaselineEntry& e : baseline.entries) commsim::load_scenario(e.scenario_path, e.sets);
+    const commsim::explore::Baseline baseline = commsim::explore::load_baseline(file, false);
+    for (const commsim::explore::BaselineEntry& e : baseline.entries) commsim::load_scenario(e.scenario_path, e.sets);
   });
   return 0;
 }

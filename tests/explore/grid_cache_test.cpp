@@ -90,7 +90,7 @@ TEST(JsonDocumentCache, OnlyInsideAScopeAndRestoredAfter) {
 // behaviour before the cache): the same results, field for field, and the same refusal for an impossible variant.
 TEST(GridEvaluation, CachedDocumentsPredictWhatFreshReadsPredict) {
   const std::string file = "scenarios/emulated-tiny.json";
-  const Json base = reports::load_base(file, {}, 0);
+  const Json base = explore::load_base(file, {}, 0);
   const std::vector<std::vector<std::string>> variants = {
       {"nodes=2"},
       {"nodes=4", "strategy.algorithm=tree"},
@@ -98,11 +98,11 @@ TEST(GridEvaluation, CachedDocumentsPredictWhatFreshReadsPredict) {
       {"topology=../topologies/dgx-a100.json", "nodes=2"},
       {"nodes=0"},  // refused by the loader: nodes must be positive
   };
-  const auto cached = reports::evaluate_all(base, file, variants, Fidelity::Analytical, 2, "");
+  const auto cached = explore::evaluate_all(base, file, variants, Fidelity::Analytical, 2, "");
   ASSERT_EQ(cached.size(), variants.size());
   int refused = 0;
   for (std::size_t i = 0; i < variants.size(); ++i) {
-    const reports::Evaluation fresh = reports::evaluate(base, file, variants[i], Fidelity::Analytical);
+    const explore::Evaluation fresh = explore::evaluate(base, file, variants[i], Fidelity::Analytical);
     EXPECT_EQ(cached[i].error, fresh.error) << i;
     refused += !fresh.ok();
     if (!fresh.ok()) continue;

@@ -19,11 +19,11 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 TEST(SweepShard, ParsesOneBasedIndexAndRejectsTheRest) {
-  const reports::ShardSpec s = reports::parse_shard("2/3");
+  const explore::ShardSpec s = explore::parse_shard("2/3");
   EXPECT_EQ(s.index, 2u);
   EXPECT_EQ(s.count, 3u);
   for (const char* bad : {"0/3", "4/3", "3", "/3", "2/", "a/b", "1/0", "-1/3", "1/3/5", " 1/3", "1/2000000"})
-    EXPECT_THROW(reports::parse_shard(bad), InputError) << bad;
+    EXPECT_THROW(explore::parse_shard(bad), InputError) << bad;
 }
 
 // Every row of every grid size is in exactly one shard, the one its index modulo N names.
@@ -32,7 +32,7 @@ TEST(SweepShard, RoundRobinPartitionIsCompleteAndDisjoint) {
     for (std::size_t n = 1; n <= 7; ++n) {
       std::multiset<std::size_t> seen;
       for (std::size_t i = 1; i <= n; ++i)
-        for (std::size_t r : reports::shard_rows(rows, {i, n})) {
+        for (std::size_t r : explore::shard_rows(rows, {i, n})) {
           EXPECT_EQ(r % n, i - 1) << rows << " rows, shard " << i << "/" << n;
           seen.insert(r);
         }

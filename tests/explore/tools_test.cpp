@@ -10,8 +10,10 @@
 #include "sim/core/error.hpp"
 #include "tests/reports/test_helpers.hpp"
 
-namespace commsim::reports {
+namespace commsim::explore {
 namespace {
+
+using namespace commsim::reports;  // the snippets this file checks beside the tuner
 
 const std::string kScenario = "scenarios/resnet50-dgx-a100.json";  // 4 DGX A100 nodes x 8 GPUs, 25 MB buckets, ring
 
@@ -392,4 +394,4 @@ TEST(Baseline, CheckSkipsHardwareEntriesWithoutAMeasurement) {
 }
 
 }  // namespace
-}  // namespace commsim::reports
+}  // namespace commsim::explore

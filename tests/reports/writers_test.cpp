@@ -17,6 +17,8 @@
 namespace commsim::reports {
 namespace {
 
+using namespace commsim::explore;  // the sweep writers are checked here with the other writers
+
 using test::check_xml;
 
 TEST(Csv, QuotesOnlyWhatNeedsIt) {
