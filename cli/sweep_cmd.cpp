@@ -59,8 +59,8 @@ int run_sweep(const SweepOptions& o) {
   const std::optional<ShardSpec> shard = checked_shard(o);
 
   const explore::SweepGrid grid = explore::prepare_sweep(o.request);
+  explore::InterruptGuard guard;  // before the folder: a bad test hook leaves nothing behind
   explore::create_output_dir(o.out);
-  explore::InterruptGuard guard;
   const Sweep sweep =
       explore::evaluate_rows(grid, rows_to_run(grid.variants.size(), shard), o.jobs, guard, "configurations");
   guard.writing();

@@ -3,8 +3,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include "sim/core/error.hpp"
 
 namespace commsim::explore {
 
@@ -31,12 +34,16 @@ InterruptGuard::InterruptGuard() {
   sigaction(SIGINT, &action, &g_previous_int);
   sigaction(SIGTERM, &action, &g_previous_term);
   if (const char* hook = std::getenv("COMMSIM_TEST_SIGNAL_AFTER_ROWS")) {
-    const std::string text = hook;
-    const std::size_t colon = text.find(':');
-    if (colon != std::string::npos) {
-      test_after_items_ = std::strtoul(text.substr(0, colon).c_str(), nullptr, 10);
-      test_signal_ = std::atoi(text.substr(colon + 1).c_str());
-    }
+    // Strict: a test hook that is silently ignored would let a cancellation test pass without cancelling.
+    unsigned long items = 0;
+    int signal_number = 0, consumed = 0;
+    if (std::sscanf(hook, "%lu:%d%n", &items, &signal_number, &consumed) != 2 || hook[consumed] != '\0' ||
+        (signal_number != SIGINT && signal_number != SIGTERM))
+      throw InputError("environment", "COMMSIM_TEST_SIGNAL_AFTER_ROWS",
+                       "must be N:SIG with SIG " + std::to_string(SIGINT) + " (SIGINT) or " + std::to_string(SIGTERM) +
+                           " (SIGTERM), got '" + hook + "'");
+    test_after_items_ = items;
+    test_signal_ = signal_number;
   }
 }
 
