@@ -1,40 +1,30 @@
 #include "hw/cluster/emulated_cluster.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/mount.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "hw/cluster/cleanup_registry.hpp"
 #include "hw/cluster/cluster_state.hpp"
-
-extern char** environ;
+#include "hw/cluster/system_tools.hpp"
 
 namespace commsim::hw {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kMaxNodes = 64;
 constexpr double kMinShapedBandwidth_Bps = 1e3;
 constexpr double kMaxShapedBandwidth_Bps = 1e12;
 constexpr double kBurst_s = 0.004;        // tbf bucket: 4 ms of traffic, at least rate/HZ for HZ >= 250
@@ -43,190 +33,18 @@ constexpr const char* kNetnsDir = "/run/netns";
 constexpr const char* kShmDir = "/dev/shm";
 constexpr double kStopGrace_s = 2;   // how long processes left in a cluster get after SIGTERM, before SIGKILL
 constexpr double kOwnerStop_s = 15;  // how long `down --force` waits for a run to stop and clean up itself
-constexpr int kFatalSignals[] = {SIGINT, SIGTERM, SIGHUP};
-
-// Cleanup registry: what each live cluster must remove, in fixed arrays so that a signal handler can read it.
-constexpr int kMaxLiveClusters = 16;
-// node namespaces, fabric namespace, 2 launch files, launch and shared-memory directories, state file
-constexpr int kMaxPathsPerCluster = kMaxNodes + 6;
-constexpr std::size_t kPathCapacity = 256;
-
-struct CleanupSlot {
-  std::atomic<bool> live{false};
-  pid_t owner_pid = 0;
-  int path_count = 0;
-  int state_index = -1;  // the state file's entry: kept while a directory could not be emptied (see remove_slot)
-  char paths[kMaxPathsPerCluster][kPathCapacity] = {};
-};
-
-CleanupSlot g_slots[kMaxLiveClusters];
-std::mutex g_slots_mutex;
-struct sigaction g_previous_actions[std::size(kFatalSignals)];
-
-// Removes one registered path with async-signal-safe calls only: a namespace is a bind mount under /run/netns
-// (undone exactly as `ip netns delete` does: detach, unlink); a state or launch file is a plain file (umount2 just
-// fails); a directory is removed if empty (what Open MPI left in it is removed by the owner's normal cleanup).
-bool remove_path(const char* path, bool& left_nonempty_dir) {
-  umount2(path, MNT_DETACH);
-  if (unlink(path) == 0 || errno == ENOENT) return true;
-  if (errno != EISDIR) return false;
-  if (rmdir(path) == 0 || errno == ENOENT) return true;
-  left_nonempty_dir = left_nonempty_dir || errno == ENOTEMPTY || errno == EEXIST;
-  return left_nonempty_dir;
-}
-
-// Removes everything a slot lists and frees it; false if some path could not be removed. Async-signal-safe. A
-// directory still holding files (Open MPI's, of a job this process ran) keeps the state file, so the next commsim
-// command finds the cluster stale (its owner gone) and removes the rest.
-bool remove_slot(CleanupSlot& slot) {
-  bool removed = true, left_nonempty_dir = false;
-  for (int i = 0; i < slot.path_count; ++i) {
-    if (i == slot.state_index && left_nonempty_dir) continue;
-    removed = remove_path(slot.paths[i], left_nonempty_dir) && removed;
-  }
-  slot.live.store(false);
-  return removed;
-}
-
-// Removes every live cluster of this process; forked children inherit the registry but do not own its clusters.
-void remove_all_owned() {
-  const pid_t self = getpid();
-  for (CleanupSlot& slot : g_slots) {
-    if (slot.live.load() && slot.owner_pid == self) remove_slot(slot);
-  }
-}
-
-// SIGINT/SIGTERM/SIGHUP: clean up, restore the previous disposition and re-raise, so the process still ends the
-// way it would have (the signal stays blocked until this handler returns).
-void on_fatal_signal(int signal_number) {
-  remove_all_owned();
-  for (std::size_t i = 0; i < std::size(kFatalSignals); ++i) {
-    if (kFatalSignals[i] == signal_number) sigaction(signal_number, &g_previous_actions[i], nullptr);
-  }
-  raise(signal_number);
-}
-
-sigset_t fatal_signal_set() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int signal_number : kFatalSignals) sigaddset(&set, signal_number);
-  return set;
-}
-
-// Installs the cleanup for fatal signals and for exit() once; a signal the process ignores stays ignored.
-void install_cleanup_handlers() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction action {};
-    action.sa_handler = on_fatal_signal;
-    action.sa_mask = fatal_signal_set();
-    action.sa_flags = SA_RESTART;  // matters only if a previous handler lets the process go on
-    for (std::size_t i = 0; i < std::size(kFatalSignals); ++i) {
-      sigaction(kFatalSignals[i], nullptr, &g_previous_actions[i]);
-      const bool ignored =
-          !(g_previous_actions[i].sa_flags & SA_SIGINFO) && g_previous_actions[i].sa_handler == SIG_IGN;
-      if (!ignored) sigaction(kFatalSignals[i], &action, nullptr);
-    }
-    std::atexit(remove_all_owned);
-  });
-}
-
-// Registers paths to remove on signals and exit() before creating them, so a partial cluster is never leaked.
-int claim_slot(const std::vector<std::string>& paths) {
-  std::lock_guard lock(g_slots_mutex);
-  for (int index = 0; index < kMaxLiveClusters; ++index) {
-    CleanupSlot& slot = g_slots[index];
-    if (slot.live.load()) continue;
-    slot.owner_pid = getpid();
-    slot.state_index = -1;
-    slot.path_count = static_cast<int>(paths.size());
-    for (std::size_t i = 0; i < paths.size(); ++i) {
-      if (paths[i].size() >= kPathCapacity)
-        throw ClusterError("path too long for the cleanup registry (TMPDIR too deep?): " + paths[i]);
-      std::snprintf(slot.paths[i], kPathCapacity, "%s", paths[i].c_str());
-    }
-    slot.live.store(true);
-    return index;
-  }
-  throw ClusterError("too many emulated clusters alive in this process (at most " + std::to_string(kMaxLiveClusters) +
-                     ")");
-}
-
-std::string one_line(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  return text;
-}
-
-std::string join(const std::vector<std::string>& words) {
-  std::string line;
-  for (const std::string& word : words) line += (line.empty() ? "" : " ") + word;
-  return line;
-}
-
-// Finds a system tool by absolute path, so that a PATH without sbin (non-login shells, sudo) still works.
-std::string find_tool(const std::string& name) {
-  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
-    const std::string path = std::string(dir) + "/" + name;
-    if (access(path.c_str(), X_OK) == 0) return path;
-  }
-  throw ClusterError("'" + name + "' not found in /usr/sbin, /sbin, /usr/bin or /bin");
-}
-
-// Runs a helper (ip, tc) from an argument vector, without a shell, and throws with its stderr when it fails.
-// Fatal signals stay blocked in this thread meanwhile, so cleanup never races a helper that is still creating
-// something; a signal that arrived is handled (cleanup, re-raise) as soon as the helper is done.
-void run_helper(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  int stderr_pipe[2];
-  if (pipe2(stderr_pipe, O_CLOEXEC) != 0) throw ClusterError("pipe: " + std::string(std::strerror(errno)));
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, stderr_pipe[1], STDERR_FILENO);
-  const sigset_t fatal = fatal_signal_set();
-  sigset_t previous_mask;
-  pthread_sigmask(SIG_BLOCK, &fatal, &previous_mask);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setsigmask(&attributes, &previous_mask);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = 0;
-  const int spawn_error = posix_spawn(&pid, args[0], &actions, &attributes, args.data(), environ);
-  posix_spawnattr_destroy(&attributes);
-  posix_spawn_file_actions_destroy(&actions);
-  close(stderr_pipe[1]);
-
-  std::string error_output;
-  char buffer[512];
-  for (ssize_t n; spawn_error == 0 && (n = read(stderr_pipe[0], buffer, sizeof buffer)) != 0;) {
-    if (n > 0) {
-      error_output.append(buffer, static_cast<std::size_t>(n));
-    } else if (errno != EINTR) {
-      break;
-    }
-  }
-  close(stderr_pipe[0]);
-  int status = 0;
-  while (spawn_error == 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
-
-  if (spawn_error != 0) throw ClusterError(join(argv) + ": cannot start: " + std::strerror(spawn_error));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    const std::string how = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
-                                              : "signal " + std::to_string(WTERMSIG(status));
-    throw ClusterError(join(argv) + " failed (" + how + "): " + one_line(error_output));
-  }
-}
 
 std::string netns_path(const std::string& name) { return std::string(kNetnsDir) + "/" + name; }
 std::string fabric_namespace(const std::string& prefix) { return prefix + "-fab"; }
 std::string bridge_name(const std::string& prefix) { return prefix + "-br"; }
 std::string peer_name(const std::string& prefix, int node) { return prefix + "-p" + std::to_string(node); }
+
+// A namespace or a state file of this prefix exists; one that cannot be checked counts as taken.
+bool prefix_taken(const std::string& prefix) {
+  std::error_code unreadable;
+  if (fs::exists(netns_path(fabric_namespace(prefix)), unreadable) || unreadable) return true;
+  return fs::exists(state_path(prefix), unreadable) || unreadable;
+}
 
 // A run-unique prefix, "cs" + 6 random hex digits, not used by any namespace or state file on this machine.
 std::string fresh_prefix() {
@@ -234,11 +52,7 @@ std::string fresh_prefix() {
   for (int attempt = 0; attempt < 100; ++attempt) {
     char prefix[16];
     std::snprintf(prefix, sizeof prefix, "cs%06x", random() & 0xffffffU);
-    std::error_code unreadable;  // counts as taken
-    if (!fs::exists(netns_path(fabric_namespace(prefix)), unreadable) && !unreadable &&
-        !fs::exists(state_path(prefix), unreadable) && !unreadable) {
-      return prefix;
-    }
+    if (!prefix_taken(prefix)) return prefix;
   }
   throw ClusterError("no unused emulated-cluster prefix found");
 }
@@ -284,14 +98,14 @@ bool has_net_admin(std::string* why) {
   try {
     install_cleanup_handlers();
     const std::string probe = fresh_prefix() + "-probe";
-    const int slot = claim_slot({netns_path(probe)});
+    const int slot = claim_cleanup_slot({netns_path(probe)});
     std::string error;
     try {
       run_helper({find_tool("ip"), "netns", "add", probe});
     } catch (const ClusterError& e) {
       error = e.what();
     }
-    remove_slot(g_slots[slot]);
+    remove_cleanup_slot(slot);
     if (!error.empty()) throw ClusterError(error);
     return true;
   } catch (const ClusterError& e) {
@@ -328,7 +142,7 @@ EmulatedCluster::~EmulatedCluster() {
     fs::remove_all(dir, error);
     removed = removed && !error;
   }
-  removed = remove_slot(g_slots[cleanup_slot_]) && removed;
+  removed = remove_cleanup_slot(cleanup_slot_) && removed;
   if (!removed) std::fprintf(stderr, "commsim: could not fully remove emulated cluster %s\n", prefix_.c_str());
 }
 
@@ -357,8 +171,8 @@ EmulatedCluster EmulatedCluster::up(const EmulatedClusterSpec& spec, bool persis
   paths.insert(paths.end(), state.temp_dirs.begin(), state.temp_dirs.end());
   paths.push_back(state_path(state.prefix));
 
-  cluster.cleanup_slot_ = claim_slot(paths);
-  g_slots[cluster.cleanup_slot_].state_index = static_cast<int>(paths.size()) - 1;
+  cluster.cleanup_slot_ = claim_cleanup_slot(paths);
+  set_state_file_path(cluster.cleanup_slot_, static_cast<int>(paths.size()) - 1);
   write_state(state);
   cluster.create_fabric(ip);
   for (int node = 0; node < spec.nodes; ++node) cluster.create_node(node, ip, tc);
@@ -372,7 +186,7 @@ void EmulatedCluster::persist() {
   ClusterState state = read_state(prefix_);
   state.persistent = true;
   write_state(state);
-  g_slots[cleanup_slot_].live.store(false);
+  release_cleanup_slot(cleanup_slot_);
   cleanup_slot_ = -1;
 }
 

@@ -31,17 +31,11 @@ bool writes_vector(const Action& a) {
   return a.kind == Action::Kind::Reduce || (a.kind == Action::Kind::Receive && a.staging_offset < 0);
 }
 
-}  // namespace
-
-RankProgram rank_program(const Schedule& schedule, int rank) {
-  RankProgram program;
-  program.rank = rank;
+// Which received transfer each reduce of `rank` adds (kNoOp for other ops): the newest transfer into this rank
+// among the reduce's dependencies (the generators list the piece just received last-created; older ones are earlier
+// collectives' results).
+std::vector<OpId> reduce_operands(const Schedule& schedule, int rank) {
   const std::size_t n = schedule.ops.size();
-  std::vector<int> action_of(n, -1);
-
-  // Which received transfers a reduce adds: the newest transfer into this rank among the reduce's dependencies
-  // (the generators list the piece just received last-created; older ones are earlier collectives' results).
-  std::vector<bool> reduced_operand(n, false);
   std::vector<OpId> operand_of(n, kNoOp);
   for (OpId id = 0; id < n; ++id) {
     const Op& op = schedule.ops[id];
@@ -58,57 +52,64 @@ RankProgram rank_program(const Schedule& schedule, int rank) {
     COMMSIM_CHECK(received.offset == op.offset && received.bytes == op.bytes,
                   "schedule op " + std::to_string(id) + ": reduce range differs from the range received by op " +
                       std::to_string(operand));
-    reduced_operand[operand] = true;
     operand_of[id] = operand;
   }
+  return operand_of;
+}
 
-  for (OpId id = 0; id < n; ++id) {
-    const Op& op = schedule.ops[id];
-    Action a;
-    a.tag = id;
-    a.range = {op.offset, op.bytes};
-    if (op.kind == OpKind::Transfer && op.src == rank) {
-      a.kind = Action::Kind::Send;
-      a.peer = op.dst;
-      program.sent_elements += op.bytes;
-    } else if (op.kind == OpKind::Transfer && op.dst == rank) {
-      a.kind = Action::Kind::Receive;
-      a.peer = op.src;
-      if (reduced_operand[id]) {
-        a.staging_offset = static_cast<std::int64_t>(program.staging_elements);
-        program.staging_elements += op.bytes;
-      }
-    } else if (op.kind != OpKind::Transfer && op.src == rank) {
-      a.kind = op.kind == OpKind::Reduce && op.bytes > 0 ? Action::Kind::Reduce : Action::Kind::Join;
-      if (a.kind == Action::Kind::Reduce) {
-        a.operand = action_of[operand_of[id]];
-        a.staging_offset = program.actions[a.operand].staging_offset;
-      } else {
-        a.range = {};
-      }
+// Fills the kind, peer and range of the action of schedule op `id` on `rank`; false when the op is another rank's.
+// A Receive whose piece a reduce adds goes to staging (`reduced_operand`).
+bool describe_action(const Op& op, OpId id, int rank, bool reduced_operand, OpId operand,
+                     const std::vector<int>& action_of, RankProgram& program, Action& a) {
+  a.tag = id;
+  a.range = {op.offset, op.bytes};
+  if (op.kind == OpKind::Transfer && op.src == rank) {
+    a.kind = Action::Kind::Send;
+    a.peer = op.dst;
+    program.sent_elements += op.bytes;
+  } else if (op.kind == OpKind::Transfer && op.dst == rank) {
+    a.kind = Action::Kind::Receive;
+    a.peer = op.src;
+    if (reduced_operand) {
+      a.staging_offset = static_cast<std::int64_t>(program.staging_elements);
+      program.staging_elements += op.bytes;
+    }
+  } else if (op.kind != OpKind::Transfer && op.src == rank) {
+    a.kind = op.kind == OpKind::Reduce && op.bytes > 0 ? Action::Kind::Reduce : Action::Kind::Join;
+    if (a.kind == Action::Kind::Reduce) {
+      a.operand = action_of[operand];
+      a.staging_offset = program.actions[a.operand].staging_offset;
     } else {
-      continue;  // another rank's op
+      a.range = {};
     }
-    for (std::uint32_t d = op.dep_begin; d < op.dep_end(); ++d) {
-      const int local = action_of[schedule.deps[d]];
-      if (local >= 0) a.deps.push_back(local);
-    }
-    // Buffer hazards on this rank's vector: write after read or write, read after write.
-    const bool writes = writes_vector(a);
-    if (a.kind == Action::Kind::Send || writes) {
-      for (int before = 0; before < static_cast<int>(program.actions.size()); ++before) {
-        const Action& b = program.actions[before];
-        const bool conflict = writes ? (b.kind == Action::Kind::Send || writes_vector(b)) : writes_vector(b);
-        if (conflict && overlaps(a.range, b.range)) a.deps.push_back(before);
-      }
-    }
-    std::sort(a.deps.begin(), a.deps.end());
-    a.deps.erase(std::unique(a.deps.begin(), a.deps.end()), a.deps.end());
-    action_of[id] = static_cast<int>(program.actions.size());
-    program.actions.push_back(std::move(a));
+  } else {
+    return false;
   }
+  return true;
+}
 
-  // Layout of allgather inputs and reduce-scatter outputs, read off the program itself.
+// The action's dependencies: the op's own on this rank, and the buffer hazards on this rank's vector (write after
+// read or write, read after write), sorted and unique.
+void add_dependencies(const Schedule& schedule, const Op& op, const std::vector<int>& action_of,
+                      const RankProgram& program, Action& a) {
+  for (std::uint32_t d = op.dep_begin; d < op.dep_end(); ++d) {
+    const int local = action_of[schedule.deps[d]];
+    if (local >= 0) a.deps.push_back(local);
+  }
+  const bool writes = writes_vector(a);
+  if (a.kind == Action::Kind::Send || writes) {
+    for (int before = 0; before < static_cast<int>(program.actions.size()); ++before) {
+      const Action& b = program.actions[before];
+      const bool conflict = writes ? (b.kind == Action::Kind::Send || writes_vector(b)) : writes_vector(b);
+      if (conflict && overlaps(a.range, b.range)) a.deps.push_back(before);
+    }
+  }
+  std::sort(a.deps.begin(), a.deps.end());
+  a.deps.erase(std::unique(a.deps.begin(), a.deps.end()), a.deps.end());
+}
+
+// Layout of allgather inputs and reduce-scatter outputs, read off the program itself.
+void record_layout(RankProgram& program) {
   std::vector<Range> received;
   for (const Action& a : program.actions) {
     if (a.kind == Action::Kind::Send) {
@@ -127,6 +128,28 @@ RankProgram rank_program(const Schedule& schedule, int rank) {
       if (program.actions[later].kind == Action::Kind::Send) kept = subtract(kept, program.actions[later].range);
     program.reduced.insert(program.reduced.end(), kept.begin(), kept.end());
   }
+}
+
+}  // namespace
+
+RankProgram rank_program(const Schedule& schedule, int rank) {
+  RankProgram program;
+  program.rank = rank;
+  const std::size_t n = schedule.ops.size();
+  const std::vector<OpId> operand_of = reduce_operands(schedule, rank);
+  std::vector<bool> reduced_operand(n, false);
+  for (OpId operand : operand_of)
+    if (operand != kNoOp) reduced_operand[operand] = true;
+  std::vector<int> action_of(n, -1);
+  for (OpId id = 0; id < n; ++id) {
+    const Op& op = schedule.ops[id];
+    Action a;
+    if (!describe_action(op, id, rank, reduced_operand[id], operand_of[id], action_of, program, a)) continue;
+    add_dependencies(schedule, op, action_of, program, a);
+    action_of[id] = static_cast<int>(program.actions.size());
+    program.actions.push_back(std::move(a));
+  }
+  record_layout(program);
   return program;
 }
 

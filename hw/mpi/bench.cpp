@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "hw/common/dtype.hpp"
@@ -98,34 +100,86 @@ nlohmann::json ping_pong(int rank, int partner, const std::string& link_class, c
           {"samples", samples}};
 }
 
+// The simulator's ring allreduce of `count` floats, compiled for `rank`.
+RankProgram ring_allreduce_program(const Topology& topology, std::uint64_t count, int rank) {
+  CollectiveSpec spec;
+  spec.algorithm = Algorithm::Ring;
+  spec.bytes = count;
+  spec.unit_bytes = sizeof(float);
+  spec.reduce_Bps = 1;
+  spec.ranks_per_node = topology.ranks_per_node();
+  Schedule schedule;
+  std::vector<OpId> frontier(topology.ranks(), kNoOp);
+  generate(spec, topology, schedule, frontier);
+  return rank_program(schedule, rank);
+}
+
+void print_allreduce_header(const BenchOptions& o, int ranks) {
+  std::printf("# allreduce (%s), nccl-tests format; busbw = algbw x 2(n-1)/n, n = %d\n",
+              o.impl == CollectiveImpl::Native ? "Open MPI's MPI_Allreduce" : "the simulator's ring schedule", ranks);
+  std::printf("#%12s %13s %9s %7s %11s %8s %8s %7s\n", "size", "count", "type", "redop", "time", "algbw", "busbw",
+              "#wrong");
+  std::printf("#%12s %13s %9s %7s %11s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+// One size of the sweep: its wrong elements (summed over ranks) and the slowest rank's time, on rank 0.
+struct AllreduceMeasure {
+  std::uint64_t wrong = 0;
+  double slowest_s = 0;
+  int repetitions = 0;
+};
+
+// The first run checks verifiable inputs (and warms up); the second times one repetition to choose the count.
+AllreduceMeasure measure_allreduce(const std::function<void()>& once, std::vector<float>& vector, std::uint64_t count,
+                                   std::uint64_t bytes, int rank, int ranks, double target_s) {
+  const Verifiable v{ranks, CommDtype::Fp32, 1};
+  AllreduceMeasure m;
+  for (std::uint64_t i = 0; i < count; ++i) vector[i] = v.value(rank, i, bytes);
+  once();
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < count; ++i) wrong += static_cast<double>(vector[i]) != v.sum(i, bytes);
+  COMMSIM_MPI_CHECK(MPI_Reduce(&wrong, &m.wrong, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD));
+  COMMSIM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  double start = MPI_Wtime();
+  once();
+  m.repetitions = repetitions_for(MPI_Wtime() - start, target_s, MPI_COMM_WORLD);
+  COMMSIM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  start = MPI_Wtime();
+  for (int r = 0; r < m.repetitions; ++r) once();
+  double mine_s = (MPI_Wtime() - start) / m.repetitions;
+  COMMSIM_MPI_CHECK(MPI_Reduce(&mine_s, &m.slowest_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  return m;
+}
+
+// Rank 0: prints one size's line and returns its sample.
+nlohmann::json allreduce_sample(std::uint64_t bytes, std::uint64_t count, const AllreduceMeasure& m, int ranks) {
+  const double algbw = static_cast<double>(bytes) / m.slowest_s,
+               busbw = algbw * busbw_factor(Collective::AllReduce, ranks);
+  std::printf(" %12llu %13llu %9s %7s %11.2f %8.3f %8.3f %7llu\n", static_cast<unsigned long long>(bytes),
+              static_cast<unsigned long long>(count), "float", "sum", m.slowest_s * 1e6, algbw / 1e9, busbw / 1e9,
+              static_cast<unsigned long long>(m.wrong));
+  std::fflush(stdout);
+  return {{"bytes", bytes},
+          {"count", count},
+          {"seconds_per_repetition", m.slowest_s},
+          {"repetitions", m.repetitions},
+          {"algbw_Bps", algbw},
+          {"busbw_Bps", busbw},
+          {"wrong", m.wrong}};
+}
+
 // Allreduce over all ranks, 8 B up to the cap: each size checked once, then timed (slowest rank).
 nlohmann::json allreduce_sweep(const Topology& topology, const BenchOptions& o, int rank, int ranks) {
   StreamComms comms = StreamComms::create(MPI_COMM_WORLD, topology.ranks_per_node());  // the default groups: nodes
   const std::uint64_t largest = std::max<std::uint64_t>(8, o.max_bytes);
   std::vector<float> vector(largest / sizeof(float)), staging;
-  const Verifiable v{ranks, CommDtype::Fp32, 1};
   nlohmann::json samples = nlohmann::json::array();
-  if (rank == 0) {
-    std::printf("# allreduce (%s), nccl-tests format; busbw = algbw x 2(n-1)/n, n = %d\n",
-                o.impl == CollectiveImpl::Native ? "Open MPI's MPI_Allreduce" : "the simulator's ring schedule", ranks);
-    std::printf("#%12s %13s %9s %7s %11s %8s %8s %7s\n", "size", "count", "type", "redop", "time", "algbw", "busbw",
-                "#wrong");
-    std::printf("#%12s %13s %9s %7s %11s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
-  }
+  if (rank == 0) print_allreduce_header(o, ranks);
   for (std::uint64_t bytes = 8; bytes <= largest; bytes *= 2) {
     const std::uint64_t count = bytes / sizeof(float);
     RankProgram program;
     if (o.impl == CollectiveImpl::Schedule) {
-      CollectiveSpec spec;
-      spec.algorithm = Algorithm::Ring;
-      spec.bytes = count;
-      spec.unit_bytes = sizeof(float);
-      spec.reduce_Bps = 1;
-      spec.ranks_per_node = topology.ranks_per_node();
-      Schedule schedule;
-      std::vector<OpId> frontier(topology.ranks(), kNoOp);
-      generate(spec, topology, schedule, frontier);
-      program = rank_program(schedule, rank);
+      program = ring_allreduce_program(topology, count, rank);
       staging.resize(program.staging_elements);
     }
     auto once = [&] {
@@ -135,36 +189,8 @@ nlohmann::json allreduce_sweep(const Topology& topology, const BenchOptions& o, 
         native_allreduce(comms, CommDtype::Fp32, vector.data(), count, false);
       }
     };
-    // The first run checks verifiable inputs (and warms up); the second times one repetition to choose the count.
-    for (std::uint64_t i = 0; i < count; ++i) vector[i] = v.value(rank, i, bytes);
-    once();
-    std::uint64_t wrong = 0, wrong_total = 0;
-    for (std::uint64_t i = 0; i < count; ++i) wrong += static_cast<double>(vector[i]) != v.sum(i, bytes);
-    COMMSIM_MPI_CHECK(MPI_Reduce(&wrong, &wrong_total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD));
-    COMMSIM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    double start = MPI_Wtime();
-    once();
-    const int reps = repetitions_for(MPI_Wtime() - start, o.target_s, MPI_COMM_WORLD);
-    COMMSIM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    start = MPI_Wtime();
-    for (int r = 0; r < reps; ++r) once();
-    double mine_s = (MPI_Wtime() - start) / reps, slowest_s = 0;
-    COMMSIM_MPI_CHECK(MPI_Reduce(&mine_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-    if (rank == 0) {
-      const double algbw = static_cast<double>(bytes) / slowest_s,
-                   busbw = algbw * busbw_factor(Collective::AllReduce, ranks);
-      std::printf(" %12llu %13llu %9s %7s %11.2f %8.3f %8.3f %7llu\n", static_cast<unsigned long long>(bytes),
-                  static_cast<unsigned long long>(count), "float", "sum", slowest_s * 1e6, algbw / 1e9, busbw / 1e9,
-                  static_cast<unsigned long long>(wrong_total));
-      std::fflush(stdout);
-      samples.push_back({{"bytes", bytes},
-                         {"count", count},
-                         {"seconds_per_repetition", slowest_s},
-                         {"repetitions", reps},
-                         {"algbw_Bps", algbw},
-                         {"busbw_Bps", busbw},
-                         {"wrong", wrong_total}});
-    }
+    const AllreduceMeasure m = measure_allreduce(once, vector, count, bytes, rank, ranks, o.target_s);
+    if (rank == 0) samples.push_back(allreduce_sample(bytes, count, m, ranks));
   }
   comms.free();
   return {{"op", "allreduce"},
@@ -219,13 +245,9 @@ std::string bottleneck_class(const Topology& topology, int from, int to) {
   return name;
 }
 
-}  // namespace
-
-nlohmann::json run_bench(const Topology& topology, const BenchOptions& options) {
-  int rank = 0, ranks = 1;
-  COMMSIM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  COMMSIM_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
-  // Which ranks share rank 0's host: MPI knows (shared memory), whatever the topology file says.
+// The first rank after 0 on rank 0's host and the first on another host (-1: none). Which ranks share a host MPI
+// knows (shared memory), whatever the topology file says.
+std::pair<int, int> ping_partners(int rank, int ranks) {
   MPI_Comm node = MPI_COMM_NULL;
   COMMSIM_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   int node_rank = 0;
@@ -240,8 +262,25 @@ nlohmann::json run_bench(const Topology& topology, const BenchOptions& options) 
     if (host_leader[r] == host_leader[0] && same < 0) same = r;
     if (host_leader[r] != host_leader[0] && across < 0) across = r;
   }
+  return {same, across};
+}
 
-  nlohmann::json report = {{"backend", "mpi"}, {"ranks", ranks}, {"topology", topology.name()}};
+// Rank 0: prints one ping-pong sweep.
+void print_ping_pong(const nlohmann::json& ping, const std::string& link_class, int partner) {
+  std::printf("# %-5s ranks 0-%-3d %12s %14s %12s %12s\n", link_class.c_str(), partner, "size (B)", "round trip(us)",
+              "one-way(us)", "MB/s");
+  for (const auto& s : ping["samples"]) {
+    const double rt = s["seconds_per_repetition"].get<double>();
+    std::printf("  %-5s %9s %12llu %14.2f %12.2f %12.1f\n", link_class.c_str(), "",
+                static_cast<unsigned long long>(s["bytes"].get<std::uint64_t>()), rt * 1e6, rt / 2 * 1e6,
+                s["bytes"].get<double>() / (rt / 2) / 1e6);
+  }
+  std::fflush(stdout);
+}
+
+// Ping-pong from rank 0 to a rank on its host (shm) and to one on another host, where there are such ranks.
+nlohmann::json ping_pongs(const Topology& topology, const BenchOptions& options, int rank, int ranks) {
+  const auto [same, across] = ping_partners(rank, ranks);
   nlohmann::json pings = nlohmann::json::array();
   if (rank == 0) std::printf("# ping-pong: one repetition = one round trip; one-way = round trip / 2\n");
   struct Pair {
@@ -253,20 +292,20 @@ nlohmann::json run_bench(const Topology& topology, const BenchOptions& options) 
   if (across >= 0) pairs.push_back({across, bottleneck_class(topology, 0, across)});
   for (const auto& [partner, link_class] : pairs) {
     nlohmann::json ping = ping_pong(0, partner, link_class, options);
-    if (rank == 0) {
-      std::printf("# %-5s ranks 0-%-3d %12s %14s %12s %12s\n", link_class.c_str(), partner, "size (B)",
-                  "round trip(us)", "one-way(us)", "MB/s");
-      for (const auto& s : ping["samples"]) {
-        const double rt = s["seconds_per_repetition"].get<double>();
-        std::printf("  %-5s %9s %12llu %14.2f %12.2f %12.1f\n", link_class.c_str(), "",
-                    static_cast<unsigned long long>(s["bytes"].get<std::uint64_t>()), rt * 1e6, rt / 2 * 1e6,
-                    s["bytes"].get<double>() / (rt / 2) / 1e6);
-      }
-      std::fflush(stdout);
-    }
+    if (rank == 0) print_ping_pong(ping, link_class, partner);
     pings.push_back(ping);
   }
-  report["pingpong"] = pings;
+  return pings;
+}
+
+}  // namespace
+
+nlohmann::json run_bench(const Topology& topology, const BenchOptions& options) {
+  int rank = 0, ranks = 1;
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  COMMSIM_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
+  nlohmann::json report = {{"backend", "mpi"}, {"ranks", ranks}, {"topology", topology.name()}};
+  report["pingpong"] = ping_pongs(topology, options, rank, ranks);
   report["allreduce"] = allreduce_sweep(topology, options, rank, ranks);
   nlohmann::json gamma = reduction(options);  // every rank takes part
   if (rank == 0) {

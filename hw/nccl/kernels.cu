@@ -1,87 +1,11 @@
-// GPU kernels of the NCCL backend (see kernels.hpp for the contracts).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <stdexcept>
-#include <string>
-#include <type_traits>
-
+// GPU kernels of the NCCL backend (see kernels.hpp for the contracts); the microbenchmark's are bench_kernels.cu.
+#include "hw/nccl/kernel_support.cuh"
 #include "hw/nccl/kernels.hpp"
 
 namespace commsim::nccl::kernels {
 namespace {
 
-void check(cudaError_t e, const char* what, int line) {
-  if (e == cudaSuccess) return;
-  char host[256] = "unknown";
-  gethostname(host, sizeof host - 1);
-  throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) +
-                           ") (hw/nccl/kernels.cu:" + std::to_string(line) + " on " + host + ")");
-}
-#define COMMSIM_LAUNCHED(name) check(cudaPeekAtLastError(), "launch of " name, __LINE__)
-
-constexpr int kThreads = 256;
-
-// Grid-stride loops: enough blocks to fill a large GPU, never more than the work needs.
-unsigned blocks_for(std::uint64_t n) {
-  const std::uint64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(b, 4096)));
-}
-
-__device__ inline std::uint64_t global_index() {
-  return static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ inline std::uint64_t grid_stride() { return static_cast<std::uint64_t>(gridDim.x) * blockDim.x; }
-
-__device__ inline int verifiable(std::uint64_t i, int rank, int modulus) {
-  const std::uint64_t m = static_cast<std::uint64_t>(modulus);
-  return static_cast<int>(((i % m) * 7 + (static_cast<std::uint64_t>(rank) % m) * 13) % m);
-}
-
-template <typename T>
-__device__ inline T from_float(float x) {
-  return static_cast<T>(x);
-}
-template <>
-__device__ inline __half from_float<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-template <>
-__device__ inline __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float x) {
-  return __nv_fp8_e4m3(x);  // round to nearest, saturate to the finite range
-}
-template <>
-__device__ inline __nv_fp8_e5m2 from_float<__nv_fp8_e5m2>(float x) {
-  return __nv_fp8_e5m2(x);
-}
-template <typename T>
-__device__ inline float to_float(T x) {
-  return static_cast<float>(x);
-}
-// The value `v` in type T: integers wrap (as NCCL's integer sums do), floating types round (exact for the small
-// integers the checks use).
-template <typename T>
-__device__ inline T make(long long v) {
-  if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(v);
-  else
-    return from_float<T>(static_cast<float>(v));
-}
-template <>
-__device__ inline float to_float<__half>(__half x) {
-  return __half2float(x);
-}
-template <>
-__device__ inline float to_float<__nv_bfloat16>(__nv_bfloat16 x) {
-  return __bfloat162float(x);
-}
+using namespace detail;
 
 __global__ void spin_kernel(long long cycles) {
   const long long start = clock64();
@@ -247,113 +171,6 @@ __global__ void scatter_add_kernel(const unsigned* gathered, std::uint64_t words
   }
 }
 
-// ---- microbenchmark data ----
-
-template <typename T>
-__global__ void bench_fill_kernel(T* dst, std::uint64_t n, std::uint64_t offset, int rank, int modulus) {
-  for (std::uint64_t i = global_index(); i < n; i += grid_stride())
-    dst[i] = from_float<T>(static_cast<float>(verifiable(offset + i, rank, modulus)));
-}
-
-template <typename T>
-__global__ void bench_count_kernel(const T* data, std::uint64_t n, int mode, std::uint64_t offset, int ranks, int redop,
-                                   int from_rank, std::uint64_t shard, int modulus, unsigned long long* wrong) {
-  unsigned long long bad = 0;
-  for (std::uint64_t i = global_index(); i < n; i += grid_stride()) {
-    long long expected = 0;
-    if (mode == 0) {
-      expected = verifiable(offset + i, 0, modulus);
-      for (int r = 1; r < ranks; ++r) {
-        const long long v = verifiable(offset + i, r, modulus);
-        switch (redop) {
-          case 0:
-            expected += v;
-            break;
-          case 1:
-            expected *= v;
-            break;
-          case 2:
-            expected = v > expected ? v : expected;
-            break;
-          default:
-            expected = v < expected ? v : expected;
-            break;
-        }
-      }
-    } else if (mode == 1) {
-      expected = verifiable(offset + i, from_rank, modulus);
-    } else {
-      expected = verifiable(i % shard, static_cast<int>(i / shard), modulus);
-    }
-    if (to_float<T>(data[i]) != to_float<T>(make<T>(expected))) ++bad;
-  }
-  if (bad) atomicAdd(wrong, bad);
-}
-
-template <typename F>
-void by_wire(Wire w, F&& f) {
-  switch (w) {
-    case Wire::F32:
-      f(static_cast<float*>(nullptr));
-      break;
-    case Wire::F16:
-      f(static_cast<__half*>(nullptr));
-      break;
-    case Wire::BF16:
-      f(static_cast<__nv_bfloat16*>(nullptr));
-      break;
-    case Wire::F8E4M3:
-      f(static_cast<__nv_fp8_e4m3*>(nullptr));
-      break;
-  }
-}
-
-// ncclDataType_t codes: int8 0, uint8 1, int32 2, uint32 3, int64 4, uint64 5, half 6, float 7, double 8, bfloat16 9,
-// f8e4m3 10, f8e5m2 11.
-template <typename F>
-void by_type(int type, F&& f) {
-  switch (type) {
-    case 0:
-      f(static_cast<signed char*>(nullptr));
-      break;
-    case 1:
-      f(static_cast<unsigned char*>(nullptr));
-      break;
-    case 2:
-      f(static_cast<int*>(nullptr));
-      break;
-    case 3:
-      f(static_cast<unsigned*>(nullptr));
-      break;
-    case 4:
-      f(static_cast<long long*>(nullptr));
-      break;
-    case 5:
-      f(static_cast<unsigned long long*>(nullptr));
-      break;
-    case 6:
-      f(static_cast<__half*>(nullptr));
-      break;
-    case 7:
-      f(static_cast<float*>(nullptr));
-      break;
-    case 8:
-      f(static_cast<double*>(nullptr));
-      break;
-    case 9:
-      f(static_cast<__nv_bfloat16*>(nullptr));
-      break;
-    case 10:
-      f(static_cast<__nv_fp8_e4m3*>(nullptr));
-      break;
-    case 11:
-      f(static_cast<__nv_fp8_e5m2*>(nullptr));
-      break;
-    default:
-      throw std::runtime_error("bench data: unknown NCCL type code " + std::to_string(type));
-  }
-}
-
 }  // namespace
 
 int wire_bytes(Wire w) {
@@ -421,7 +238,7 @@ void count_wrong_gathered(const float* data, std::uint64_t n, std::uint64_t shar
 
 void fill_dgc(float* dst, std::uint64_t n, std::uint64_t k, int rank, cudaStream_t stream) {
   if (n == 0 || k == 0) return;
-  check(cudaMemsetAsync(dst, 0, n * sizeof(float), stream), "cudaMemsetAsync", __LINE__);
+  COMMSIM_KERNEL_CHECK(cudaMemsetAsync(dst, 0, n * sizeof(float), stream), "cudaMemsetAsync");
   fill_dgc_kernel<<<blocks_for(k), kThreads, 0, stream>>>(dst, n, k, rank);
   COMMSIM_LAUNCHED("fill_dgc_kernel");
 }
@@ -435,8 +252,8 @@ void count_wrong_dgc(const float* dense, std::uint64_t n, std::uint64_t k, int r
 
 TopkScratch topk_scratch_create() {
   TopkScratch s;
-  check(cudaMalloc(&s.histogram, 256 * sizeof(unsigned long long)), "cudaMalloc", __LINE__);
-  check(cudaMalloc(&s.state, sizeof(TopkState)), "cudaMalloc", __LINE__);
+  COMMSIM_KERNEL_CHECK(cudaMalloc(&s.histogram, 256 * sizeof(unsigned long long)), "cudaMalloc");
+  COMMSIM_KERNEL_CHECK(cudaMalloc(&s.state, sizeof(TopkState)), "cudaMalloc");
   return s;
 }
 
@@ -467,7 +284,7 @@ void topk(const float* g, std::uint64_t n, std::uint64_t k, void* packed, Wire w
 
 void scatter_add(const void* gathered, std::uint64_t words_per_rank, int ranks, std::uint64_t k, Wire wire,
                  float* dense, std::uint64_t n, cudaStream_t stream) {
-  check(cudaMemsetAsync(dense, 0, n * sizeof(float), stream), "cudaMemsetAsync", __LINE__);
+  COMMSIM_KERNEL_CHECK(cudaMemsetAsync(dense, 0, n * sizeof(float), stream), "cudaMemsetAsync");
   if (k == 0) return;
   const std::uint64_t total = static_cast<std::uint64_t>(ranks) * k;
   by_wire(wire, [&](auto* tag) {
@@ -476,28 +293,6 @@ void scatter_add(const void* gathered, std::uint64_t words_per_rank, int ranks, 
                                                                       words_per_rank, ranks, k, dense, n);
   });
   COMMSIM_LAUNCHED("scatter_add_kernel");
-}
-
-void bench_fill(void* dst, int type, std::uint64_t n, std::uint64_t offset, int rank, int modulus,
-                cudaStream_t stream) {
-  if (n == 0) return;
-  by_type(type, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    bench_fill_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, offset, rank, modulus);
-  });
-  COMMSIM_LAUNCHED("bench_fill_kernel");
-}
-
-void bench_count_wrong(const void* data, int type, std::uint64_t n, int mode, std::uint64_t offset, int ranks,
-                       int redop, int from_rank, std::uint64_t shard, int modulus, unsigned long long* wrong,
-                       cudaStream_t stream) {
-  if (n == 0) return;
-  by_type(type, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    bench_count_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
-        static_cast<const T*>(data), n, mode, offset, ranks, redop, from_rank, shard == 0 ? 1 : shard, modulus, wrong);
-  });
-  COMMSIM_LAUNCHED("bench_count_kernel");
 }
 
 }  // namespace commsim::nccl::kernels

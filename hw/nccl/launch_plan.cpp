@@ -1,7 +1,6 @@
 #include "hw/nccl/launch_plan.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 
 #include "sim/core/error.hpp"
@@ -37,50 +36,6 @@ Dtype wire_dtype(CommDtype d) {
   return Dtype::Float32;
 }
 
-std::string to_string(Call c) {
-  switch (c) {
-    case Call::AllReduce:
-      return "AllReduce";
-    case Call::ReduceScatter:
-      return "ReduceScatter";
-    case Call::AllGather:
-      return "AllGather";
-    case Call::Reduce:
-      return "Reduce";
-    case Call::Broadcast:
-      return "Broadcast";
-  }
-  return "?";
-}
-
-std::string to_string(Dtype d) {
-  switch (d) {
-    case Dtype::Float32:
-      return "float";
-    case Dtype::Float16:
-      return "half";
-    case Dtype::Bfloat16:
-      return "bfloat16";
-    case Dtype::Float8e4m3:
-      return "f8e4m3";
-    case Dtype::Packed32:
-      return "packed32";
-  }
-  return "?";
-}
-
-std::string to_string(Scope s) {
-  switch (s) {
-    case Scope::World:
-      return "world";
-    case Scope::Intra:
-      return "intra";
-    case Scope::Inter:
-      return "inter";
-  }
-  return "?";
-}
-
 namespace {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
@@ -104,18 +59,8 @@ class Translator {
     const int start_event = n, join_event0 = n + 1;  // events: one per task, the start, one join per comm stream
     out_.events = n + 1 + plan_.streams;
 
-    // Which tasks another stream waits for (they record an event).
-    std::vector<bool> recorded(n, false);
-    for (int i = 0; i < n; ++i)
-      for (int d : tasks[i].deps) {
-        COMMSIM_CHECK(d >= 0 && d < i, "plan task " + std::to_string(i) + " depends on a later task");
-        if (tasks[d].stream != tasks[i].stream) recorded[d] = true;
-      }
-    std::vector<bool> used(plan_.streams + 1, false);
-    for (const Task& t : tasks) {
-      COMMSIM_CHECK(t.stream >= 0 && t.stream <= plan_.streams, "plan task on stream " + std::to_string(t.stream));
-      used[t.stream] = true;
-    }
+    const std::vector<bool> recorded = waited_for(tasks);
+    const std::vector<bool> used = used_streams(tasks);
 
     emit({.kind = OpKind::Record, .stream = 0, .event = start_event});
     for (int s = 1; s <= plan_.streams; ++s)
@@ -157,6 +102,28 @@ class Translator {
 
  private:
   void emit(LaunchOp op) { out_.ops.push_back(op); }
+
+  // Which tasks another stream waits for (they record an event).
+  static std::vector<bool> waited_for(const std::vector<Task>& tasks) {
+    const int n = static_cast<int>(tasks.size());
+    std::vector<bool> recorded(n, false);
+    for (int i = 0; i < n; ++i)
+      for (int d : tasks[i].deps) {
+        COMMSIM_CHECK(d >= 0 && d < i, "plan task " + std::to_string(i) + " depends on a later task");
+        if (tasks[d].stream != tasks[i].stream) recorded[d] = true;
+      }
+    return recorded;
+  }
+
+  // Which streams the step's tasks use.
+  std::vector<bool> used_streams(const std::vector<Task>& tasks) const {
+    std::vector<bool> used(plan_.streams + 1, false);
+    for (const Task& t : tasks) {
+      COMMSIM_CHECK(t.stream >= 0 && t.stream <= plan_.streams, "plan task on stream " + std::to_string(t.stream));
+      used[t.stream] = true;
+    }
+    return used;
+  }
 
   std::uint64_t elements_of(const Task& t) const {
     std::uint64_t e = 0;
@@ -248,32 +215,40 @@ class Translator {
   }
 
   void collective(int i, bool cast) {
+    if (step_->tasks[i].purpose == Purpose::SparseGather) return sparse_gather(i);
+    dense_collective(i, cast);
+  }
+
+  // DGC: the all-gather of every rank's packed (index, value) pairs, then their scatter-add into a dense buffer.
+  void sparse_gather(int i) {
     const Task& t = step_->tasks[i];
     const Dtype wire = wire_dtype(program_.comm_dtype);
-    if (t.purpose == Purpose::SparseGather) {
-      const std::uint64_t e = elements_of(t), kept = t.kept;
-      // Indices first (aligned), then values in the comm dtype, rounded up to whole words.
-      const std::uint64_t words = ceil_div(kept * (4 + static_cast<std::uint64_t>(dtype_size(wire))), 4);
-      const int b = buffer(t, e);
-      BufferSpec& spec = program_.buffers[b];
-      spec.packed_words = std::max(spec.packed_words, words);
-      spec.gathered_words = std::max(spec.gathered_words, words * static_cast<std::uint64_t>(plan_.ranks));
-      spec.dense_output = true;
-      emit({.kind = OpKind::Collective,
-            .stream = t.stream,
-            .task = i,
-            .buffer = b,
-            .call = Call::AllGather,
-            .comm = comm(t.stream, Scope::World),
-            .count = words,
-            .dtype = Dtype::Packed32});
-      emit({.kind = OpKind::Scatter, .stream = t.stream, .task = i, .buffer = b, .count = kept, .elements = e});
-      return;
-    }
+    const std::uint64_t e = elements_of(t), kept = t.kept;
+    // Indices first (aligned), then values in the comm dtype, rounded up to whole words.
+    const std::uint64_t words = ceil_div(kept * (4 + static_cast<std::uint64_t>(dtype_size(wire))), 4);
+    const int b = buffer(t, e);
+    BufferSpec& spec = program_.buffers[b];
+    spec.packed_words = std::max(spec.packed_words, words);
+    spec.gathered_words = std::max(spec.gathered_words, words * static_cast<std::uint64_t>(plan_.ranks));
+    spec.dense_output = true;
+    emit({.kind = OpKind::Collective,
+          .stream = t.stream,
+          .task = i,
+          .buffer = b,
+          .call = Call::AllGather,
+          .comm = comm(t.stream, Scope::World),
+          .count = words,
+          .dtype = Dtype::Packed32});
+    emit({.kind = OpKind::Scatter, .stream = t.stream, .task = i, .buffer = b, .count = kept, .elements = e});
+  }
+
+  // A dense collective in fp32, or in the comm dtype after a cast; then the cast back (and Local SGD's scaling).
+  void dense_collective(int i, bool cast) {
+    const Task& t = step_->tasks[i];
     const Shape s = shape(t);
     const int b = buffer(t, s.buffer_elements);
     if (cast) program_.buffers[b].comm_copy = true;
-    const Dtype dtype = cast ? wire : Dtype::Float32;
+    const Dtype dtype = cast ? wire_dtype(program_.comm_dtype) : Dtype::Float32;
     LaunchOp op{.kind = OpKind::Collective,
                 .stream = t.stream,
                 .task = i,
@@ -282,17 +257,7 @@ class Translator {
                 .count = s.count,
                 .dtype = dtype};
     if (s.call == Call::AllReduce && t.collective.algorithm == Algorithm::Hierarchical) {
-      // Paddle use_hierarchical_allreduce as the Plan defines it (the seed document's three phases, which the
-      // simulator's schedule and the MPI backend run too): allreduce inside the group, allreduce among the group
-      // leaders, broadcast from the leader inside the group.
-      LaunchOp group = op, leaders = op, broadcast = op;
-      group.comm = comm(t.stream, Scope::Intra);
-      leaders.comm = comm(t.stream, Scope::Inter);
-      broadcast.call = Call::Broadcast;
-      broadcast.comm = group.comm;
-      emit(group);
-      emit(leaders);
-      emit(broadcast);
+      hierarchical_allreduce(op, t.stream);
     } else {
       // Ring, tree, auto and the rest: one ncclAllReduce; NCCL picks (or is told, through NCCL_ALGO) the algorithm.
       op.comm = comm(t.stream, Scope::World);
@@ -310,6 +275,20 @@ class Translator {
             .shard = own_shard,
             .scale = scale});
     }
+  }
+
+  // Paddle use_hierarchical_allreduce as the Plan defines it (the seed document's three phases, which the
+  // simulator's schedule and the MPI backend run too): allreduce inside the group, allreduce among the group
+  // leaders, broadcast from the leader inside the group.
+  void hierarchical_allreduce(const LaunchOp& op, int stream) {
+    LaunchOp group = op, leaders = op, broadcast = op;
+    group.comm = comm(stream, Scope::Intra);
+    leaders.comm = comm(stream, Scope::Inter);
+    broadcast.call = Call::Broadcast;
+    broadcast.comm = group.comm;
+    emit(group);
+    emit(leaders);
+    emit(broadcast);
   }
 
   const Plan& plan_;
@@ -332,81 +311,6 @@ std::vector<LaunchOp> translate(const Plan& plan, const StepPlan& step, int rank
   LaunchProgram program;
   Translator tr(plan, ranks_per_node, program);
   return tr.step(step).ops;
-}
-
-std::string describe(const LaunchOp& op, const LaunchProgram& program) {
-  char buf[256];
-  const char* k = "";
-  switch (op.kind) {
-    case OpKind::Record:
-      std::snprintf(buf, sizeof buf, "s%d record event %d", op.stream, op.event);
-      break;
-    case OpKind::Wait:
-      std::snprintf(buf, sizeof buf, "s%d wait event %d", op.stream, op.event);
-      break;
-    case OpKind::Spin:
-      std::snprintf(buf, sizeof buf, "s%d spin %.3f us", op.stream, op.seconds * 1e6);
-      break;
-    case OpKind::CastDown:
-      k = "cast fp32 ->";
-      [[fallthrough]];
-    case OpKind::CastUp:
-      if (!*k) k = "cast -> fp32 from";
-      std::snprintf(buf, sizeof buf, "s%d %s %s buffer %d count %llu%s scale %g", op.stream, k,
-                    to_string(wire_dtype(program.comm_dtype)).c_str(), op.buffer,
-                    static_cast<unsigned long long>(op.count), op.shard ? " (own shard)" : "",
-                    static_cast<double>(op.scale));
-      break;
-    case OpKind::TopK:
-      std::snprintf(buf, sizeof buf, "s%d top-k %llu of %llu buffer %d", op.stream,
-                    static_cast<unsigned long long>(op.count), static_cast<unsigned long long>(op.elements), op.buffer);
-      break;
-    case OpKind::Scatter:
-      std::snprintf(buf, sizeof buf, "s%d scatter-add %d x %llu pairs into %llu buffer %d", op.stream, program.ranks,
-                    static_cast<unsigned long long>(op.count), static_cast<unsigned long long>(op.elements), op.buffer);
-      break;
-    case OpKind::Collective: {
-      const CommSpec& c = program.comms.at(static_cast<std::size_t>(op.comm));
-      const bool rooted = op.call == Call::Reduce || op.call == Call::Broadcast;
-      std::snprintf(buf, sizeof buf, "s%d nccl%s comm %d (s%d %s) count %llu %s%s%s buffer %d", op.stream,
-                    to_string(op.call).c_str(), op.comm, c.stream, to_string(c.scope).c_str(),
-                    static_cast<unsigned long long>(op.count), to_string(op.dtype).c_str(),
-                    op.call == Call::AllGather || op.call == Call::Broadcast ? "" : " sum", rooted ? " root 0" : "",
-                    op.buffer);
-      break;
-    }
-  }
-  return buf;
-}
-
-std::string format_program(const Plan& plan, const LaunchProgram& program) {
-  static const char* kKinds[] = {"sync", "dgc-sparse", "local-only", "local-average", "sharded"};
-  std::string out;
-  char buf[160];
-  std::snprintf(buf, sizeof buf,
-                "# %d ranks, hierarchy groups of %d, %d communication stream(s), %zu communicator(s), %zu buffer(s)\n",
-                program.ranks, program.group_size, program.streams, program.comms.size(), program.buffers.size());
-  out += buf;
-  for (std::size_t k = 0; k < program.step_plans.size(); ++k) {
-    std::string steps;
-    for (std::size_t s = 0; s < plan.step_plan_of.size(); ++s)
-      if (plan.step_plan_of[s] == static_cast<int>(k)) {
-        if (!steps.empty()) steps += ',';
-        steps += std::to_string(s);
-      }
-    const LaunchStep& step = program.step_plans[k];
-    std::snprintf(buf, sizeof buf, "step kind %zu: %s", k, kKinds[static_cast<int>(step.kind)]);
-    out += buf;
-    if (step.kind == StepKind::DgcSparse) out += " sparsity " + std::to_string(step.sparsity);
-    out += " (steps " + steps + ")\n";
-    for (const LaunchOp& op : step.ops) {
-      out += "  " + describe(op, program);
-      if (op.task >= 0 && op.kind != OpKind::Record && op.kind != OpKind::Wait)
-        out += "  [" + plan.step_plans[k].tasks[static_cast<std::size_t>(op.task)].label + "]";
-      out += "\n";
-    }
-  }
-  return out;
 }
 
 }  // namespace commsim::nccl

@@ -1,6 +1,6 @@
 // Plan -> launch translation for the NCCL backend: what every rank enqueues, in order, to execute one step of a
 // Plan on CUDA streams. Pure C++ (no CUDA, no NCCL types), so it is built and tested on machines without a GPU;
-// the runtime (nccl_runtime.cpp) executes the list as it is.
+// the runtime (nccl_runtime.cpp, one op at a time in launch_ops.cpp) executes the list as it is.
 //
 // Conventions the runtime relies on:
 //   * stream 0 computes; streams 1..n communicate (Paddle nccl_comm_num), one set of communicators per stream, so

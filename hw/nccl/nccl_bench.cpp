@@ -63,7 +63,230 @@ Counts counts_for(Collective op, std::uint64_t count, std::uint64_t p) {
   }
 }
 
-BenchResult run_bench(const BenchOptions& o, const World& world);
+// One sweep on the GPUs of this process: the devices opened, every size launched, timed and checked, then closed.
+class BenchRunner {
+ public:
+  BenchRunner(const BenchOptions& o, const World& world)
+      : o_(o),
+        world_(world),
+        type_(type_info(o.dtype)),
+        p_(world.nranks()),
+        rooted_(o.op == Collective::Broadcast || o.op == Collective::Reduce),
+        t_(static_cast<ncclDataType_t>(type_.code)),
+        redop_(redop_of(o.redop)),
+        ws_(static_cast<std::uint64_t>(type_.size)),
+        // Check data: nccl-tests-style verifiable integers whose reductions are exact in the type.
+        modulus_(static_cast<int>(std::min(64.0, std::floor(type_.limit / p_) + 1))),
+        checkable_(o.check && modulus_ >= 2 && (o.redop == "sum" || o.redop == "max" || o.redop == "min")) {
+    if (rooted_ && o.root >= p_)
+      throw InputError("--root", "",
+                       "rank " + std::to_string(o.root) + " does not exist (" + std::to_string(p_) + " ranks)");
+  }
+
+  BenchResult run() {
+    BenchResult result;
+    result.op = o_.op;
+    result.options = o_;
+    result.ranks = p_;
+    result.nodes = world_.nodes();
+    result.root = world_.root();
+    int version = 0;
+    COMMSIM_NCCL(ncclGetVersion(&version));
+    result.nccl_version = std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+                          std::to_string(version % 100);
+    result.devices = world_.gather(open_devices());
+    const std::vector<ncclComm_t> comms = world_.init_comms();
+    for (std::size_t i = 0; i < devices_.size(); ++i) devices_[i].comm = comms[i];
+    // Warm-up at the largest and the smallest size, as nccl-tests does.
+    for (std::uint64_t bytes : {o_.max_bytes, o_.min_bytes}) {
+      for (int i = 0; i < o_.warmup_iters; ++i) launch(count_of(bytes), false);
+      wait();
+    }
+    for (std::uint64_t bytes = o_.min_bytes; bytes <= o_.max_bytes;
+         bytes *= static_cast<std::uint64_t>(o_.step_factor)) {
+      result.rows.push_back(row(count_of(bytes)));
+      if (o_.max_bytes / static_cast<std::uint64_t>(o_.step_factor) < bytes)
+        break;  // the next size would overflow or pass max
+    }
+    close_devices();
+    return result;
+  }
+
+ private:
+  // Streams and buffers on every local GPU; returns nccl-tests' device lines.
+  std::vector<std::string> open_devices() {
+    const bool reduces =
+        o_.op == Collective::AllReduce || o_.op == Collective::Reduce || o_.op == Collective::ReduceScatter;
+    std::vector<std::string> lines;
+    devices_.resize(world_.devices().size());
+    const std::uint64_t max_bytes_buffer =
+        o_.max_bytes + static_cast<std::uint64_t>(type_.size) * static_cast<std::uint64_t>(p_);
+    for (std::size_t i = 0; i < devices_.size(); ++i) {
+      Device& d = devices_[i];
+      d.device = world_.devices()[i];
+      d.rank = world_.ranks()[i];
+      cudaDeviceProp prop;
+      COMMSIM_CUDA(cudaGetDeviceProperties(&prop, d.device));
+      if (type_.code >= 10 && reduces && prop.major < 9)
+        throw InputError("--dtype", "",
+                         "NCCL reduces fp8 only on compute capability 9.0 or newer; GPU " + std::to_string(d.device) +
+                             " (" + prop.name + ") is " + std::to_string(prop.major) + "." +
+                             std::to_string(prop.minor));
+      char line[512];
+      std::snprintf(line, sizeof line, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s", d.rank, 0,
+                    static_cast<int>(getpid()), world_.host().c_str(), d.device, prop.pciBusID, prop.name);
+      lines.push_back(line);
+      COMMSIM_CUDA(cudaSetDevice(d.device));
+      COMMSIM_CUDA(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking));
+      COMMSIM_CUDA(cudaMalloc(&d.send, max_bytes_buffer));
+      COMMSIM_CUDA(cudaMalloc(&d.recv, max_bytes_buffer));
+      COMMSIM_CUDA(cudaMalloc(&d.wrong, sizeof(unsigned long long)));
+      COMMSIM_CUDA(cudaMemset(d.send, 0, max_bytes_buffer));
+      COMMSIM_CUDA(cudaMemset(d.recv, 0, max_bytes_buffer));
+    }
+    return lines;
+  }
+
+  void close_devices() {
+    for (Device& d : devices_) {
+      cudaSetDevice(d.device);
+      ncclCommDestroy(d.comm);
+      cudaFree(d.send);
+      cudaFree(d.recv);
+      cudaFree(d.wrong);
+      cudaStreamDestroy(d.stream);
+    }
+  }
+
+  Counts count_of(std::uint64_t bytes) const { return counts_for(o_.op, bytes / ws_, static_cast<std::uint64_t>(p_)); }
+
+  // One size: out of place, then in place.
+  BenchRow row(const Counts& c) {
+    BenchRow row;
+    row.bytes = std::max(c.send, c.recv) * ws_;
+    row.count = c.param;
+    row.type = o_.dtype;
+    row.redop = o_.redop;
+    row.root = rooted_ ? o_.root : -1;
+    for (bool in_place : {false, true}) {
+      BenchTiming& timing = in_place ? row.in_place : row.out_of_place;
+      time(c, in_place, row.bytes, timing);
+      if (checkable_) timing.wrong = static_cast<std::int64_t>(world_.sum(check(c, in_place)));
+    }
+    return row;
+  }
+
+  // A synchronising run, then `iters` launches timed with the host clock, averaged over processes.
+  void time(const Counts& c, bool in_place, std::uint64_t bytes, BenchTiming& timing) {
+    launch(c, in_place);  // sync run
+    wait();
+    world_.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < o_.iters; ++i) launch(c, in_place);
+    wait();
+    std::vector<double> seconds{std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                                o_.iters};
+    world_.sum(seconds);
+    timing.time_s = seconds[0] / (world_.mpi() ? static_cast<double>(p_) : 1.0);  // mean over processes
+    timing.algbw_Bps = timing.time_s > 0 ? static_cast<double>(bytes) / timing.time_s : 0;
+    timing.busbw_Bps = timing.algbw_Bps * busbw_factor(o_.op, p_);
+  }
+
+  // One run on verifiable inputs; returns the wrong elements of this process's GPUs.
+  std::uint64_t check(const Counts& c, bool in_place) {
+    for (Device& d : devices_) {
+      COMMSIM_CUDA(cudaSetDevice(d.device));
+      char* input = in_place ? d.recv + c.send_inplace_offset * ws_ * static_cast<std::uint64_t>(d.rank) : d.send;
+      kernels::bench_fill(input, type_.code, c.send, 0, d.rank, modulus_, d.stream);
+      COMMSIM_CUDA(cudaMemsetAsync(d.wrong, 0, sizeof(unsigned long long), d.stream));
+    }
+    launch(c, in_place);
+    std::uint64_t wrong = 0;
+    for (Device& d : devices_) {
+      COMMSIM_CUDA(cudaSetDevice(d.device));
+      count_wrong(d, c, in_place);
+      unsigned long long w = 0;
+      COMMSIM_CUDA(cudaMemcpyAsync(&w, d.wrong, sizeof w, cudaMemcpyDeviceToHost, d.stream));
+      COMMSIM_CUDA(cudaStreamSynchronize(d.stream));
+      wrong += w;
+    }
+    return wrong;
+  }
+
+  // Enqueues the kernel counting the wrong elements of one GPU's output.
+  void count_wrong(Device& d, const Counts& c, bool in_place) {
+    const std::uint64_t r = static_cast<std::uint64_t>(d.rank);
+    const char* output = in_place ? d.recv + c.recv_inplace_offset * ws_ * r : d.recv;
+    const int op = static_cast<int>(redop_);
+    const int code = type_.code;
+    switch (o_.op) {
+      case Collective::AllReduce:
+        kernels::bench_count_wrong(output, code, c.recv, 0, 0, p_, op, 0, 0, modulus_, d.wrong, d.stream);
+        break;
+      case Collective::Reduce:
+        if (d.rank == o_.root)
+          kernels::bench_count_wrong(output, code, c.recv, 0, 0, p_, op, 0, 0, modulus_, d.wrong, d.stream);
+        break;
+      case Collective::Broadcast:
+        kernels::bench_count_wrong(output, code, c.recv, 1, 0, p_, op, o_.root, 0, modulus_, d.wrong, d.stream);
+        break;
+      case Collective::AllGather:
+        kernels::bench_count_wrong(output, code, c.recv, 2, 0, p_, op, 0, c.param, modulus_, d.wrong, d.stream);
+        break;
+      case Collective::ReduceScatter:
+        kernels::bench_count_wrong(output, code, c.recv, 0, r * c.recv, p_, op, 0, 0, modulus_, d.wrong, d.stream);
+        break;
+    }
+  }
+
+  // One launch of the collective on every local GPU (one NCCL group when there are several).
+  void launch(const Counts& c, bool in_place) {
+    if (devices_.size() > 1) COMMSIM_NCCL(ncclGroupStart());
+    for (Device& d : devices_) {
+      COMMSIM_CUDA(cudaSetDevice(d.device));
+      const std::uint64_t r = static_cast<std::uint64_t>(d.rank);
+      void* send = in_place ? d.recv + c.send_inplace_offset * ws_ * r : d.send;
+      void* recv = in_place ? d.recv + c.recv_inplace_offset * ws_ * r : d.recv;
+      switch (o_.op) {
+        case Collective::AllReduce:
+          COMMSIM_NCCL(ncclAllReduce(send, recv, c.param, t_, redop_, d.comm, d.stream));
+          break;
+        case Collective::AllGather:
+          COMMSIM_NCCL(ncclAllGather(send, recv, c.param, t_, d.comm, d.stream));
+          break;
+        case Collective::ReduceScatter:
+          COMMSIM_NCCL(ncclReduceScatter(send, recv, c.param, t_, redop_, d.comm, d.stream));
+          break;
+        case Collective::Broadcast:
+          COMMSIM_NCCL(ncclBroadcast(send, recv, c.param, t_, o_.root, d.comm, d.stream));
+          break;
+        case Collective::Reduce:
+          COMMSIM_NCCL(ncclReduce(send, recv, c.param, t_, redop_, o_.root, d.comm, d.stream));
+          break;
+      }
+    }
+    if (devices_.size() > 1) COMMSIM_NCCL(ncclGroupEnd());
+  }
+
+  void wait() {
+    for (Device& d : devices_) {
+      COMMSIM_CUDA(cudaSetDevice(d.device));
+      COMMSIM_CUDA(cudaStreamSynchronize(d.stream));
+    }
+  }
+
+  const BenchOptions& o_;
+  const World& world_;
+  const TypeInfo type_;
+  const int p_;  // ranks
+  const bool rooted_;
+  const ncclDataType_t t_;
+  const ncclRedOp_t redop_;
+  const std::uint64_t ws_;  // bytes per element
+  const int modulus_;
+  const bool checkable_;
+  std::vector<Device> devices_;
+};
 
 }  // namespace
 
@@ -75,187 +298,7 @@ BenchResult bench_nccl(const BenchOptions& o) {
   if (type_info(o.dtype).code >= 10) throw NcclUnavailable("nccl backend: fp8 types need NCCL 2.24 or newer");
 #endif
   World world(o.launch, o.gpus);
-  return world.run_or_abort([&] { return run_bench(o, world); });
+  return world.run_or_abort([&] { return BenchRunner(o, world).run(); });
 }
 
-namespace {
-
-BenchResult run_bench(const BenchOptions& o, const World& world) {
-  const TypeInfo type = type_info(o.dtype);
-  const int p = world.nranks();
-  const bool rooted = o.op == Collective::Broadcast || o.op == Collective::Reduce;
-  if (rooted && o.root >= p)
-    throw InputError("--root", "",
-                     "rank " + std::to_string(o.root) + " does not exist (" + std::to_string(p) + " ranks)");
-  const bool reduces = o.op == Collective::AllReduce || o.op == Collective::Reduce || o.op == Collective::ReduceScatter;
-
-  BenchResult result;
-  result.op = o.op;
-  result.options = o;
-  result.ranks = p;
-  result.nodes = world.nodes();
-  result.root = world.root();
-  int version = 0;
-  COMMSIM_NCCL(ncclGetVersion(&version));
-  result.nccl_version =
-      std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." + std::to_string(version % 100);
-
-  std::vector<std::string> lines;
-  std::vector<Device> devices(world.devices().size());
-  const std::uint64_t max_bytes_buffer =
-      o.max_bytes + static_cast<std::uint64_t>(type.size) * static_cast<std::uint64_t>(p);
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    Device& d = devices[i];
-    d.device = world.devices()[i];
-    d.rank = world.ranks()[i];
-    cudaDeviceProp prop;
-    COMMSIM_CUDA(cudaGetDeviceProperties(&prop, d.device));
-    if (type.code >= 10 && reduces && prop.major < 9)
-      throw InputError("--dtype", "",
-                       "NCCL reduces fp8 only on compute capability 9.0 or newer; GPU " + std::to_string(d.device) +
-                           " (" + prop.name + ") is " + std::to_string(prop.major) + "." + std::to_string(prop.minor));
-    char line[512];
-    std::snprintf(line, sizeof line, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s", d.rank, 0,
-                  static_cast<int>(getpid()), world.host().c_str(), d.device, prop.pciBusID, prop.name);
-    lines.push_back(line);
-    COMMSIM_CUDA(cudaSetDevice(d.device));
-    COMMSIM_CUDA(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking));
-    COMMSIM_CUDA(cudaMalloc(&d.send, max_bytes_buffer));
-    COMMSIM_CUDA(cudaMalloc(&d.recv, max_bytes_buffer));
-    COMMSIM_CUDA(cudaMalloc(&d.wrong, sizeof(unsigned long long)));
-    COMMSIM_CUDA(cudaMemset(d.send, 0, max_bytes_buffer));
-    COMMSIM_CUDA(cudaMemset(d.recv, 0, max_bytes_buffer));
-  }
-  result.devices = world.gather(lines);
-  const std::vector<ncclComm_t> comms = world.init_comms();
-  for (std::size_t i = 0; i < devices.size(); ++i) devices[i].comm = comms[i];
-
-  const ncclDataType_t t = static_cast<ncclDataType_t>(type.code);
-  const ncclRedOp_t redop = redop_of(o.redop);
-  const std::uint64_t ws = static_cast<std::uint64_t>(type.size);
-
-  auto launch = [&](const Counts& c, bool in_place) {
-    if (devices.size() > 1) COMMSIM_NCCL(ncclGroupStart());
-    for (Device& d : devices) {
-      COMMSIM_CUDA(cudaSetDevice(d.device));
-      const std::uint64_t r = static_cast<std::uint64_t>(d.rank);
-      void* send = in_place ? d.recv + c.send_inplace_offset * ws * r : d.send;
-      void* recv = in_place ? d.recv + c.recv_inplace_offset * ws * r : d.recv;
-      switch (o.op) {
-        case Collective::AllReduce:
-          COMMSIM_NCCL(ncclAllReduce(send, recv, c.param, t, redop, d.comm, d.stream));
-          break;
-        case Collective::AllGather:
-          COMMSIM_NCCL(ncclAllGather(send, recv, c.param, t, d.comm, d.stream));
-          break;
-        case Collective::ReduceScatter:
-          COMMSIM_NCCL(ncclReduceScatter(send, recv, c.param, t, redop, d.comm, d.stream));
-          break;
-        case Collective::Broadcast:
-          COMMSIM_NCCL(ncclBroadcast(send, recv, c.param, t, o.root, d.comm, d.stream));
-          break;
-        case Collective::Reduce:
-          COMMSIM_NCCL(ncclReduce(send, recv, c.param, t, redop, o.root, d.comm, d.stream));
-          break;
-      }
-    }
-    if (devices.size() > 1) COMMSIM_NCCL(ncclGroupEnd());
-  };
-  auto wait = [&] {
-    for (Device& d : devices) {
-      COMMSIM_CUDA(cudaSetDevice(d.device));
-      COMMSIM_CUDA(cudaStreamSynchronize(d.stream));
-    }
-  };
-  auto count_of = [&](std::uint64_t bytes) { return counts_for(o.op, bytes / ws, static_cast<std::uint64_t>(p)); };
-
-  // Warm-up at the largest and the smallest size, as nccl-tests does.
-  for (std::uint64_t bytes : {o.max_bytes, o.min_bytes}) {
-    for (int i = 0; i < o.warmup_iters; ++i) launch(count_of(bytes), false);
-    wait();
-  }
-
-  // Check data: nccl-tests-style verifiable integers whose reductions are exact in the type.
-  const int modulus = static_cast<int>(std::min(64.0, std::floor(type.limit / p) + 1));
-  const bool checkable = o.check && modulus >= 2 && (o.redop == "sum" || o.redop == "max" || o.redop == "min");
-
-  for (std::uint64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= static_cast<std::uint64_t>(o.step_factor)) {
-    const Counts c = count_of(bytes);
-    BenchRow row;
-    row.bytes = std::max(c.send, c.recv) * ws;
-    row.count = c.param;
-    row.type = o.dtype;
-    row.redop = o.redop;
-    row.root = rooted ? o.root : -1;
-    for (bool in_place : {false, true}) {
-      BenchTiming& timing = in_place ? row.in_place : row.out_of_place;
-      launch(c, in_place);  // sync run
-      wait();
-      world.barrier();
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < o.iters; ++i) launch(c, in_place);
-      wait();
-      std::vector<double> seconds{std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-                                  o.iters};
-      world.sum(seconds);
-      timing.time_s = seconds[0] / (world.mpi() ? static_cast<double>(p) : 1.0);  // mean over processes
-      timing.algbw_Bps = timing.time_s > 0 ? static_cast<double>(row.bytes) / timing.time_s : 0;
-      timing.busbw_Bps = timing.algbw_Bps * busbw_factor(o.op, p);
-      if (!checkable) continue;
-      for (Device& d : devices) {
-        COMMSIM_CUDA(cudaSetDevice(d.device));
-        char* input = in_place ? d.recv + c.send_inplace_offset * ws * static_cast<std::uint64_t>(d.rank) : d.send;
-        kernels::bench_fill(input, type.code, c.send, 0, d.rank, modulus, d.stream);
-        COMMSIM_CUDA(cudaMemsetAsync(d.wrong, 0, sizeof(unsigned long long), d.stream));
-      }
-      launch(c, in_place);
-      std::uint64_t wrong = 0;
-      for (Device& d : devices) {
-        COMMSIM_CUDA(cudaSetDevice(d.device));
-        const std::uint64_t r = static_cast<std::uint64_t>(d.rank);
-        const char* output = in_place ? d.recv + c.recv_inplace_offset * ws * r : d.recv;
-        const int op = static_cast<int>(redop);
-        switch (o.op) {
-          case Collective::AllReduce:
-            kernels::bench_count_wrong(output, type.code, c.recv, 0, 0, p, op, 0, 0, modulus, d.wrong, d.stream);
-            break;
-          case Collective::Reduce:
-            if (d.rank == o.root)
-              kernels::bench_count_wrong(output, type.code, c.recv, 0, 0, p, op, 0, 0, modulus, d.wrong, d.stream);
-            break;
-          case Collective::Broadcast:
-            kernels::bench_count_wrong(output, type.code, c.recv, 1, 0, p, op, o.root, 0, modulus, d.wrong, d.stream);
-            break;
-          case Collective::AllGather:
-            kernels::bench_count_wrong(output, type.code, c.recv, 2, 0, p, op, 0, c.param, modulus, d.wrong, d.stream);
-            break;
-          case Collective::ReduceScatter:
-            kernels::bench_count_wrong(output, type.code, c.recv, 0, r * c.recv, p, op, 0, 0, modulus, d.wrong,
-                                       d.stream);
-            break;
-        }
-        unsigned long long w = 0;
-        COMMSIM_CUDA(cudaMemcpyAsync(&w, d.wrong, sizeof w, cudaMemcpyDeviceToHost, d.stream));
-        COMMSIM_CUDA(cudaStreamSynchronize(d.stream));
-        wrong += w;
-      }
-      timing.wrong = static_cast<std::int64_t>(world.sum(wrong));
-    }
-    result.rows.push_back(row);
-    if (o.max_bytes / static_cast<std::uint64_t>(o.step_factor) < bytes)
-      break;  // the next size would overflow or pass max
-  }
-
-  for (Device& d : devices) {
-    cudaSetDevice(d.device);
-    ncclCommDestroy(d.comm);
-    cudaFree(d.send);
-    cudaFree(d.recv);
-    cudaFree(d.wrong);
-    cudaStreamDestroy(d.stream);
-  }
-  return result;
-}
-
-}  // namespace
 }  // namespace commsim::nccl
