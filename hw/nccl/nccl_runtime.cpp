@@ -32,7 +32,6 @@ namespace {
 // NCCL reads NCCL_ALGO once, at its first communicator: this runs before any is made.
 void choose_nccl_algorithm(const Plan& plan, const LaunchProgram& program, const NcclOptions& options,
                            std::vector<std::string>& notes) {
-  // NCCL reads NCCL_ALGO once, at its first communicator: set it before.
   const Algorithm algo = plan.algorithm;
   // NCCL_ALGO applies to every collective, and NCCL has no tree for all-gather or reduce-scatter.
   bool allreduce_only = true;
