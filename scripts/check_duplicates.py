@@ -32,7 +32,7 @@ def significant_lines(path):
 
 
 def sources():
-    listed = subprocess.run(["git", "ls-files", "*.cpp", "*.hpp", "*.cu", "*.cpp.in"], cwd=ROOT, check=True,
+    listed = subprocess.run(["git", "ls-files", "*.cpp", "*.hpp", "*.cu", "*.cuh", "*.cpp.in"], cwd=ROOT, check=True,
                             capture_output=True, text=True).stdout.split()
     return [ROOT / name for name in listed]
 

@@ -6,7 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 unformatted=()
 while IFS= read -r file; do
   clang-format-14 --dry-run -Werror "$file" >/dev/null 2>&1 || unformatted+=("$file")
-done < <(git ls-files '*.cpp' '*.hpp' '*.cu')
+done < <(git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh')
 if ((${#unformatted[@]})); then
   echo "check_format: ${#unformatted[@]} file(s) not formatted by .clang-format (run clang-format-14 -i on them):" >&2
   printf '  %s\n' "${unformatted[@]}" >&2
