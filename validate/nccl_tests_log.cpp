@@ -313,7 +313,7 @@ NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<N
       const nccl::Estimate chosen = nccl::choose(spec, topology, log.file);
       const nccl::Estimate e = nccl::predict_with(spec, topology, chosen.algorithm, chosen.protocol, {});
       groups[nccl::scale_key(op, chosen.algorithm, chosen.protocol)].push_back(
-          {e.latency_s, static_cast<double>(row.bytes) / e.algbw_Bps, row.time_us * 1e-6});
+          {e.latency_s, e.bandwidth_s, row.time_us * 1e-6});
     }
   }
   NcclCalibration cal;

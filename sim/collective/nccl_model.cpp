@@ -37,6 +37,7 @@ constexpr int kCorrectionSizes = 23;
 using PerProto = std::array<double, kProtos>;
 using PerAlgo = std::array<PerProto, kNcclAlgos>;
 using PerNodes = std::array<double, 3>;  // 1 node, 2 nodes, more
+int nodes_index_of(int nodes) { return nodes <= 2 ? nodes - 1 : 2; }
 
 // How a version prices NVLS (nccl_model.hpp, libraries/nccl.json "nvls").
 enum class NvlsBandwidth { Intra, MinIntraInter, Efficiency };
@@ -64,7 +65,9 @@ struct Table {
   bool nvls_ring_ratio = false;       // algbw = busBw x n / nsteps, else x 5/6
   bool nvls_latency_from_hw = false;  // hwLat NVLink NVLS (+ inter), else baseLat (+ NET NVLS)
   std::array<double, kArchs> nvls_efficiency{};
-  int nvls_channels = 16;
+  std::array<PerNodes, kArchs> nvls_channels{};  // by GPU generation and node count
+  Bytes nvls_chunk_bytes = 131072;
+  PerNodes nvls_tree_chunk_bytes{};
   bool pat = false;
   double pat_bandwidth_factor = 1, pat_base_latency_us = 0, pat_inter_latency_divisor = 1, pat_latency_per_rank_us = 0;
   std::array<bool, kArchs> ll128_enabled{};  // by GPU generation, from "ll128_compute_capabilities"
@@ -189,7 +192,9 @@ std::vector<Table> load_tables() {
     t.nvls_latency_from_hw = nvls.at("latency").get<std::string>() == "hw";
     for (int a = 0; a < kArchs; ++a)
       t.nvls_efficiency[a] = nvls.at("efficiency").at(std::string(to_string(static_cast<GpuArch>(a)))).get<double>();
-    t.nvls_channels = nvls.at("channels").get<int>();
+    t.nvls_channels = read_per_arch(nvls.at("channels"));
+    t.nvls_chunk_bytes = nvls.at("chunk_bytes").get<Bytes>();
+    t.nvls_tree_chunk_bytes = read_array<3>(nvls.at("tree_chunk_bytes"));
     if (const nlohmann::json& pat = c.at("pat"); !pat.is_null()) {
       t.pat = true;
       t.pat_bandwidth_factor = pat.at("bandwidth_factor").get<double>();
@@ -321,7 +326,7 @@ double nvls_bus_bw(int a, Collective op, const Machine& m, const CommLibrary& li
       intra_bw *= op == Collective::AllReduce ? 2.0 : static_cast<double>(heads - 1) / heads;
       bw = std::min(intra_bw, inter * (a == kNvlsTree && m.nodes <= 2 ? 2 : 1));
       if (a == kNvlsTree && t.nvls_tree_capped) {
-        const int nodes_index = m.nodes <= 2 ? m.nodes - 1 : 2;
+        const int nodes_index = nodes_index_of(m.nodes);
         bw = std::min(bw, t.nvls_tree_per_channel_GBps[arch_index(lib.gpu_arch)][nodes_index]);
       }
       break;
@@ -335,7 +340,7 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
   if (m.ranks < 2 || !applies(a, p, op, m, lib, t)) return e;
   const int n = m.ranks, nodes = m.nodes, ppn = n / nodes;
   const int arch = arch_index(lib.gpu_arch);
-  const int nodes_index = nodes <= 2 ? nodes - 1 : 2;
+  const int nodes_index = nodes_index_of(nodes);
   const double ll_max_bw = nodes == 1 ? t.ll_max_bw_single_node[arch][nodes_index]
                                       : t.ll_max_bw_multi_node[lib.cpu_amd ? 1 : 0][nodes_index];
   // The tuning model counts the search's channels; NCCL runs twice as many (each search ring used by two CTAs).
@@ -442,9 +447,13 @@ double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machin
   return lat + static_cast<double>(bytes) / (1000 * bw);
 }
 
+int nvls_channel_count(const Table& t, GpuArch arch, int nodes) {
+  return static_cast<int>(t.nvls_channels[arch_index(arch)][nodes_index_of(nodes)]);
+}
+
 // Channels NCCL launches for `bytes` (enqueue.cc): fewer while each thread would get less than its threshold.
-int launched_channels(int a, int p, Bytes bytes, const Machine& m, const Table& t) {
-  if (a == kNvls || a == kNvlsTree) return t.nvls_channels;
+int launched_channels(int a, int p, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
+  if (a == kNvls || a == kNvlsTree) return nvls_channel_count(t, arch, m.nodes);
   double nc = m.channels, nt = t.max_threads[p];
   const double threshold = t.thread_threshold[p] * (a == kRing && p == 0 ? m.ranks : 1);
   while (static_cast<double>(bytes) < nc * nt * threshold) {
@@ -480,14 +489,47 @@ Fit fitted_scale(const CommLibrary& lib, const Table& t, Collective op, Algorith
   return {};
 }
 
-Estimate make_estimate(int a, int p, int channels, double latency_us, double algbw_GBps, Bytes bytes) {
+// NVLS is a pipeline: every chunk passes through the warp groups of the kernel in turn (src/device/all_reduce.h,
+// reduce_scatter.h, all_gather.h, RunWorkColl<..., NCCL_ALGO_NVLS / NCCL_ALGO_NVLS_TREE, NCCL_PROTO_SIMPLE>):
+// NVLS allreduce scatters into the switch buffer, reduces and broadcasts through the switch, gathers (3 stages);
+// reduce-scatter scatters and reduces, allgather gathers and broadcasts (2); NVLS-tree allreduce scatters, reduces
+// and sends to the network, receives and broadcasts, gathers (4). So the last chunk leaves (stages - 1) chunk times
+// after the user buffer has streamed through: that many chunks more over all concurrent ops (channels x heads, one
+// head per GPU of a node) at the algorithm's bandwidth. The chunk is NCCL's (src/enqueue.cc calcCollChunking):
+// NVLS from NCCL_NVLS_CHUNKSIZE down to 64 KiB below 64 chunks per op, 32 KiB below 8, 16 KiB below 2; NVLS-tree
+// from its largest chunk down to 256 KiB below 32, 128 KiB below 16, 64 KiB below 4, 32 KiB below 1. An op with
+// less than a chunk sends what it has. NVLS across nodes (with SHARP) adds network stages not counted: no fill.
+double nvls_fill_bytes(int a, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
+  if (!(a == kNvls && m.nodes == 1) && a != kNvlsTree) return 0;
+  const Bytes ops = static_cast<Bytes>(nvls_channel_count(t, arch, m.nodes)) * static_cast<Bytes>(m.ranks / m.nodes);
+  Bytes chunk = 0;
+  int stages = 0;
+  const auto shrink = [&](Bytes below_chunks_per_op, Bytes to) {
+    if (bytes < below_chunks_per_op * ops * chunk && chunk > to) chunk = to;
+  };
+  if (a == kNvls) {
+    stages = op == Collective::AllReduce ? 3 : 2;
+    chunk = t.nvls_chunk_bytes;
+    shrink(64, 65536), shrink(8, 32768), shrink(2, 16384);
+  } else {
+    stages = 4;
+    chunk = static_cast<Bytes>(t.nvls_tree_chunk_bytes[nodes_index_of(m.nodes)]);
+    shrink(32, 262144), shrink(16, 131072), shrink(4, 65536), shrink(1, 32768);
+  }
+  const double per_op = std::min(static_cast<double>(chunk), static_cast<double>(bytes) / static_cast<double>(ops));
+  return (stages - 1) * per_op * static_cast<double>(ops);
+}
+
+Estimate make_estimate(int a, int p, int channels, double latency_us, double algbw_GBps, Bytes bytes,
+                       double fill_bytes = 0) {
   Estimate e;
   e.algorithm = kAlgorithms[a];
   e.protocol = static_cast<Protocol>(p);
   e.channels = channels;
   e.latency_s = latency_us * 1e-6;
   e.algbw_Bps = algbw_GBps * 1e9;
-  e.seconds = e.latency_s + static_cast<double>(bytes) / e.algbw_Bps;
+  e.bandwidth_s = (static_cast<double>(bytes) + fill_bytes) / e.algbw_Bps;
+  e.seconds = e.latency_s + e.bandwidth_s;
   return e;
 }
 
@@ -589,6 +631,7 @@ std::vector<Estimate> candidates_in(const Context& c, const CollectiveSpec& spec
       if (!e.applicable) continue;
       Estimate est = make_estimate(a, p, c.machine.channels, e.latency_us, e.algbw_GBps, spec.bytes);
       est.seconds = nccl_time_us(a, p, e, spec.bytes, c.machine, c.library, c.table, spec.op) * 1e-6;
+      est.bandwidth_s = est.seconds - est.latency_s;  // NCCL's own estimate: its size corrections, no fill
       out.push_back(est);
     }
   return out;
@@ -622,8 +665,9 @@ Estimate predict_in(const Context& c, const CollectiveSpec& spec, Algorithm algo
   // Fewer channels for small messages do not lower the bandwidth term: those sizes are latency-bound, and the
   // published curves keep NCCL's all-channel bandwidth as their slope (e.g. 8x A100 LL: 256 KiB -> 1 MiB at ~28 GB/s
   // algbw, with 8 and 16 channels), as NCCL's own estimate does (ncclTopoGetAlgoTime before channels are chosen).
-  return make_estimate(a, p, launched_channels(a, p, spec.bytes, c.machine, c.table),
-                       e.latency_us * scale.latency_scale, e.algbw_GBps * scale.bandwidth_scale, spec.bytes);
+  return make_estimate(a, p, launched_channels(a, p, spec.bytes, c.machine, c.table, c.library.gpu_arch),
+                       e.latency_us * scale.latency_scale, e.algbw_GBps * scale.bandwidth_scale, spec.bytes,
+                       nvls_fill_bytes(a, spec.op, spec.bytes, c.machine, c.table, c.library.gpu_arch));
 }
 
 // NCCL's choice for the spec, priced with its fitted scales.

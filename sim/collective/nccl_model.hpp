@@ -27,8 +27,11 @@ struct Estimate {
   int channels = 0;      // channels launched for this size
   double latency_s = 0;  // fixed part
   double algbw_Bps = 0;  // bytes of the user buffer per second, at `channels` channels
-  double seconds = 0;    // latency_s + bytes / algbw_Bps
-  double band_rel = 0;   // +- relative error band of the fitted scales used (0: NCCL's own constants, no band)
+  // (bytes + the pipeline's fill) / algbw_Bps: NVLS on one node drains its last chunk through the stages of its
+  // kernel after the user buffer's bytes have streamed (nccl_model.cpp, nvls_fill_bytes); 0 fill elsewhere.
+  double bandwidth_s = 0;
+  double seconds = 0;   // latency_s + bandwidth_s
+  double band_rel = 0;  // +- relative error band of the fitted scales used (0: NCCL's own constants, no band)
 };
 
 // The machine as NCCL's topology search sees it, derived from a topology.

@@ -100,6 +100,51 @@ TEST(NcclModel, ScalesMultiplyLatencyAndDivideBandwidth) {
   EXPECT_NEAR(scaled.seconds, 2 * plain.seconds, 1e-12);
 }
 
+// NVLS on one DGX H100 (8 GPUs, 16 NVLS channels: 16 x 8 heads = 128 concurrent ops) is a pipeline of 3 stages
+// for allreduce (scatter, reduce + broadcast through the switch, gather), so the bandwidth term carries 2 extra
+// chunks per op. NCCL's chunk (enqueue.cc): 128 KiB, 64 KiB below 64 x 128 x 128 KiB = 1 GiB, 32 KiB below
+// 8 x 128 x 64 KiB = 64 MiB, 16 KiB below 2 x 128 x 32 KiB = 8 MiB.
+//   8 MiB:   chunk 32 KiB (8 MiB is not below 8 MiB), 64 KiB per op -> fill 2 x 32 KiB x 128 = 8 MiB: the bandwidth
+//            term is (8 + 8) MiB / algbw, twice the bytes' own;
+//   1 MiB:   chunk 16 KiB, 8 KiB per op (less than a chunk) -> fill 2 x 8 KiB x 128 = 2 MiB: three times;
+//   1 GiB:   chunk 128 KiB -> fill 2 x 128 KiB x 128 = 32 MiB: (1024 + 32) / 1024 of the bytes' own.
+// Reduce-scatter has 2 stages (scatter, reduce): at 8 MiB one extra chunk, 4 MiB -> 1.5 times. Ring has no fill.
+// NVLS-tree on two DGX H100 (NCCL 2.18: largest chunk the Simple step, 512 KiB; 4 stages: scatter, reduce and send,
+// receive and broadcast, gather; 128 concurrent ops): 64 MiB is below 32 x 128 x 512 KiB and 16 x 128 x 256 KiB,
+// not below 4 x 128 x 128 KiB = 64 MiB -> chunk 128 KiB, fill 3 x 128 KiB x 128 = 48 MiB: (64 + 48) / 64 = 1.75;
+// 8 MiB -> 64 KiB (not below 1 x 128 x 64 KiB = 8 MiB), fill 3 x 64 KiB x 128 = 24 MiB: 4 times.
+TEST(NcclModel, NvlsPipelineFillsWithNcclsChunks) {
+  auto t = load_topology(shipped("dgx-h100"), 1);
+  const auto ratio = [&](Collective op, Algorithm a, Bytes bytes) {
+    CollectiveSpec s = allreduce(bytes);
+    s.op = op;
+    const nccl::Estimate e = nccl::predict_with(s, *t, a, Protocol::Simple, {});
+    EXPECT_NEAR(e.seconds, e.latency_s + e.bandwidth_s, 1e-15);
+    return e.bandwidth_s * e.algbw_Bps / static_cast<double>(bytes);
+  };
+  EXPECT_NEAR(ratio(Collective::AllReduce, Algorithm::Nvls, 8 << 20), 2.0, 1e-12);
+  EXPECT_NEAR(ratio(Collective::AllReduce, Algorithm::Nvls, 1 << 20), 3.0, 1e-12);
+  EXPECT_NEAR(ratio(Collective::AllReduce, Algorithm::Nvls, Bytes{1} << 30), 1056.0 / 1024, 1e-12);
+  EXPECT_NEAR(ratio(Collective::AllReduce, Algorithm::Ring, 8 << 20), 1.0, 1e-12);
+  t = load_topology(shipped("dgx-h100"), 2);
+  EXPECT_NEAR(ratio(Collective::AllReduce, Algorithm::NvlsTree, 64 << 20), 1.75, 1e-12);
+  EXPECT_NEAR(ratio(Collective::AllReduce, Algorithm::NvlsTree, 8 << 20), 4.0, 1e-12);
+  // NVLS reduce-scatter needs NCCL 2.22 or newer: one DGX H200 (8 GPUs, NCCL 2.27, 16 NVLS channels).
+  t = load_topology(shipped("dgx-h200-socket"), 1);
+  EXPECT_NEAR(ratio(Collective::ReduceScatter, Algorithm::Nvls, 8 << 20), 1.5, 1e-12);
+}
+
+// NVLS channels by GPU generation (transport/nvls.cc): 16 on Hopper, 32 on Blackwell from NCCL 2.25
+// (NVLS_NCHANNELS_SM100); each is one CTA, so it is also the SM count the interference model charges.
+TEST(NcclModel, NvlsChannelsFollowTheGpuGeneration) {
+  const auto nvls_channels = [](const char* topology) {
+    auto t = load_topology(shipped(topology), 1);
+    return nccl::predict_with(allreduce(64 << 20), *t, Algorithm::Nvls, Protocol::Simple, {}).channels;
+  };
+  EXPECT_EQ(nvls_channels("dgx-h100"), 16);
+  EXPECT_EQ(nvls_channels("hgx-b200"), 32);
+}
+
 // Whatever NCCL picks, the bus bandwidth it reports cannot exceed what the links carry. Each algorithm has every
 // rank push a known share of the vector through its own links, and every node push a share through its NICs:
 //   ring: each rank sends 2(p-1)/p of the vector (busbw = that / time), so busbw <= the rank's injection rate;
