@@ -3,7 +3,8 @@
 // the closed forms over the entries with a schedule, in registry order; names are parsed and printed from here.
 //
 // Adding an algorithm: a value in `Algorithm` (collective.hpp), one file under sim/collective/algorithms/ that
-// defines its entry (generator, closed form and full-walk reference side by side), and one line in registry.cpp.
+// defines its entry (generator, closed form and full-walk reference side by side), its declaration below and one
+// line in registry.cpp's table.
 #pragma once
 
 #include <span>

@@ -1,5 +1,7 @@
 #include "sim/collective/step_pricer.hpp"
 
+#include <array>
+
 namespace commsim {
 namespace {
 constexpr std::size_t kCachedTopologies = 4;

@@ -4,7 +4,6 @@
 // algorithm of another bucket, costs a handful of hop prices instead of a walk over every hop of every group.
 #pragma once
 
-#include <array>
 #include <functional>
 #include <map>
 #include <tuple>
