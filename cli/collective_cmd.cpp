@@ -14,6 +14,7 @@
 #include "reports/format.hpp"
 #include "sim/collective/collective.hpp"
 #include "sim/collective/nccl_model.hpp"
+#include "sim/collective/registry.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/limits.hpp"
 #include "sim/engine/executor.hpp"
@@ -131,10 +132,7 @@ int run_collective(const CollectiveOptions& o) {
     throw InputError("--op", "",
                      "unknown collective \"" + o.op + "\" (allreduce, reducescatter, allgather, broadcast, reduce)");
   if (!parse_algorithm(o.algo, spec.algorithm))
-    throw InputError(
-        "--algo", "",
-        "unknown algorithm \"" + o.algo +
-            "\" (ring, tree, hd, hierarchical, 2d-ring, nvls, nvlstree, collnet_direct, collnet_chain, pat, auto)");
+    throw InputError("--algo", "", "unknown algorithm \"" + o.algo + "\" (" + algorithm_names(", ") + ")");
   if (!parse_protocol(o.proto, spec.protocol))
     throw InputError("--proto", "", "unknown protocol \"" + o.proto + "\" (ll, ll128, simple, auto)");
   Fidelity fidelity;
@@ -211,9 +209,7 @@ void register_collective(CLI::App& app, int& exit_code) {
   cmd->add_option("--topology", o->topology, "topology JSON file")->required();
   cmd->add_option("--nodes", o->nodes, "number of nodes (overrides the file)")->check(number_in(1, kMaxNodes));
   cmd->add_option("--op", o->op, "allreduce | reducescatter | allgather | broadcast | reduce");
-  cmd->add_option("--algo", o->algo,
-                  "ring | tree | hd | hierarchical | 2d-ring | nvls | nvlstree | collnet_direct | collnet_chain | pat "
-                  "| auto (NCCL_ALGO)");
+  cmd->add_option("--algo", o->algo, algorithm_names(" | ") + " (NCCL_ALGO)");
   cmd->add_option("--proto", o->proto,
                   "ll | ll128 | simple | auto: NCCL's protocol (NCCL_PROTO), NCCL topologies only");
   cmd->add_option("--sizes", o->sizes, "MIN:MAX doubling range or a comma list, bytes with K/M/G suffixes");

@@ -4,23 +4,11 @@
 #include <limits>
 #include <unordered_map>
 
-#include "sim/collective/closed_form_steps.hpp"
 #include "sim/collective/hop_classes.hpp"
+#include "sim/collective/registry.hpp"
 #include "sim/core/error.hpp"
 
 namespace commsim::closed_form {
-namespace {
-
-// The slowest hop among those `enumerate` visits (positions into `order`), each priced on its own.
-template <typename Enumerate>
-TimePs walk(const Steps& steps, const Topology& topo, const std::vector<int>& order, Bytes bytes, Enumerate enumerate) {
-  TimePs worst = 0;
-  enumerate([&](int i, int j) {
-    const int a = order[static_cast<std::size_t>(i)], b = order[static_cast<std::size_t>(j)];
-    worst = std::max(worst, steps.hop_time(topo.path_cost(a, b), topo.node_of(a) == topo.node_of(b), bytes));
-  });
-  return worst;
-}
 
 TimePs ring_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool rs, bool ag) {
   const int p = static_cast<int>(order.size());
@@ -33,65 +21,12 @@ TimePs chain_over(const Steps& s, const Topology& t, const std::vector<int>& ord
                  [&](Bytes piece) { return walk(s, t, order, piece, [&](auto v) { chain_positions(p, v); }); });
 }
 
-}  // namespace
-
 TimePs full_walk_step_ps(const CollectiveSpec& spec, const Topology& topo) {
   const std::vector<int> ranks = spec.ranks.empty() ? topo.ring_order() : spec.ranks;
-  const int p = static_cast<int>(ranks.size());
-  check_supported(spec, p, "collective");
-  const Steps m{spec, spec.channels}, single{spec, 1};
-  switch (spec.algorithm) {
-    case Algorithm::Ring:
-      if (spec.op == Collective::Broadcast || spec.op == Collective::Reduce) {
-        std::vector<int> order = ranks;
-        std::rotate(order.begin(), order.begin() + spec.root % p, order.end());
-        return chain_over(m, topo, order, spec.bytes, spec.op == Collective::Reduce);
-      }
-      return ring_over(m, topo, ranks, spec.bytes, spec.op != Collective::AllGather,
-                       spec.op != Collective::ReduceScatter);
-    case Algorithm::Tree:
-      return m.tree(p, spec.bytes,
-                    [&](Bytes piece) { return walk(m, topo, ranks, piece, [&](auto v) { tree_positions(p, v); }); });
-    case Algorithm::HalvingDoubling: {
-      const int q = largest_power_of_two_at_most(p);
-      return m.halving_doubling(
-          p, spec.bytes, [&](Bytes b) { return walk(m, topo, ranks, b, [&](auto v) { fold_positions(p, q, v); }); },
-          [&](int d, Bytes b) { return walk(m, topo, ranks, b, [&](auto v) { exchange_positions(q, d, v); }); });
-    }
-    case Algorithm::Hierarchical: {
-      const int groups = hierarchy_group_count(spec, p);
-      const int size = p / groups;
-      TimePs intra = 0, broadcast = 0;
-      std::vector<int> leaders;
-      for (int g = 0; g < groups; ++g) {
-        std::vector<int> group(ranks.begin() + g * size, ranks.begin() + (g + 1) * size);
-        leaders.push_back(group.front());
-        intra = std::max(intra, ring_over(single, topo, group, spec.bytes, true, true));
-        broadcast = std::max(broadcast, chain_over(single, topo, group, spec.bytes, false));
-      }
-      return add_ps(add_ps(intra, ring_over(single, topo, leaders, spec.bytes, true, true)), broadcast);
-    }
-    case Algorithm::Ring2D: {
-      const int rpn = spec.ranks_per_node, nodes = p / rpn;
-      TimePs rs = 0, across = 0, ag = 0;
-      for (int n = 0; n < nodes; ++n) {
-        std::vector<int> node(ranks.begin() + n * rpn, ranks.begin() + (n + 1) * rpn);
-        rs = std::max(rs, ring_over(single, topo, node, spec.bytes, true, false));
-        // The allgather inside the node mirrors the reduce-scatter without reductions.
-        ag = std::max(ag, ring_over(single, topo, node, spec.bytes, false, true));
-      }
-      for (int j = 0; j < rpn; ++j) {
-        std::vector<int> column;
-        for (int n = 0; n < nodes; ++n) column.push_back(ranks[n * rpn + j]);
-        across = std::max(across, ring_over(single, topo, column, ceil_div(spec.bytes, rpn), true, true));
-      }
-      return add_ps(add_ps(rs, across), ag);
-    }
-    default:
-      break;
-  }
-  COMMSIM_CHECK(false, "closed form of auto and of NCCL-only algorithms is not a schedule's");
-  return 0;
+  check_supported(spec, static_cast<int>(ranks.size()), "collective");
+  COMMSIM_CHECK(spec.algorithm != Algorithm::Auto && algorithm_entry(spec.algorithm).full_walk_step_ps,
+                "closed form of auto and of NCCL-only algorithms is not a schedule's");
+  return algorithm_entry(spec.algorithm).full_walk_step_ps(spec, topo, ranks);
 }
 
 TimePs busiest_link_ps(const CollectiveSpec& spec, const Topology& topo) {
@@ -113,7 +48,7 @@ TimePs busiest_link_ps(const CollectiveSpec& spec, const Topology& topo) {
 
 TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topo, TimePs steps_ps) {
   const int p = spec.ranks.empty() ? topo.ranks() : static_cast<int>(spec.ranks.size());
-  if (spec.algorithm == Algorithm::Ring || p > kLoadBoundMaxRanks) return steps_ps;  // a ring's steps already share
+  if (!algorithm_entry(spec.algorithm).load_bound || p > kLoadBoundMaxRanks) return steps_ps;
   return std::max(steps_ps, busiest_link_ps(spec, topo));
 }
 
@@ -121,19 +56,18 @@ Algorithm cheapest_algorithm(const CollectiveSpec& spec, int p,
                              const std::function<TimePs(const CollectiveSpec&)>& closed_form_ps) {
   Algorithm best = Algorithm::Ring;
   TimePs best_ps = std::numeric_limits<TimePs>::max();
-  for (Algorithm a :
-       {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D}) {
+  for (const AlgorithmEntry& entry : algorithm_entries()) {
+    if (!entry.has_schedule()) continue;
     CollectiveSpec candidate = spec;
-    candidate.algorithm = a;
+    candidate.algorithm = entry.id;
     try {
       check_supported(candidate, p, "collective");
     } catch (const InputError&) {
       continue;  // not applicable to this collective or rank count
     }
-    if (a == Algorithm::Ring2D && p / spec.ranks_per_node < 2) continue;
-    if (a == Algorithm::Hierarchical && p / spec.ranks_per_node < 2 && spec.hierarchy_groups == 0) continue;
+    if (entry.auto_candidate && !entry.auto_candidate(spec, p)) continue;
     const TimePs t = closed_form_ps(candidate);
-    if (t < best_ps) best_ps = t, best = a;  // ties keep the earlier (simpler) algorithm
+    if (t < best_ps) best_ps = t, best = entry.id;  // ties keep the earlier (simpler) algorithm
   }
   return best;
 }

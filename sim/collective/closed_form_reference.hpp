@@ -3,8 +3,11 @@
 // topology. Also what both share: the busiest-link bound and the argmin that is `auto`.
 #pragma once
 
+#include <algorithm>
 #include <functional>
+#include <vector>
 
+#include "sim/collective/closed_form_steps.hpp"
 #include "sim/collective/collective.hpp"
 
 namespace commsim::closed_form {
@@ -13,8 +16,24 @@ namespace commsim::closed_form {
 // p log p transfers for the tree and halving-doubling); beyond it the step closed form stands alone.
 inline constexpr int kLoadBoundMaxRanks = 1024;
 
-// The step-by-step closed form of a resolved (non-auto, schedulable) algorithm, visiting every hop.
+// The step-by-step closed form of a resolved (non-auto, schedulable) algorithm, visiting every hop (its registry
+// entry's full_walk_step_ps).
 TimePs full_walk_step_ps(const CollectiveSpec& spec, const Topology& topology);
+
+// What the algorithms' full walks share. The slowest hop among those `enumerate` visits (positions into `order`),
+// each priced on its own.
+template <typename Enumerate>
+TimePs walk(const Steps& steps, const Topology& topo, const std::vector<int>& order, Bytes bytes, Enumerate enumerate) {
+  TimePs worst = 0;
+  enumerate([&](int i, int j) {
+    const int a = order[static_cast<std::size_t>(i)], b = order[static_cast<std::size_t>(j)];
+    worst = std::max(worst, steps.hop_time(topo.path_cost(a, b), topo.node_of(a) == topo.node_of(b), bytes));
+  });
+  return worst;
+}
+// The ring (reduce-scatter `rs` and/or allgather `ag`) and the chain over `order`, every hop visited.
+TimePs ring_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool rs, bool ag);
+TimePs chain_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool reducing);
 
 // The busiest link's load over its rate: every transfer of the schedule crosses the links of its route, and a link
 // drains at most its effective rate, so no execution of the schedule is faster than that.
@@ -25,7 +44,7 @@ TimePs busiest_link_ps(const CollectiveSpec& spec, const Topology& topology);
 TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topology, TimePs steps_ps);
 
 // `auto` on a topology without a library model: the algorithm of least closed_form_ps(candidate) among those that
-// apply (ties keep the earlier, simpler algorithm: ring, tree, halving-doubling, hierarchical, 2D ring).
+// apply (the registry's entries with a schedule; ties keep the earlier, simpler algorithm, in registry order).
 Algorithm cheapest_algorithm(const CollectiveSpec& spec, int ranks,
                              const std::function<TimePs(const CollectiveSpec&)>& closed_form_ps);
 

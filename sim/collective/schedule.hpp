@@ -1,5 +1,5 @@
 // A collective expanded into a DAG of operations: transfer(src -> dst, bytes) and reduce(rank, bytes), each with
-// the operations it waits for. Generators (algorithms.hpp) produce it; the engine executes it without knowing
+// the operations it waits for. Generators (registry.hpp) produce it; the engine executes it without knowing
 // rings or trees. Operations are stored in creation order, so every dependency points to an earlier operation.
 #pragma once
 

@@ -137,6 +137,14 @@ int ClusterTopology::node_relation(int node_a, int node_b) const {
 }
 
 void ClusterTopology::compute_local_paths() {
+  compute_device_paths();
+  compute_rank_paths();
+  // PXN (NCCL >= 2.12, on by default): on a rail-optimized fabric a GPU sends to another node through the GPU that
+  // owns the destination's rail, over NVLink, so that the traffic stays on one rail and avoids the spines.
+  if (!nic_devices_.empty() && spec_.fabric.kind == FabricKind::RailOptimized) compute_pxn_paths();
+}
+
+void ClusterTopology::compute_device_paths() {
   const int n = device_count_;
   // Adjacency: (neighbour, local directed link id).
   std::vector<std::vector<std::pair<int, LinkId>>> adjacent(n);
@@ -183,32 +191,41 @@ void ClusterTopology::compute_local_paths() {
       std::reverse(path.links.begin(), path.links.end());
     }
   }
+}
 
-  auto path = [&](int a, int b) -> const LocalPath& { return paths_[static_cast<std::size_t>(a) * n + b]; };
-  auto nearest = [&](int from, DeviceKind kind) {
-    int best = -1;
-    for (int d = 0; d < n; ++d)
-      if (spec_.devices[d].kind == kind && path(from, d).exists &&
-          (best < 0 || path(from, d).cost.latency_s + 1048576.0 / path(from, d).cost.bottleneck_Bps <
-                           path(from, best).cost.latency_s + 1048576.0 / path(from, best).cost.bottleneck_Bps))
-        best = d;
-    return best;
+const ClusterTopology::LocalPath& ClusterTopology::device_path(int a, int b) const {
+  return paths_[static_cast<std::size_t>(a) * device_count_ + b];
+}
+
+int ClusterTopology::nearest_device(int from, DeviceKind kind) const {
+  auto weight = [&](int d) {
+    return device_path(from, d).cost.latency_s + 1048576.0 / device_path(from, d).cost.bottleneck_Bps;
   };
+  int best = -1;
+  for (int d = 0; d < device_count_; ++d)
+    if (spec_.devices[d].kind == kind && device_path(from, d).exists && (best < 0 || weight(d) < weight(best)))
+      best = d;
+  return best;
+}
+
+ClusterTopology::LocalPath ClusterTopology::staged_path(int rank_device, int other, bool direct_allowed,
+                                                        const std::string& flag) const {
+  if (direct_allowed || spec_.devices[rank_device].kind != DeviceKind::Gpu) return device_path(rank_device, other);
+  int cpu = nearest_device(rank_device, DeviceKind::Cpu);
+  if (cpu < 0)
+    throw InputError(spec_.source_file, flag, "is false but " + spec_.devices[rank_device].name + " reaches no cpu");
+  return join(device_path(rank_device, cpu), device_path(cpu, other));
+}
+
+void ClusterTopology::compute_rank_paths() {
   const std::string& file = spec_.source_file;
   const int rpn = ranks_per_node();
-  // Without GPUDirect, a GPU's traffic is staged through its host's memory: the route turns at the nearest CPU.
-  auto staged = [&](int rank_device, int other, bool direct_allowed, const std::string& flag) {
-    if (direct_allowed || spec_.devices[rank_device].kind != DeviceKind::Gpu) return path(rank_device, other);
-    int cpu = nearest(rank_device, DeviceKind::Cpu);
-    if (cpu < 0) throw InputError(file, flag, "is false but " + spec_.devices[rank_device].name + " reaches no cpu");
-    return join(path(rank_device, cpu), path(cpu, other));
-  };
   rank_paths_.assign(static_cast<std::size_t>(rpn) * rpn, {});
   for (int a = 0; a < rpn; ++a)
     for (int b = 0; b < rpn; ++b) {
       if (a == b) continue;
       const int da = rank_devices_[a], db = rank_devices_[b];
-      LocalPath p = staged(da, db, spec_.gpudirect_p2p, "gpudirect_p2p");
+      LocalPath p = staged_path(da, db, spec_.gpudirect_p2p, "gpudirect_p2p");
       if (!p.exists)
         throw InputError(file, "node.links",
                          spec_.devices[da].name + " and " + spec_.devices[db].name + " are not connected");
@@ -217,21 +234,22 @@ void ClusterTopology::compute_local_paths() {
   if (nic_devices_.empty()) return;
   for (int r = 0; r < rpn; ++r) {
     const TemplateDevice& device = spec_.devices[rank_devices_[r]];
-    int nic_device = device.nic >= 0 ? device.nic : nearest(rank_devices_[r], DeviceKind::Nic);
-    if (nic_device < 0 || !path(rank_devices_[r], nic_device).exists)
+    int nic_device = device.nic >= 0 ? device.nic : nearest_device(rank_devices_[r], DeviceKind::Nic);
+    if (nic_device < 0 || !device_path(rank_devices_[r], nic_device).exists)
       throw InputError(file, "node.links", device.name + " reaches no nic");
     rank_nic_.push_back(
         static_cast<int>(std::find(nic_devices_.begin(), nic_devices_.end(), nic_device) - nic_devices_.begin()));
-    rank_to_nic_.push_back(staged(rank_devices_[r], nic_device, spec_.gpudirect_rdma, "gpudirect_rdma"));
-    LocalPath back = staged(rank_devices_[r], nic_device, spec_.gpudirect_rdma, "gpudirect_rdma");
+    rank_to_nic_.push_back(staged_path(rank_devices_[r], nic_device, spec_.gpudirect_rdma, "gpudirect_rdma"));
+    LocalPath back = staged_path(rank_devices_[r], nic_device, spec_.gpudirect_rdma, "gpudirect_rdma");
     // The reverse path uses the same links in the opposite direction.
     std::reverse(back.links.begin(), back.links.end());
     for (LinkId& l : back.links) l ^= 1u;
     nic_to_rank_.push_back(std::move(back));
   }
-  // PXN (NCCL >= 2.12, on by default): on a rail-optimized fabric a GPU sends to another node through the GPU that
-  // owns the destination's rail, over NVLink, so that the traffic stays on one rail and avoids the spines.
-  if (spec_.fabric.kind != FabricKind::RailOptimized) return;
+}
+
+void ClusterTopology::compute_pxn_paths() {
+  const int rpn = ranks_per_node();
   pxn_.assign(static_cast<std::size_t>(rpn) * rpn, {});
   for (int a = 0; a < rpn; ++a)
     for (int b = 0; b < rpn; ++b) {

@@ -80,7 +80,16 @@ class ClusterTopology final : public Topology {
     PathCost cost;
     bool exists = false;
   };
+  // compute_local_paths: the routes between every pair of devices (device_paths), then those the ranks use under
+  // the GPUDirect rules (rank_paths), then PXN's on a rail-optimized fabric (pxn_paths).
   void compute_local_paths();
+  void compute_device_paths();
+  void compute_rank_paths();
+  void compute_pxn_paths();
+  const LocalPath& device_path(int a, int b) const;     // local device indices
+  int nearest_device(int from, DeviceKind kind) const;  // -1: none reachable
+  // Without GPUDirect (`direct_allowed` false, `flag` its field), a GPU's path turns at the nearest CPU.
+  LocalPath staged_path(int rank_device, int other, bool direct_allowed, const std::string& flag) const;
   void compute_ring_order();
   LocalPath join(const LocalPath& first, const LocalPath& second) const;
   const LocalPath& rank_to_rank(int a, int b) const;  // local rank indices

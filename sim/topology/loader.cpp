@@ -101,28 +101,25 @@ CommLibrary parse_library(JsonFields& top) {
   return lib;
 }
 
-std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file, int nodes_override) {
-  JsonFields top(root, file, "");
-  ClusterSpec spec;
-  spec.source_file = file;
-  spec.name = top.string("name");
-  top.string_or("description", "");
-  top.raw_optional("sources");
+using LinkClasses = std::map<std::string, LinkParams>;
 
-  std::map<std::string, LinkParams> classes;
-  {
-    JsonFields lc = top.object("link_classes");
-    for (auto& [key, value] : top.raw("link_classes").items()) {
-      LinkClass c;
-      if (!parse_link_class(key, c)) lc.fail(key, "unknown link class (known: " + class_list() + ")");
-      JsonFields f = lc.object(key);
-      classes[key] = parse_link_params(f, c);
-      f.string("source");  // every number needs its source
-      f.reject_unknown();
-    }
+// `link_classes`: the parameters of every class the file defines, each with its source.
+LinkClasses parse_link_classes(JsonFields& top) {
+  LinkClasses classes;
+  JsonFields lc = top.object("link_classes");
+  for (auto& [key, value] : top.raw("link_classes").items()) {
+    LinkClass c;
+    if (!parse_link_class(key, c)) lc.fail(key, "unknown link class (known: " + class_list() + ")");
+    JsonFields f = lc.object(key);
+    classes[key] = parse_link_params(f, c);
+    f.string("source");  // every number needs its source
+    f.reject_unknown();
   }
+  return classes;
+}
 
-  JsonFields node = top.object("node");
+// `node.devices` into spec.devices, their NICs resolved; returns each device's index by name.
+std::map<std::string, int> parse_devices(JsonFields& node, const std::string& file, ClusterSpec& spec) {
   std::map<std::string, int> index;
   const Json& devices = node.array("devices");
   if (devices.size() > static_cast<std::size_t>(kMaxDevicesPerNode))
@@ -148,37 +145,40 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
       throw InputError(file, field, "\"" + nic_names[i] + "\" is not a device of kind nic");
     spec.devices[i].nic = it->second;
   }
-  const Json& links = node.array("links");
-  for (std::size_t i = 0; i < links.size(); ++i) {
-    JsonFields l(links[i], file, "node.links[" + std::to_string(i) + "]");
-    TemplateLink link;
-    for (auto [key, end] : {std::pair{"a", &link.a}, std::pair{"b", &link.b}}) {
-      std::string name = l.string(key);
-      auto it = index.find(name);
-      if (it == index.end()) l.fail(key, "unknown device \"" + name + "\"");
-      *end = it->second;
-    }
-    if (link.a == link.b) l.fail("b", "a link must join two different devices");
-    std::string cls = l.string("class");
-    auto it = classes.find(cls);
-    if (it == classes.end()) {
-      LinkClass unused;
-      l.fail("class", parse_link_class(cls, unused)
-                          ? "class \"" + cls + "\" is not defined in link_classes"
-                          : "unknown link class \"" + cls + "\" (known: " + class_list() + ")");
-    }
-    link.params = it->second;
-    link.params.latency_s = link_latency_s(l, "latency_s", link.params.latency_s);
-    link.params.bandwidth_Bps = l.positive_or("bandwidth_Bps", link.params.bandwidth_Bps) *
-                                static_cast<double>(l.integer_or("lanes", 1, 1, 64));
-    link.params.efficiency = l.number_or("efficiency", link.params.efficiency);
-    if (!(link.params.efficiency > 0 && link.params.efficiency <= 1)) l.fail("efficiency", "must be in (0, 1]");
-    l.string_or("source", "");
-    l.reject_unknown();
-    spec.links.push_back(link);
-  }
-  node.reject_unknown();
+  return index;
+}
 
+// One entry of `node.links`: its ends by device name, its class's parameters and the link's own overrides.
+TemplateLink parse_link(JsonFields& l, const LinkClasses& classes, const std::map<std::string, int>& index) {
+  TemplateLink link;
+  for (auto [key, end] : {std::pair{"a", &link.a}, std::pair{"b", &link.b}}) {
+    std::string name = l.string(key);
+    auto it = index.find(name);
+    if (it == index.end()) l.fail(key, "unknown device \"" + name + "\"");
+    *end = it->second;
+  }
+  if (link.a == link.b) l.fail("b", "a link must join two different devices");
+  std::string cls = l.string("class");
+  auto it = classes.find(cls);
+  if (it == classes.end()) {
+    LinkClass unused;
+    l.fail("class", parse_link_class(cls, unused) ? "class \"" + cls + "\" is not defined in link_classes"
+                                                  : "unknown link class \"" + cls + "\" (known: " + class_list() + ")");
+  }
+  link.params = it->second;
+  link.params.latency_s = link_latency_s(l, "latency_s", link.params.latency_s);
+  link.params.bandwidth_Bps =
+      l.positive_or("bandwidth_Bps", link.params.bandwidth_Bps) * static_cast<double>(l.integer_or("lanes", 1, 1, 64));
+  link.params.efficiency = l.number_or("efficiency", link.params.efficiency);
+  if (!(link.params.efficiency > 0 && link.params.efficiency <= 1)) l.fail("efficiency", "must be in (0, 1]");
+  l.string_or("source", "");
+  l.reject_unknown();
+  return link;
+}
+
+// `nodes` (or --nodes), within the limits on ranks per node and in all.
+void parse_node_count(JsonFields& top, JsonFields& node, int nodes_override, ClusterSpec& spec) {
+  const std::string& file = top.file();
   spec.nodes = static_cast<int>(top.integer("nodes", 1, kMaxNodes));
   if (nodes_override > 0) {
     if (nodes_override > kMaxNodes)
@@ -197,6 +197,11 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
     throw InputError(nodes_override > 0 ? "--nodes" : file, nodes_override > 0 ? "" : "nodes",
                      std::to_string(spec.nodes) + " nodes of " + std::to_string(rpn) + " ranks exceed the limit of " +
                          std::to_string(kMaxRanks) + " ranks");
+}
+
+// `fabric`: the switches joining the nodes.
+FabricSpec parse_fabric(JsonFields& top, const LinkClasses& classes) {
+  FabricSpec out;
   JsonFields fabric = top.object("fabric");
   static const std::map<std::string, FabricKind> fabric_kinds = {{"none", FabricKind::None},
                                                                  {"single_switch", FabricKind::SingleSwitch},
@@ -206,21 +211,42 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
   auto fk = fabric_kinds.find(kind);
   if (fk == fabric_kinds.end())
     fabric.fail("kind", "unknown fabric \"" + kind + "\" (none, single_switch, fat_tree, rail_optimized)");
-  spec.fabric.kind = fk->second;
-  if (spec.fabric.kind != FabricKind::None) {
+  out.kind = fk->second;
+  if (out.kind != FabricKind::None) {
     std::string cls = fabric.string("link_class");
     auto it = classes.find(cls);
     if (it == classes.end()) fabric.fail("link_class", "class \"" + cls + "\" is not defined in link_classes");
-    spec.fabric.nic_link = it->second;
-    spec.fabric.spine_link = it->second;
+    out.nic_link = it->second;
+    out.spine_link = it->second;
   }
-  if (spec.fabric.kind == FabricKind::FatTree || spec.fabric.kind == FabricKind::RailOptimized) {
-    spec.fabric.nodes_per_leaf = static_cast<int>(fabric.integer("nodes_per_leaf", 1, 1 << 20));
-    spec.fabric.spines = static_cast<int>(fabric.integer("spines", 1, 1 << 16));
-    spec.fabric.oversubscription = fabric.number_or("oversubscription", 1.0);
-    if (!(spec.fabric.oversubscription >= 1)) fabric.fail("oversubscription", "must be >= 1");
+  if (out.kind == FabricKind::FatTree || out.kind == FabricKind::RailOptimized) {
+    out.nodes_per_leaf = static_cast<int>(fabric.integer("nodes_per_leaf", 1, 1 << 20));
+    out.spines = static_cast<int>(fabric.integer("spines", 1, 1 << 16));
+    out.oversubscription = fabric.number_or("oversubscription", 1.0);
+    if (!(out.oversubscription >= 1)) fabric.fail("oversubscription", "must be >= 1");
   }
   fabric.reject_unknown();
+  return out;
+}
+
+std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file, int nodes_override) {
+  JsonFields top(root, file, "");
+  ClusterSpec spec;
+  spec.source_file = file;
+  spec.name = top.string("name");
+  top.string_or("description", "");
+  top.raw_optional("sources");
+  const LinkClasses classes = parse_link_classes(top);
+  JsonFields node = top.object("node");
+  const std::map<std::string, int> index = parse_devices(node, file, spec);
+  const Json& links = node.array("links");
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    JsonFields l(links[i], file, "node.links[" + std::to_string(i) + "]");
+    spec.links.push_back(parse_link(l, classes, index));
+  }
+  node.reject_unknown();
+  parse_node_count(top, node, nodes_override, spec);
+  spec.fabric = parse_fabric(top, classes);
   spec.gpudirect_p2p = top.boolean_or("gpudirect_p2p", true);
   spec.gpudirect_rdma = top.boolean_or("gpudirect_rdma", true);
   CommLibrary library = parse_library(top);

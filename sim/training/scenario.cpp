@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "sim/collective/registry.hpp"
 #include "sim/core/data_path.hpp"
 #include "sim/core/limits.hpp"
 #include "sim/training/device_library.hpp"
@@ -146,10 +147,7 @@ Strategy parse_strategy(JsonFields f) {
   if (f.has("algorithm")) {
     const std::string a = f.string("algorithm");
     if (!parse_algorithm(a, s.algorithm))
-      f.fail(
-          "algorithm",
-          "unknown algorithm \"" + a +
-              "\" (ring, tree, hd, hierarchical, 2d-ring, nvls, nvlstree, collnet_direct, collnet_chain, pat, auto)");
+      f.fail("algorithm", "unknown algorithm \"" + a + "\" (" + algorithm_names(", ") + ")");
   }
   s.use_hierarchical_allreduce = f.boolean_or("use_hierarchical_allreduce", false);
   parse_hierarchy_groups(f, s);

@@ -1,0 +1,119 @@
+// Paddle's use_hierarchical_allreduce: a ring allreduce inside each group of consecutive ranks, one among the
+// groups' first ranks (the leaders), then a chain broadcast from each leader to its group. Allreduce only.
+#include "sim/collective/closed_form_reference.hpp"
+#include "sim/collective/registry.hpp"
+#include "sim/collective/step_pricer.hpp"
+#include "sim/core/error.hpp"
+
+namespace commsim {
+namespace {
+
+void check_hierarchical(const CollectiveSpec& spec, int ranks, const std::string& field) {
+  const int groups = hierarchy_group_count(spec, ranks);
+  if (ranks % groups != 0)
+    throw InputError(
+        field, "hierarchical_allreduce_leaders",
+        std::to_string(groups) + " leaders do not divide " + std::to_string(ranks) + " ranks into equal groups");
+}
+
+// `auto` weighs it where there are groups to speak of: more than one node, or groups the spec asks for.
+bool hierarchical_auto_candidate(const CollectiveSpec& spec, int ranks) {
+  return ranks / spec.ranks_per_node >= 2 || spec.hierarchy_groups != 0;
+}
+
+void generate_hierarchical(const CollectiveSpec& s, const Topology& topology, const std::vector<int>& ranks,
+                           Schedule& schedule, std::vector<OpId>& frontier) {
+  const int p = static_cast<int>(ranks.size());
+  const int groups = hierarchy_group_count(s, p);
+  const int size = p / groups;
+  CollectiveSpec inner = s;
+  inner.algorithm = Algorithm::Ring;
+  std::vector<int> leaders;
+  for (int gi = 0; gi < groups; ++gi) {
+    inner.ranks.assign(ranks.begin() + gi * size, ranks.begin() + (gi + 1) * size);
+    leaders.push_back(inner.ranks.front());
+    generate(inner, topology, schedule, frontier);  // 1. allreduce inside the group
+  }
+  inner.ranks = leaders;
+  generate(inner, topology, schedule, frontier);  // 2. allreduce among the leaders
+  inner.op = Collective::Broadcast;
+  for (int gi = 0; gi < groups; ++gi) {  // 3. each leader broadcasts to its group
+    inner.ranks.assign(ranks.begin() + gi * size, ranks.begin() + (gi + 1) * size);
+    generate(inner, topology, schedule, frontier);
+  }
+}
+
+enum Pattern : int { kGroupRings, kGroupChains, kLeaders };
+
+// Every group has `size` ranks, so the slowest group's ring (chain) is the ring (chain) at the slowest hop of all
+// the groups' hops (closed_form_steps.hpp).
+TimePs hierarchical_step_ps(StepPricer& pricer) {
+  const CollectiveSpec& spec = pricer.spec;
+  const Topology& topo = pricer.topology;
+  const closed_form::Steps& single = pricer.single_steps;
+  const int p = pricer.p, groups = hierarchy_group_count(spec, p), size = p / groups;
+  auto in_groups = [&](bool closed) {
+    return [&, closed](const StepPricer::Visit& visit) {
+      for (int g = 0; g < groups; ++g) {
+        auto shifted = [&](int i, int j) { visit(g * size + i, g * size + j); };
+        closed ? closed_form::ring_positions(size, shifted) : closed_form::chain_positions(size, shifted);
+      }
+    };
+  };
+  const closed_form::HopClasses& rings = pricer.classes(kGroupRings, size, 0, in_groups(true), [&](auto& c) {
+    return closed_form::regular_group_hops(topo, size, true, c);
+  });
+  const closed_form::HopClasses& chains = pricer.classes(kGroupChains, size, 0, in_groups(false), [&](auto& c) {
+    return closed_form::regular_group_hops(topo, size, false, c);
+  });
+  const closed_form::HopClasses& leaders = pricer.classes(
+      kLeaders, size, 0,
+      [&](const StepPricer::Visit& visit) {
+        closed_form::ring_positions(groups, [&](int i, int j) { visit(i * size, j * size); });
+      },
+      [&](auto& c) { return closed_form::regular_leader_hops(topo, size, c); });
+  const TimePs intra = single.ring(static_cast<Bytes>(size), spec.bytes, true, true, StepPricer::price(single, rings));
+  const TimePs broadcast = single.chain(static_cast<Bytes>(size), spec.bytes, false, StepPricer::price(single, chains));
+  const TimePs across =
+      single.ring(static_cast<Bytes>(groups), spec.bytes, true, true, StepPricer::price(single, leaders));
+  return add_ps(add_ps(intra, across), broadcast);
+}
+
+TimePs hierarchical_full_walk_ps(const CollectiveSpec& spec, const Topology& topo, const std::vector<int>& ranks) {
+  const closed_form::Steps single{spec, 1};
+  const int p = static_cast<int>(ranks.size());
+  const int groups = hierarchy_group_count(spec, p);
+  const int size = p / groups;
+  TimePs intra = 0, broadcast = 0;
+  std::vector<int> leaders;
+  for (int g = 0; g < groups; ++g) {
+    std::vector<int> group(ranks.begin() + g * size, ranks.begin() + (g + 1) * size);
+    leaders.push_back(group.front());
+    intra = std::max(intra, closed_form::ring_over(single, topo, group, spec.bytes, true, true));
+    broadcast = std::max(broadcast, closed_form::chain_over(single, topo, group, spec.bytes, false));
+  }
+  return add_ps(add_ps(intra, closed_form::ring_over(single, topo, leaders, spec.bytes, true, true)), broadcast);
+}
+
+double hierarchical_transfer_bytes(const CollectiveSpec& spec, int p) {
+  const int groups = hierarchy_group_count(spec, p);
+  const int g = p / groups;
+  const double m = static_cast<double>(spec.bytes);
+  return groups * 2.0 * (g - 1) * m + 2.0 * (groups - 1) * m + groups * (g - 1.0) * m;
+}
+
+}  // namespace
+
+AlgorithmEntry hierarchical_algorithm() {
+  return {.id = Algorithm::Hierarchical,
+          .name = "hierarchical",
+          .ops = AlgorithmEntry::op_bit(Collective::AllReduce),
+          .check = check_hierarchical,
+          .auto_candidate = hierarchical_auto_candidate,
+          .step_closed_form_ps = hierarchical_step_ps,
+          .full_walk_step_ps = hierarchical_full_walk_ps,
+          .generate = generate_hierarchical,
+          .transfer_bytes = hierarchical_transfer_bytes};
+}
+
+}  // namespace commsim

@@ -1,0 +1,44 @@
+#include "sim/collective/step_pricer.hpp"
+
+#include <array>
+
+namespace commsim {
+namespace {
+constexpr std::size_t kCachedTopologies = 4;
+}  // namespace
+
+ClosedFormCache& closed_form_cache_of(const Topology& topo) {
+  thread_local std::array<ClosedFormCache, kCachedTopologies> caches;
+  thread_local std::size_t next = 0;
+  for (ClosedFormCache& c : caches)
+    if (c.topology == topo.instance_id()) return c;
+  ClosedFormCache& c = caches[next];
+  next = (next + 1) % kCachedTopologies;
+  c = ClosedFormCache{};
+  c.topology = topo.instance_id();
+  return c;
+}
+
+StepPricer::StepPricer(const CollectiveSpec& s, const Topology& t, int ranks)
+    : spec(s), topology(t), p(ranks), steps{s, s.channels}, single_steps{s, 1} {}
+
+const std::vector<int>& StepPricer::rank_order() {
+  if (order_.empty()) order_ = spec.ranks.empty() ? topology.ring_order() : spec.ranks;
+  return order_;
+}
+
+const closed_form::HopClasses& StepPricer::classes(int pattern, int x, int y, const Positions& positions,
+                                                   const Regular& regular) {
+  auto& store = spec.ranks.empty() ? closed_form_cache_of(topology).classes : uncached_;
+  auto [it, fresh] = store.try_emplace({static_cast<int>(spec.algorithm), pattern, x, y});
+  if (!fresh) return it->second;
+  closed_form::HopCollector shortcut(topology);  // the regular shortcuts collect nothing where they return false
+  if (spec.ranks.empty() && regular && regular(shortcut)) return it->second = shortcut.take();
+  closed_form::HopCollector every_hop(topology);
+  const std::vector<int>& ranks = rank_order();
+  positions(
+      [&](int i, int j) { every_hop.add(ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>(j)]); });
+  return it->second = every_hop.take();
+}
+
+}  // namespace commsim

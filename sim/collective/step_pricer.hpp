@@ -1,0 +1,63 @@
+// What an algorithm's step closed form (registry.hpp) works with: the spec, its step formulas (closed_form_steps.hpp)
+// and the hop classes of the patterns its steps run over (hop_classes.hpp). A step's slowest hop is found from the
+// distinct hops of its pattern, once per topology and pattern, so that pricing another message size, or choosing the
+// algorithm of another bucket, costs a handful of hop prices instead of a walk over every hop of every group.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "sim/collective/closed_form_steps.hpp"
+#include "sim/collective/collective.hpp"
+#include "sim/collective/hop_classes.hpp"
+
+namespace commsim {
+
+// What a topology's closed forms have found, kept per thread for the few topologies used last (no lock: the tuner
+// evaluates on several threads, each with its own topology). Entries are keyed by the topology's instance_id, so a
+// topology destroyed and another built at the same address never share them.
+struct ClosedFormCache {
+  std::uint64_t topology = 0;
+  // Hop classes of a pattern over the topology's ring order: (algorithm, its pattern, size or distance, root).
+  std::map<std::tuple<int, int, int, int>, closed_form::HopClasses> classes;
+  std::map<CollectiveKey, TimePs> closed_ps;
+  std::map<std::pair<CollectiveKey, bool>, Algorithm> choice;
+};
+ClosedFormCache& closed_form_cache_of(const Topology& topology);
+
+class StepPricer {
+ public:
+  // A spec over `ranks` participants (its rank list, else the topology's), already checked.
+  StepPricer(const CollectiveSpec& spec, const Topology& topology, int ranks);
+
+  using Visit = std::function<void(int, int)>;
+  // Visits every hop of a pattern, as positions into the collective's rank order.
+  using Positions = std::function<void(const Visit&)>;
+  // Collects a pattern's classes from one node and one column on a regular topology; false where it cannot.
+  using Regular = std::function<bool(closed_form::HopCollector&)>;
+
+  // The hop classes of the algorithm's pattern number `pattern` with parameters (x, y): cached per topology over
+  // the topology's own ring order (no rank list), else collected afresh. `regular` (may be empty) is tried first.
+  const closed_form::HopClasses& classes(int pattern, int x, int y, const Positions& positions,
+                                         const Regular& regular = {});
+
+  // The slowest hop of the classes for a piece, under `steps`' channel sharing.
+  static auto price(const closed_form::Steps& steps, const closed_form::HopClasses& classes) {
+    return [&steps, &classes](Bytes piece) { return closed_form::slowest(steps, classes, piece); };
+  }
+
+  const CollectiveSpec& spec;
+  const Topology& topology;
+  const int p;                            // participants
+  const closed_form::Steps steps;         // with the spec's channels
+  const closed_form::Steps single_steps;  // one channel (the phases of hierarchical and 2D ring)
+
+ private:
+  const std::vector<int>& rank_order();
+  std::vector<int> order_;  // built on the first pattern that must visit hops
+  std::map<std::tuple<int, int, int, int>, closed_form::HopClasses> uncached_;
+};
+
+}  // namespace commsim
