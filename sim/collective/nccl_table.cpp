@@ -1,0 +1,195 @@
+// Reads the NCCL constants tables from the JSON compiled in from libraries/nccl.json.
+#include "sim/collective/nccl_table.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "sim/core/error.hpp"
+
+namespace commsim::nccl {
+
+std::string_view embedded_table_json();  // generated from libraries/nccl.json at build time
+
+namespace detail {
+namespace {
+
+template <std::size_t N>
+std::array<double, N> read_array(const nlohmann::json& j) {
+  std::array<double, N> out{};
+  COMMSIM_CHECK(j.is_array() && j.size() == N, "libraries/nccl.json: an array has the wrong length");
+  for (std::size_t i = 0; i < N; ++i) out[i] = j[i].get<double>();
+  return out;
+}
+PerAlgo read_per_algo(const nlohmann::json& j) {
+  PerAlgo out{};
+  for (int a = 0; a < kNcclAlgos; ++a) out[a] = read_array<kProtos>(j.at(std::string(kAlgoKeys[a])));
+  return out;
+}
+std::array<PerNodes, kArchs> read_per_arch(const nlohmann::json& j) {
+  std::array<PerNodes, kArchs> out{};
+  for (int a = 0; a < kArchs; ++a) out[a] = read_array<3>(j.at(std::string(to_string(static_cast<GpuArch>(a)))));
+  return out;
+}
+PerProto read_per_proto(const nlohmann::json& j) {
+  return {j.at("ll").get<double>(), j.at("ll128").get<double>(), j.at("simple").get<double>()};
+}
+
+std::map<std::string, ModelScale> read_scales(const nlohmann::json& j) {
+  std::map<std::string, ModelScale> out;
+  for (auto& [key, v] : j.items())
+    out[key] = {v.at("latency_scale").get<double>(), v.at("bandwidth_scale").get<double>()};
+  return out;
+}
+
+// The compute capability NCCL's LL128 switch sees for each generation's row (tuning.cc: Volta sm70, Ampere sm80,
+// Hopper sm90, Blackwell sm100 as on B200 / GB200).
+constexpr std::array<int, kArchs> kLl128ComputeCapability = {70, 80, 90, 100};
+
+// "70 and later" (NCCL 2.27+: minCompCap >= 70) or "exactly 70, 80, 90[, ...]" (earlier: a switch on
+// minCompCap) as the generations whose LL128 NCCL enables by default.
+std::array<bool, kArchs> ll128_generations(const std::string& rule) {
+  std::array<bool, kArchs> enabled{};
+  if (rule == "70 and later") {
+    enabled.fill(true);
+    return enabled;
+  }
+  const std::string prefix = "exactly ";
+  COMMSIM_CHECK(rule.starts_with(prefix),
+                "libraries/nccl.json: ll128_compute_capabilities is not \"70 and later\" "
+                "or \"exactly ...\"");
+  std::stringstream list(rule.substr(prefix.size()));
+  for (std::string item; std::getline(list, item, ',');) {
+    int sm = 0;
+    COMMSIM_CHECK(std::sscanf(item.c_str(), " %d", &sm) == 1,
+                  "libraries/nccl.json: ll128_compute_capabilities lists something not a compute capability");
+    for (int a = 0; a < kArchs; ++a) enabled[a] = enabled[a] || kLl128ComputeCapability[a] == sm;
+  }
+  return enabled;
+}
+
+// "major.minor[.patch]" as a comparable number; -1 when the text is not a version.
+long version_number(std::string_view v) {
+  long major = 0, minor = 0;
+  std::size_t i = 0;
+  auto digits = [&](long& out) {
+    const std::size_t start = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9' && i - start < 4) out = out * 10 + (v[i++] - '0');
+    return i > start;
+  };
+  if (!digits(major) || i >= v.size() || v[i++] != '.' || !digits(minor)) return -1;
+  return major * 1000 + minor;
+}
+
+// The table is part of the program (compiled in), so a malformed table is an internal fault, not bad input.
+std::vector<Table> load_tables() {
+  const nlohmann::json doc = nlohmann::json::parse(embedded_table_json());
+  std::vector<Table> tables;
+  for (const auto& v : doc.at("versions")) {
+    const nlohmann::json& c = v.at("constants");
+    Table t;
+    t.version = v.at("version").get<std::string>();
+    t.number = version_number(t.version);
+    t.base_latency_us = read_per_algo(c.at("base_latency_us"));
+    t.hw_latency_us = {read_per_algo(c.at("hw_latency_us").at("nvlink")),
+                       read_per_algo(c.at("hw_latency_us").at("pci")), read_per_algo(c.at("hw_latency_us").at("net"))};
+    t.ll_max_bw_single_node = read_per_arch(c.at("ll_max_bw_GBps").at("single_node"));
+    t.ll_max_bw_multi_node = {read_array<3>(c.at("ll_max_bw_GBps").at("multi_node_intel")),
+                              read_array<3>(c.at("ll_max_bw_GBps").at("multi_node_amd"))};
+    t.ring_ll128_per_channel_GBps = read_per_arch(c.at("per_channel_max_ring_ll128_GBps"));
+    t.tree_ll128_per_channel_GBps = read_per_arch(c.at("per_channel_max_tree_ll128_GBps"));
+    t.tree_per_channel_GBps = read_per_arch(c.at("per_channel_max_tree_GBps"));
+    const nlohmann::json& corr = c.at("tree_correction");
+    t.tree_correction = {read_array<kCorrectionSizes>(corr.at("ll")), read_array<kCorrectionSizes>(corr.at("ll128")),
+                         read_array<kCorrectionSizes>(corr.at("simple"))};
+    t.max_threads = read_per_proto(c.at("max_threads"));
+    t.thread_threshold = read_per_proto(c.at("thread_threshold"));
+    t.net_overhead_intel_us = c.at("net_overhead_us").at("intel").get<double>();
+    t.net_overhead_amd_us = c.at("net_overhead_us").at("amd").get<double>();
+    t.ring_plateau_pre_ampere = c.at("ring_simple_plateau").at("pre_ampere").get<double>();
+    t.ring_plateau = c.at("ring_simple_plateau").at("ampere_and_later").get<double>();
+    t.ring_ll_factor_allreduce_or_multi_node =
+        c.at("ring_ll_factor").at("allreduce_reduce_or_multi_node").get<double>();
+    t.ring_ll_factor_other = c.at("ring_ll_factor").at("other").get<double>();
+    t.ring_ll128_factor_one_gpu_per_node = c.at("ring_ll128_factor_one_gpu_per_node").get<double>();
+    t.ring_inter_steps_exclude_one_node =
+        c.at("ring_allreduce_inter_steps_per_node").get<std::string>() == "2 (nodes - 1)";
+    t.one_gpu_per_node_inter_latency_from_tree = c.at("one_gpu_per_node_inter_latency_from_tree").get<bool>();
+    t.collnet_arity_us = c.at("collnet_arity_us").get<double>();
+    if (!c.at("per_channel_max_nvls_tree_GBps").is_null()) {
+      t.nvls_tree_per_channel_GBps = read_per_arch(c.at("per_channel_max_nvls_tree_GBps"));
+      t.nvls_tree_capped = true;
+    }
+    const nlohmann::json& nvls = c.at("nvls");
+    const std::string bw = nvls.at("bandwidth").get<std::string>();
+    t.nvls_bandwidth = bw == "intra"             ? NvlsBandwidth::Intra
+                       : bw == "min_intra_inter" ? NvlsBandwidth::MinIntraInter
+                                                 : NvlsBandwidth::Efficiency;
+    t.nvls_ring_ratio = nvls.at("ratio").get<std::string>() == "ring";
+    t.nvls_latency_from_hw = nvls.at("latency").get<std::string>() == "hw";
+    for (int a = 0; a < kArchs; ++a)
+      t.nvls_efficiency[a] = nvls.at("efficiency").at(std::string(to_string(static_cast<GpuArch>(a)))).get<double>();
+    t.nvls_channels = read_per_arch(nvls.at("channels"));
+    t.nvls_chunk_bytes = nvls.at("chunk_bytes").get<Bytes>();
+    t.nvls_tree_chunk_bytes = read_array<3>(nvls.at("tree_chunk_bytes"));
+    if (const nlohmann::json& pat = c.at("pat"); !pat.is_null()) {
+      t.pat = true;
+      t.pat_bandwidth_factor = pat.at("bandwidth_factor").get<double>();
+      t.pat_base_latency_us = pat.at("base_latency_us").get<double>();
+      t.pat_inter_latency_divisor = pat.at("inter_latency_divisor").get<double>();
+      t.pat_latency_per_rank_us = pat.at("latency_per_rank_us").get<double>();
+    }
+    t.ll128_enabled = ll128_generations(c.at("ll128_compute_capabilities").get<std::string>());
+    for (int a = 0; a < kArchs; ++a) {
+      const std::string arch(to_string(static_cast<GpuArch>(a)));
+      if (!doc.at("fitted").contains(arch)) continue;
+      t.fitted[a] = read_scales(doc.at("fitted").at(arch).at("scales"));
+      t.fitted_band_rel[a] = doc.at("fitted").at(arch).at("band_rel").get<double>();
+    }
+    tables.push_back(std::move(t));
+  }
+  return tables;
+}
+
+}  // namespace
+
+const std::vector<Table>& tables() {
+  static const std::vector<Table> all = load_tables();
+  return all;
+}
+
+// A version uses the newest table not newer than it ("2.20.5" -> "2.18"); none before the oldest table.
+const Table* find_table(std::string_view version) {
+  const long wanted = version_number(version);
+  const Table* best = nullptr;
+  for (const Table& t : tables())
+    if (wanted >= 0 && t.number <= wanted) best = &t;
+  return best;
+}
+
+const Table& table_of(const Topology& topo) {
+  const Table* t = find_table(topo.library().version);
+  if (t == nullptr)
+    throw InputError(
+        topo.source_file(), "library.version",
+        "\"" + topo.library().version + "\" is not an NCCL version with constants (2.18 or later, as major.minor)");
+  return *t;
+}
+
+}  // namespace detail
+
+std::vector<std::string> table_versions() {
+  std::vector<std::string> out;
+  for (const detail::Table& t : detail::tables()) out.push_back(t.version);
+  return out;
+}
+bool known_version(std::string_view version) { return detail::find_table(version) != nullptr; }
+
+}  // namespace commsim::nccl

@@ -1,0 +1,77 @@
+// NCCL's tuning constants, one table per NCCL version (libraries/nccl.json, compiled in): the rows of
+// src/graph/tuning.cc and the chunk and channel constants of src/enqueue.cc and src/transport/nvls.cc as data.
+// Internal to the NCCL model (nccl_model.cpp, nccl_tuning.cpp).
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/collective/nccl_model.hpp"
+
+namespace commsim::nccl::detail {
+
+// NCCL's algorithm and protocol indices (src/include/devcomm.h): the rows of the constants table.
+enum NcclAlgo { kTree, kRing, kCollNetDirect, kCollNetChain, kNvls, kNvlsTree, kPat, kNcclAlgos };
+constexpr std::array<std::string_view, kNcclAlgos> kAlgoKeys = {
+    "tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
+constexpr std::array<Algorithm, kNcclAlgos> kAlgorithms = {
+    Algorithm::Tree,     Algorithm::Ring, Algorithm::CollNetDirect, Algorithm::CollNetChain, Algorithm::Nvls,
+    Algorithm::NvlsTree, Algorithm::Pat};
+constexpr int kProtos = 3;  // LL, LL128, Simple
+enum Hw { kNvlinkHw, kPciHw, kNetHw };
+constexpr int kArchs = 4;
+constexpr int kCorrectionSizes = 23;
+
+using PerProto = std::array<double, kProtos>;
+using PerAlgo = std::array<PerProto, kNcclAlgos>;
+using PerNodes = std::array<double, 3>;  // 1 node, 2 nodes, more
+inline int nodes_index_of(int nodes) { return nodes <= 2 ? nodes - 1 : 2; }
+
+// How a version prices NVLS (nccl_model.hpp, libraries/nccl.json "nvls").
+enum class NvlsBandwidth { Intra, MinIntraInter, Efficiency };
+
+struct Table {
+  std::string version;
+  long number = 0;  // version_number(version)
+  PerAlgo base_latency_us{};
+  std::array<PerAlgo, 3> hw_latency_us{};                // NVLink, PCI, network
+  std::array<PerNodes, kArchs> ll_max_bw_single_node{};  // by GPU generation
+  std::array<PerNodes, 2> ll_max_bw_multi_node{};        // by CPU vendor: Intel, AMD
+  std::array<PerNodes, kArchs> ring_ll128_per_channel_GBps{}, tree_ll128_per_channel_GBps{}, tree_per_channel_GBps{};
+  std::array<PerNodes, kArchs> nvls_tree_per_channel_GBps{};  // all 0 = no cap (before 2.29)
+  bool nvls_tree_capped = false;
+  std::array<std::array<double, kCorrectionSizes>, kProtos> tree_correction{};
+  PerProto max_threads{}, thread_threshold{};
+  double net_overhead_intel_us = 0, net_overhead_amd_us = 0;
+  double ring_plateau_pre_ampere = 1, ring_plateau = 1;
+  double ring_ll_factor_allreduce_or_multi_node = 0, ring_ll_factor_other = 0;
+  double ring_ll128_factor_one_gpu_per_node = 0;
+  bool ring_inter_steps_exclude_one_node = false;  // allreduce: 2 (nodes - 1) inter-node steps, else 2 nodes
+  bool one_gpu_per_node_inter_latency_from_tree = false;
+  double collnet_arity_us = 0;
+  NvlsBandwidth nvls_bandwidth = NvlsBandwidth::Intra;
+  bool nvls_ring_ratio = false;       // algbw = busBw x n / nsteps, else x 5/6
+  bool nvls_latency_from_hw = false;  // hwLat NVLink NVLS (+ inter), else baseLat (+ NET NVLS)
+  std::array<double, kArchs> nvls_efficiency{};
+  std::array<PerNodes, kArchs> nvls_channels{};  // by GPU generation and node count
+  Bytes nvls_chunk_bytes = 131072;
+  PerNodes nvls_tree_chunk_bytes{};
+  bool pat = false;
+  double pat_bandwidth_factor = 1, pat_base_latency_us = 0, pat_inter_latency_divisor = 1, pat_latency_per_rank_us = 0;
+  std::array<bool, kArchs> ll128_enabled{};  // by GPU generation, from "ll128_compute_capabilities"
+  std::array<std::map<std::string, ModelScale>, kArchs> fitted;
+  std::array<double, kArchs> fitted_band_rel{};
+};
+
+inline int arch_index(GpuArch a) { return static_cast<int>(a); }
+
+// Every table, oldest first; the one a version uses (the newest not newer than it; none before the oldest);
+// the topology's (InputError naming library.version when none).
+const std::vector<Table>& tables();
+const Table* find_table(std::string_view version);
+const Table& table_of(const Topology& topo);
+
+}  // namespace commsim::nccl::detail

@@ -1,0 +1,267 @@
+// NCCL's tuning model on the machine NCCL's search would see: per (algorithm, protocol) its latency and bus
+// bandwidth (tuning.cc), its channels (enqueue.cc) and the fill of the NVLS pipelines.
+#include "sim/collective/nccl_tuning.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace commsim::nccl::detail {
+namespace {
+
+int steps_of(Collective op, int ranks) {
+  switch (op) {
+    case Collective::AllReduce:
+      return 2 * (ranks - 1);
+    case Collective::ReduceScatter:
+    case Collective::AllGather:
+      return ranks - 1;
+    default:
+      return ranks;
+  }
+}
+
+bool newer_than_2_21(const Table& t) { return t.number >= 2021; }
+
+bool newer_than_2_23(const Table& t) { return t.number >= 2023; }
+
+// Which (collective, algorithm, protocol) NCCL models and enables by default (tuning.cc; nccl_model.hpp).
+bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+  const int ppn = m.ranks / m.nodes;
+  // LL128 only where NCCL tested it: NVLink inside the node, the NIC reached without the CPU, and a compute
+  // capability the version enables (before 2.25 exactly sm70 / sm80 / sm90, so not Blackwell).
+  if (p == proto_index(Protocol::LL128) &&
+      !(m.nvlink_intra && (m.nodes == 1 || m.gpudirect_network) && t.ll128_enabled[arch_index(lib.gpu_arch)]))
+    return false;
+  const bool simple_only = a == kNvls || a == kNvlsTree || a == kCollNetDirect || a == kCollNetChain || a == kPat;
+  if (simple_only && p != proto_index(Protocol::Simple)) return false;
+  if (op == Collective::Broadcast || op == Collective::Reduce) return a == kRing;
+  if (op == Collective::ReduceScatter || op == Collective::AllGather) {
+    if (a == kRing) return true;
+    if (a == kNvls) return newer_than_2_21(t) && lib.nvls && m.nodes == 1 && ppn > 1;
+    if (a == kPat) return t.pat && ppn == 1;
+    return false;
+  }
+  switch (a) {  // allreduce
+    case kRing:
+    case kTree:
+      return true;
+    case kNvls:
+      return lib.nvls && ppn > 1 && (m.nodes == 1 || lib.collnet);  // across nodes NVLS needs SHARP
+    case kNvlsTree:
+      return lib.nvls && ppn > 1 && m.nodes > 1;
+    case kCollNetDirect:
+      return lib.collnet && m.nodes > 1 && m.nvlink_intra && ppn <= 8;
+    case kCollNetChain:
+      return lib.collnet && m.nodes > 1 && ppn <= 8;
+    default:
+      return false;
+  }
+}
+
+// NVLS's per-node bus bandwidth. The NVLS search gives each of the node's ppn GPUs one channel ("head") and reserves
+// bw on every GPU's NVSwitch link per channel plus bw more for the head: (ppn + 1) bw <= the link, so
+// bwIntra = link / (ppn + 1); on one node bwInter is raised to about 1.5 bwIntra (the search stops below 2x);
+// across nodes a head's share of the node's NICs.
+double nvls_bus_bw(int a, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+  const int heads = m.ranks / m.nodes;
+  const double intra = m.nvlink_GBps / (heads + 1);
+  const double inter = m.nodes == 1 ? 1.5 * intra : m.inter_GBps / heads;
+  double bw = 0;
+  switch (t.nvls_bandwidth) {
+    case NvlsBandwidth::Intra:
+      bw = m.nodes <= 2 ? intra : inter;
+      break;
+    case NvlsBandwidth::MinIntraInter:
+      bw = a == kNvls ? std::min(intra, inter) : std::min(intra, m.nodes <= 2 ? inter : inter / 2);
+      break;
+    case NvlsBandwidth::Efficiency: {
+      double intra_bw = intra * t.nvls_efficiency[arch_index(lib.gpu_arch)] * (heads - 1) / heads;
+      intra_bw *= op == Collective::AllReduce ? 2.0 : static_cast<double>(heads - 1) / heads;
+      bw = std::min(intra_bw, inter * (a == kNvlsTree && m.nodes <= 2 ? 2 : 1));
+      if (a == kNvlsTree && t.nvls_tree_capped) {
+        const int nodes_index = nodes_index_of(m.nodes);
+        bw = std::min(bw, t.nvls_tree_per_channel_GBps[arch_index(lib.gpu_arch)][nodes_index]);
+      }
+      break;
+    }
+  }
+  return heads * bw;
+}
+
+}  // namespace
+
+bool is_network(LinkClass c) {
+  return c == LinkClass::Rdma || c == LinkClass::Tcp || c == LinkClass::Efa || c == LinkClass::Tcpx ||
+         c == LinkClass::Fabric;
+}
+
+int log2i(Bytes n) {
+  int l = -1;
+  while (n > 0) n >>= 1, ++l;
+  return l;
+}
+
+Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+  Evaluation e;
+  if (m.ranks < 2 || !applies(a, p, op, m, lib, t)) return e;
+  const int n = m.ranks, nodes = m.nodes, ppn = n / nodes;
+  const int arch = arch_index(lib.gpu_arch);
+  const int nodes_index = nodes_index_of(nodes);
+  const double ll_max_bw = nodes == 1 ? t.ll_max_bw_single_node[arch][nodes_index]
+                                      : t.ll_max_bw_multi_node[lib.cpu_amd ? 1 : 0][nodes_index];
+  // The tuning model counts the search's channels; NCCL runs twice as many (each search ring used by two CTAs).
+  const double search_channels = std::max(1, m.channels / 2);
+
+  // Bus bandwidth: the graph's (the slower of the node's ring and its network share), refined per protocol.
+  double bus = a == kNvls || a == kNvlsTree ? nvls_bus_bw(a, op, m, lib, t)
+               : nodes == 1                 ? m.intra_GBps
+                                            : std::min(m.intra_GBps, m.inter_GBps);
+  if (a == kRing && p == 0)
+    bus = std::min(ll_max_bw, bus * ((nodes > 1 || op == Collective::AllReduce || op == Collective::Reduce)
+                                         ? t.ring_ll_factor_allreduce_or_multi_node
+                                         : t.ring_ll_factor_other));
+  if (a == kRing && p == 1)
+    bus = std::min(bus * (ppn < 2 ? t.ring_ll128_factor_one_gpu_per_node : 0.92),
+                   search_channels * t.ring_ll128_per_channel_GBps[arch][nodes_index]);
+  if (a == kTree) bus = std::min(bus * 0.92, search_channels * t.tree_per_channel_GBps[arch][nodes_index]);
+  if (a == kTree && p == 0) bus = std::min(bus / 3.8, ll_max_bw);
+  if (a == kTree && p == 1)
+    bus = std::min(bus * (nodes == 1 ? 7.0 / 9 : 120.0 / 128),
+                   search_channels * t.tree_ll128_per_channel_GBps[arch][nodes_index]);
+  if (a == kPat) bus *= t.pat_bandwidth_factor;
+  if (a == kCollNetDirect) {
+    double factor = ppn / search_channels;  // GPUs per NIC channel: CollNet direct wants a NIC per GPU
+    factor -= (factor - 1) / 2;
+    if (factor > 0) bus /= factor;
+    if (lib.gpu_arch >= GpuArch::Hopper) bus *= 0.85;
+  }
+  // Bus bandwidth to the algorithm bandwidth NCCL stores.
+  const int steps = steps_of(op, n);
+  const bool gather_or_scatter = op == Collective::ReduceScatter || op == Collective::AllGather;
+  double ratio = 0.5;
+  if (a == kRing)
+    ratio = static_cast<double>(n) / steps;
+  else if (a == kNvls || a == kNvlsTree)
+    ratio = t.nvls_ring_ratio                             ? static_cast<double>(n) / steps
+            : (a == kNvlsTree && !t.nvls_latency_from_hw) ? 0.7 * nodes / (2.0 * (nodes - 1))
+                                                          : 5.0 / 6;
+  if (gather_or_scatter && a != kRing && newer_than_2_23(t)) ratio = 1;
+  e.algbw_GBps = bus * ratio;
+
+  // Latency.
+  const Hw intra_hw = m.nvlink_intra ? kNvlinkHw : kPciHw;
+  const double base = t.base_latency_us[a][p];
+  double intra_lat = t.hw_latency_us[intra_hw][a][p];
+  double inter_lat = t.hw_latency_us[kNetHw][ppn == 1 && t.one_gpu_per_node_inter_latency_from_tree ? kTree : a][p] +
+                     m.transport_latency_us;
+  if (p == proto_index(Protocol::Simple)) inter_lat += m.transport_latency_us;  // the flush after a receive
+  const int log_nodes = log2i(static_cast<Bytes>(nodes));
+  double lat = base;
+  switch (a) {
+    case kRing:
+      if (op == Collective::Broadcast || op == Collective::Reduce) {
+        lat += steps * t.hw_latency_us[nodes == 1 ? intra_hw : kNetHw][a][p];
+      } else {
+        const int inter_steps = op == Collective::AllReduce
+                                    ? (nodes > 1 ? 2 * (nodes - (t.ring_inter_steps_exclude_one_node ? 1 : 0)) : 0)
+                                    : nodes - 1;
+        double net_overhead = 0;
+        if (nodes > 1)
+          net_overhead = (lib.cpu_amd ? t.net_overhead_amd_us : t.net_overhead_intel_us) * (p == 2 ? 3 : 1);
+        lat += (steps - inter_steps) * std::max(intra_lat, net_overhead) + inter_steps * inter_lat;
+      }
+      break;
+    case kTree:
+      lat += 2 * ((ppn - 1) * intra_lat + log_nodes * inter_lat);
+      break;
+    case kCollNetDirect:
+      lat += 2 * (std::min(1, ppn - 1) * intra_lat + (ppn - 1) * t.collnet_arity_us) + inter_lat;
+      break;
+    case kCollNetChain:
+      lat += 2 * (ppn - 1) * intra_lat + inter_lat;
+      break;
+    case kNvls:
+      if (t.nvls_latency_from_hw)
+        lat = intra_lat + (nodes > 1 ? inter_lat : 0);
+      else
+        lat += nodes > 1 ? t.hw_latency_us[kNetHw][a][p] : 0;
+      break;
+    case kNvlsTree:
+      if (t.nvls_latency_from_hw)
+        lat += intra_lat + 2 * log_nodes * inter_lat;
+      else
+        lat += 2 * (nodes - 1) * t.hw_latency_us[kNetHw][a][p];
+      break;
+    case kPat:
+      lat = t.pat_base_latency_us + log_nodes * inter_lat / t.pat_inter_latency_divisor + t.pat_latency_per_rank_us * n;
+      break;
+  }
+  e.latency_us = lat;
+  e.applicable = e.algbw_GBps > 0;
+  return e;
+}
+
+// NCCL's estimate for `bytes` (ncclTopoGetAlgoTime): tree's size correction, the ring's plateau.
+double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machine& m, const CommLibrary& lib,
+                    const Table& t, Collective op) {
+  double bw = e.algbw_GBps, lat = e.latency_us;
+  const int log_size = log2i(bytes >> 6);
+  if (a == kTree && log_size >= 0 && log_size < kCorrectionSizes) bw *= t.tree_correction[p][log_size];
+  if (a == kRing && p == 2 && m.nodes > 1 && op == Collective::AllReduce &&
+      static_cast<double>(bytes) / (static_cast<double>(m.channels) * m.ranks) >= 64)
+    lat *= lib.gpu_arch == GpuArch::Volta ? t.ring_plateau_pre_ampere : t.ring_plateau;
+  return lat + static_cast<double>(bytes) / (1000 * bw);
+}
+
+int nvls_channel_count(const Table& t, GpuArch arch, int nodes) {
+  return static_cast<int>(t.nvls_channels[arch_index(arch)][nodes_index_of(nodes)]);
+}
+
+// Channels NCCL launches for `bytes` (enqueue.cc): fewer while each thread would get less than its threshold.
+int launched_channels(int a, int p, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
+  if (a == kNvls || a == kNvlsTree) return nvls_channel_count(t, arch, m.nodes);
+  double nc = m.channels, nt = t.max_threads[p];
+  const double threshold = t.thread_threshold[p] * (a == kRing && p == 0 ? m.ranks : 1);
+  while (static_cast<double>(bytes) < nc * nt * threshold) {
+    if (nc >= 2)
+      --nc;
+    else if (std::fmod(nt, 128) == 0)
+      nt /= 2;
+    else
+      break;
+  }
+  return static_cast<int>(nc);
+}
+
+// NVLS is a pipeline: every chunk passes through the warp groups of the kernel in turn (src/device/all_reduce.h,
+// reduce_scatter.h, all_gather.h, RunWorkColl<..., NCCL_ALGO_NVLS / NCCL_ALGO_NVLS_TREE, NCCL_PROTO_SIMPLE>):
+// NVLS allreduce scatters into the switch buffer, reduces and broadcasts through the switch, gathers (3 stages);
+// reduce-scatter scatters and reduces, allgather gathers and broadcasts (2); NVLS-tree allreduce scatters, reduces
+// and sends to the network, receives and broadcasts, gathers (4). So the last chunk leaves (stages - 1) chunk times
+// after the user buffer has streamed through: that many chunks more over all concurrent ops (channels x heads, one
+// head per GPU of a node) at the algorithm's bandwidth. The chunk is NCCL's (src/enqueue.cc calcCollChunking):
+// NVLS from NCCL_NVLS_CHUNKSIZE down to 64 KiB below 64 chunks per op, 32 KiB below 8, 16 KiB below 2; NVLS-tree
+// from its largest chunk down to 256 KiB below 32, 128 KiB below 16, 64 KiB below 4, 32 KiB below 1. An op with
+// less than a chunk sends what it has. NVLS across nodes (with SHARP) adds network stages not counted: no fill.
+double nvls_fill_bytes(int a, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
+  if (!(a == kNvls && m.nodes == 1) && a != kNvlsTree) return 0;
+  const Bytes ops = static_cast<Bytes>(nvls_channel_count(t, arch, m.nodes)) * static_cast<Bytes>(m.ranks / m.nodes);
+  Bytes chunk = 0;
+  int stages = 0;
+  const auto shrink = [&](Bytes below_chunks_per_op, Bytes to) {
+    if (bytes < below_chunks_per_op * ops * chunk && chunk > to) chunk = to;
+  };
+  if (a == kNvls) {
+    stages = op == Collective::AllReduce ? 3 : 2;
+    chunk = t.nvls_chunk_bytes;
+    shrink(64, 65536), shrink(8, 32768), shrink(2, 16384);
+  } else {
+    stages = 4;
+    chunk = static_cast<Bytes>(t.nvls_tree_chunk_bytes[nodes_index_of(m.nodes)]);
+    shrink(32, 262144), shrink(16, 131072), shrink(4, 65536), shrink(1, 32768);
+  }
+  const double per_op = std::min(static_cast<double>(chunk), static_cast<double>(bytes) / static_cast<double>(ops));
+  return (stages - 1) * per_op * static_cast<double>(ops);
+}
+
+}  // namespace commsim::nccl::detail

@@ -1,0 +1,32 @@
+// NCCL's estimate of one (collective, algorithm, protocol) on a machine (src/graph/tuning.cc ncclTopoTuneModel,
+// ncclTopoGetAlgoTime), the channels it launches and the NVLS pipeline's fill (src/enqueue.cc). Internal to the
+// NCCL model (nccl_model.cpp).
+#pragma once
+
+#include "sim/collective/nccl_table.hpp"
+
+namespace commsim::nccl::detail {
+
+inline int proto_index(Protocol p) { return static_cast<int>(p); }
+
+struct Evaluation {
+  bool applicable = false;
+  double latency_us = 0;
+  double algbw_GBps = 0;
+};
+
+bool is_network(LinkClass c);
+int log2i(Bytes n);
+
+// NCCL's latency and algorithm bandwidth for algorithm a, protocol p (applicable = NCCL would consider it).
+Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t);
+// NCCL's estimate for `bytes` (ncclTopoGetAlgoTime): tree's size correction, the ring's plateau.
+double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machine& m, const CommLibrary& lib,
+                    const Table& t, Collective op);
+int nvls_channel_count(const Table& t, GpuArch arch, int nodes);
+// Channels NCCL launches for `bytes` (enqueue.cc).
+int launched_channels(int a, int p, Bytes bytes, const Machine& m, const Table& t, GpuArch arch);
+// The bytes the NVLS / NVLS-tree pipeline adds to the bandwidth term; 0 for other algorithms.
+double nvls_fill_bytes(int a, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch);
+
+}  // namespace commsim::nccl::detail
