@@ -21,7 +21,6 @@
 #include "hw/common/plan_buffers.hpp"
 #include "hw/common/schedule_program.hpp"
 #include "hw/common/verifiable.hpp"
-#include "hw/mpi/launcher.hpp"
 #include "hw/mpi/mpi_check.hpp"
 #include "hw/mpi/native_collectives.hpp"
 #include "hw/mpi/schedule_executor.hpp"
@@ -63,7 +62,6 @@ int run_on_rank(const MpiSession& session, const std::function<int()>& body) {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
-  if (session.rank() == 0) report_job_status(code);
   return code;
 }
 
@@ -730,7 +728,7 @@ class RankRunner {
                       std::to_string(options_.warmup) + " warm-up step(s) not counted");
     if (!plan_.symmetric_ranks)
       r.notes.push_back("stragglers: every rank waits the plan's critical-rank compute factor of each step");
-    if (const char* mode = std::getenv("COMMSIM_RUN_MODE")) r.notes.push_back(std::string("network: ") + mode);
+    if (!options_.network.empty()) r.notes.push_back("network: " + options_.network);
     if (options_.check)
       r.notes.push_back("check: " + std::to_string(check[0]) + " wrong of " + std::to_string(check[1]) +
                         " elements checked in " + std::to_string(check[2]) +
