@@ -38,9 +38,10 @@ std::string absolute(const std::string& path) {
 void write_measured(const HardwareRunRequest& r, const SimulationRun& run) {
   if (!r.result_file.empty()) write_json(r.result_file, run.result.to_json(), "--json");
   if (r.trace_file.empty()) return;
-  write_json(r.trace_file,
-             r.trace_format == "kineto" ? kineto_trace(run.result, run.plan) : chrome_trace(run.result, run.plan.streams),
-             "--trace");
+  write_json(
+      r.trace_file,
+      r.trace_format == "kineto" ? kineto_trace(run.result, run.plan) : chrome_trace(run.result, run.plan.streams),
+      "--trace");
 }
 
 // Where the table goes: standard error when --json or --trace writes its document to standard output.
@@ -133,8 +134,8 @@ HardwareRunResponse launch(const HardwareRunRequest& r) {
     if (r.cluster) job.cluster = hw::emulation_for(r.topology, r.nodes);
   }
   job.request = r;
-  for (std::string* path : {&job.request.scenario, &job.request.topology, &job.request.result_file,
-                            &job.request.trace_file})
+  for (std::string* path :
+       {&job.request.scenario, &job.request.topology, &job.request.result_file, &job.request.trace_file})
     *path = absolute(*path);
   return hw::launch_mpi_job(job);
 }
@@ -205,8 +206,9 @@ int execute_request(const HardwareRunRequest& request) {
 
 void register_hw_run(CLI::App& app, int& exit_code) {
   auto file = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("hw-run", "Execute a hardware request JSON (what calibrate, validate, regress "
-                                               "and the MPI launcher start; its response goes to response_file)");
+  CLI::App* cmd = app.add_subcommand("hw-run",
+                                     "Execute a hardware request JSON (what calibrate, validate, regress "
+                                     "and the MPI launcher start; its response goes to response_file)");
   cmd->group("");  // internal: not listed in --help
   cmd->add_option("request", *file, "hardware request JSON (hw/common/hardware_request.hpp)")->required();
   cmd->callback([file, &exit_code] {

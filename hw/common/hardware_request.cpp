@@ -58,12 +58,23 @@ void require_input(JsonFields& f, const HardwareRunRequest& r) {
 }  // namespace
 
 Json to_json(const HardwareRunRequest& r) {
-  Json doc = {{"job", job_name(r.job)},     {"backend", r.backend},     {"scenario", r.scenario},
-              {"sets", r.sets},             {"steps", r.steps},         {"warmup", r.warmup},
-              {"impl", r.impl},             {"check", r.check},         {"trace_file", r.trace_file},
-              {"trace_format", r.trace_format}, {"topology", r.topology}, {"nodes", r.nodes},
-              {"max_bytes", r.max_bytes},   {"cluster", r.cluster},     {"timeout_s", r.timeout_s},
-              {"result_file", r.result_file}, {"response_file", r.response_file}};
+  Json doc = {{"job", job_name(r.job)},
+              {"backend", r.backend},
+              {"scenario", r.scenario},
+              {"sets", r.sets},
+              {"steps", r.steps},
+              {"warmup", r.warmup},
+              {"impl", r.impl},
+              {"check", r.check},
+              {"trace_file", r.trace_file},
+              {"trace_format", r.trace_format},
+              {"topology", r.topology},
+              {"nodes", r.nodes},
+              {"max_bytes", r.max_bytes},
+              {"cluster", r.cluster},
+              {"timeout_s", r.timeout_s},
+              {"result_file", r.result_file},
+              {"response_file", r.response_file}};
   if (!r.job_context.empty())
     doc["job_context"] = {{"network", r.job_context.network}, {"status_file", r.job_context.status_file}};
   return doc;

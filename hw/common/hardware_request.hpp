@@ -42,9 +42,9 @@ struct HardwareRunRequest {
   int nodes = 0;                   // > 0: overrides the topology's node count
   std::string max_bytes = "256M";  // largest size
   // Both
-  bool cluster = false;      // mpi: inside an emulated cluster of the topology (else loopback)
-  double timeout_s = 0;      // > 0: stop the job after this long
-  std::string result_file;   // Run: the Result JSON; Bench: the bench report ("" nowhere, "-" standard output)
+  bool cluster = false;       // mpi: inside an emulated cluster of the topology (else loopback)
+  double timeout_s = 0;       // > 0: stop the job after this long
+  std::string result_file;    // Run: the Result JSON; Bench: the bench report ("" nowhere, "-" standard output)
   std::string response_file;  // where `commsim hw-run` writes the HardwareRunResponse ("" nowhere)
   JobContext job_context;     // the launcher's, for its ranks
 };

@@ -244,8 +244,18 @@ void use_loopback(JobNetwork& net, const std::string& mpirun, int ranks) {
   const std::string name = "commsim-run-" + std::to_string(getpid());
   net.job_dir = (fs::absolute(fs::temp_directory_path()) / name).string();
   net.loopback_dirs.emplace(net.job_dir, "/dev/shm/" + name);
-  net.mpirun_argv = {mpirun, "--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1",
-                     "--mca", "orte_tmpdir_base", net.job_dir, "--mca", "btl_vader_backing_directory",
+  net.mpirun_argv = {mpirun,
+                     "--oversubscribe",
+                     "--bind-to",
+                     "none",
+                     "--mca",
+                     "mpi_yield_when_idle",
+                     "1",
+                     "--mca",
+                     "orte_tmpdir_base",
+                     net.job_dir,
+                     "--mca",
+                     "btl_vader_backing_directory",
                      net.loopback_dirs->shm};
   if (geteuid() == 0) net.mpirun_argv.push_back("--allow-run-as-root");
   net.description = "loopback: all " + std::to_string(ranks) + " ranks on this host, shared memory, unshaped";
