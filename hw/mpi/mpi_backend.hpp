@@ -27,7 +27,7 @@ struct RunOptions {
   std::string json;               // where rank 0 writes the Result (empty: nowhere)
   bool check = false;             // verifiable inputs; every collective's output is compared element by element
   CollectiveImpl impl = CollectiveImpl::Schedule;
-  int warmup = 2;  // steps run first and left out of the result (each distinct step kind in turn)
+  int warmup = 2;       // steps run first and left out of the result (each distinct step kind in turn)
   std::string network;  // what the job runs on (the launcher's words), noted in the Result; empty: not noted
 };
 
