@@ -204,6 +204,27 @@ int execute_request(const HardwareRunRequest& request) {
   return response.exit_code;
 }
 
+namespace {
+
+// The request file, strictly read, with what the reader cannot know checked too: a size that parses, output files
+// that can be written (before any job starts, as `commsim run` checks its options).
+hw::HardwareRunRequest checked_request(const std::string& file) {
+  hw::HardwareRunRequest request = hw::read_hardware_request_file(file);
+  try {
+    parse_byte_size(request.max_bytes);
+  } catch (const InputError&) {
+    throw InputError(file, "max_bytes", "\"" + request.max_bytes + "\" is not a size (8, 64K, 256M, 1G)");
+  }
+  for (auto [field, path] : {std::pair{"result_file", request.result_file}, std::pair{"trace_file", request.trace_file},
+                             std::pair{"response_file", request.response_file}}) {
+    if (path.empty() || path == "-") continue;
+    if (const std::string why = writable_file()(path); !why.empty()) throw InputError(file, field, why);
+  }
+  return request;
+}
+
+}  // namespace
+
 void register_hw_run(CLI::App& app, int& exit_code) {
   auto file = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("hw-run",
@@ -211,15 +232,7 @@ void register_hw_run(CLI::App& app, int& exit_code) {
                                      "and the MPI launcher start; its response goes to response_file)");
   cmd->group("");  // internal: not listed in --help
   cmd->add_option("request", *file, "hardware request JSON (hw/common/hardware_request.hpp)")->required();
-  cmd->callback([file, &exit_code] {
-    hw::HardwareRunRequest request = hw::read_hardware_request_file(*file);
-    try {
-      parse_byte_size(request.max_bytes);
-    } catch (const InputError& e) {
-      throw InputError(*file, "max_bytes", "\"" + request.max_bytes + "\" is not a size (8, 64K, 256M, 1G)");
-    }
-    exit_code = execute_request(request);
-  });
+  cmd->callback([file, &exit_code] { exit_code = execute_request(checked_request(*file)); });
 }
 
 }  // namespace commsim::cli
