@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -12,6 +13,7 @@
 #include "reports/format.hpp"
 #include "reports/junit.hpp"
 #include "sim/core/json_fields.hpp"
+#include "validate/hardware_run.hpp"
 #include "validate/process.hpp"
 
 namespace commsim::cli {
@@ -27,9 +29,9 @@ struct RegressOptions {
   int jobs = 0;
 };
 
-// Runs every entry of the baseline whose backend is `o.backend` on the hardware now, one `commsim run` child
-// process at a time (hardware runs must not share the machine), and adds its result to `measured`. Returns 0, or
-// the exit code to end with when a run failed (its last line is printed). The temporary files are removed.
+// Runs every entry of the baseline whose backend is `o.backend` on the hardware now, one hardware run at a time
+// (hardware runs must not share the machine), and adds its result to `measured`. Returns 0, or the exit code to end
+// with when a run failed (its last line is printed). The temporary files are removed.
 int measure_on_hardware(const explore::Baseline& b, const RegressOptions& o, std::map<std::string, Result>& measured) {
   const fs::path dir = fs::temp_directory_path() / ("commsim-regress-" + std::to_string(getpid()));
   fs::create_directories(dir);
@@ -42,62 +44,53 @@ int measure_on_hardware(const explore::Baseline& b, const RegressOptions& o, std
   } remove_on_exit{dir};
   for (const explore::BaselineEntry& e : b.entries) {
     if (e.backend != o.backend || measured.count(e.name)) continue;
-    const std::string json = (dir / "result.json").string(), log = (dir / "run.log").string();
-    std::vector<std::string> argv = {
-        validate::self_executable(), "run", "--backend", o.backend, e.scenario_path, "--json", json};
-    for (const std::string& set : e.sets) argv.insert(argv.end(), {"--set", set});
-    if (o.cluster) argv.push_back("--cluster");
-    if (o.timeout_s > 0) argv.insert(argv.end(), {"--timeout-s", std::to_string(o.timeout_s)});
+    hw::HardwareRunRequest request;
+    request.job = hw::HardwareJob::Run;
+    request.backend = o.backend;
+    request.scenario = e.scenario_path;
+    request.sets = e.sets;
+    request.cluster = o.cluster;
+    request.timeout_s = o.timeout_s;
+    request.result_file = (dir / "result.json").string();
     std::printf("%s: running on %s ...\n", e.name.c_str(), o.backend.c_str());
     std::fflush(stdout);
-    const validate::ProcessResult run = validate::run_process(argv, log, o.timeout_s > 0 ? o.timeout_s + 60 : 0);
-    if (run.exit_code != 0) {
-      std::string last = validate::tail_lines(log, 1);
-      while (!last.empty() && last.back() == '\n') last.pop_back();
-      std::fprintf(stderr, "commsim regress: %s: commsim run --backend %s exited %d: %s\n", e.name.c_str(),
-                   o.backend.c_str(), run.exit_code, last.c_str());
+    const validate::HardwareRun run = validate::run_on_hardware(
+        validate::self_executable(), request, (dir / "run").string(), o.timeout_s > 0 ? o.timeout_s + 60 : 0);
+    if (!run.ok()) {
+      std::fprintf(stderr, "commsim regress: %s: %s\n", e.name.c_str(), run.error.c_str());
       return run.exit_code == 2 ? 2 : 3;
     }
-    measured[e.name] = Result::from_json(read_json_file(json), json);
+    measured[e.name] = *run.result;
   }
   return 0;
 }
 
-int run_regress(const RegressOptions& o) {
-  using namespace reports;  // JUnit and tables
-  using namespace explore;  // baselines
-  Baseline b = load_baseline(o.baseline, o.update);
-  const double tolerance = o.tolerance_given ? o.tolerance : b.tolerance_pct;
+// --measured NAME=RESULT.json: hardware results measured earlier, each for a hardware entry of the baseline.
+std::map<std::string, Result> given_measurements(const explore::Baseline& b, const RegressOptions& o) {
   std::map<std::string, Result> measured;
   for (const std::string& m : o.measured) {
     const auto eq = m.find('=');
     if (eq == std::string::npos || eq == 0) throw InputError("--measured", "", "\"" + m + "\" is not NAME=RESULT.json");
     const std::string name = m.substr(0, eq), file = m.substr(eq + 1);
     bool known = false;
-    for (const BaselineEntry& e : b.entries) known |= e.name == name && e.backend != "sim";
+    for (const explore::BaselineEntry& e : b.entries) known |= e.name == name && e.backend != "sim";
     if (!known) throw InputError("--measured", name, "no hardware entry of that name in " + o.baseline);
     measured[name] = Result::from_json(read_json_file(file), file);
   }
-  if (!o.backend.empty()) {
-    // Nothing of that backend to run: re-simulating the rest instead would pass a check that was never made.
-    if (std::none_of(b.entries.begin(), b.entries.end(),
-                     [&](const BaselineEntry& e) { return e.backend == o.backend; }))
-      throw InputError(o.baseline, "scenarios",
-                       "no entry has backend \"" + o.backend +
-                           "\": nothing to run on the hardware (an entry with "
-                           "\"backend\": \"" +
-                           o.backend + "\" stores a measurement to compare with)");
-    if (const int failed = measure_on_hardware(b, o, measured)) return failed;
-  }
+  return measured;
+}
 
-  std::vector<double> seconds;
-  const std::vector<Check> checks = check_baseline(b, tolerance, measured, o.jobs, seconds);
+// The table, the lines of every check that did not pass, the counts; the JUnit XML. Returns the verdict counts.
+std::array<std::size_t, 4> print_checks(const explore::Baseline& b, const std::vector<explore::Check>& checks,
+                                        const std::vector<double>& seconds, double tolerance, const RegressOptions& o) {
+  using namespace reports;
+  using explore::Verdict;
   TextTable table({"scenario", "evaluated by", "stored ms", "now ms", "change", "verdict"});
   std::vector<JUnitCase> cases;
-  std::size_t count[4] = {0, 0, 0, 0};
+  std::array<std::size_t, 4> count{};
   for (std::size_t i = 0; i < checks.size(); ++i) {
-    const BaselineEntry& e = b.entries[i];
-    const Check& c = checks[i];
+    const explore::BaselineEntry& e = b.entries[i];
+    const explore::Check& c = checks[i];
     ++count[static_cast<int>(c.verdict)];
     const bool skipped = c.verdict == Verdict::Skipped;
     table.add({e.name, e.backend == "sim" ? e.fidelity : e.backend,
@@ -113,15 +106,40 @@ int run_regress(const RegressOptions& o) {
   std::printf("%zu scenarios: %zu pass, %zu faster, %zu regressions, %zu skipped (tolerance %s %%)\n", checks.size(),
               count[0], count[1], count[2], count[3], number(tolerance).c_str());
   if (!o.junit.empty()) write_file(o.junit, junit_xml("commsim.regress", cases), "--junit");
+  return count;
+}
 
+void update_baseline(explore::Baseline& b, const std::vector<explore::Check>& checks, const RegressOptions& o) {
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (checks[i].verdict == explore::Verdict::Skipped) continue;
+    b.entries[i].step_time_s = checks[i].now_s;
+    b.entries[i].step_time_spread_s = checks[i].now_spread_s;
+  }
+  reports::write_file(o.baseline, baseline_json(b).dump(2) + "\n", "--baseline");
+  std::printf("updated %s (commsim %s)\n", o.baseline.c_str(), COMMSIM_VERSION);
+}
+
+int run_regress(const RegressOptions& o) {
+  using namespace explore;  // baselines
+  Baseline b = load_baseline(o.baseline, o.update);
+  const double tolerance = o.tolerance_given ? o.tolerance : b.tolerance_pct;
+  std::map<std::string, Result> measured = given_measurements(b, o);
+  if (!o.backend.empty()) {
+    // Nothing of that backend to run: re-simulating the rest instead would pass a check that was never made.
+    if (std::none_of(b.entries.begin(), b.entries.end(),
+                     [&](const BaselineEntry& e) { return e.backend == o.backend; }))
+      throw InputError(o.baseline, "scenarios",
+                       "no entry has backend \"" + o.backend +
+                           "\": nothing to run on the hardware (an entry with "
+                           "\"backend\": \"" +
+                           o.backend + "\" stores a measurement to compare with)");
+    if (const int failed = measure_on_hardware(b, o, measured)) return failed;
+  }
+  std::vector<double> seconds;
+  const std::vector<Check> checks = check_baseline(b, tolerance, measured, o.jobs, seconds);
+  const std::array<std::size_t, 4> count = print_checks(b, checks, seconds, tolerance, o);
   if (o.update) {
-    for (std::size_t i = 0; i < checks.size(); ++i) {
-      if (checks[i].verdict == Verdict::Skipped) continue;
-      b.entries[i].step_time_s = checks[i].now_s;
-      b.entries[i].step_time_spread_s = checks[i].now_spread_s;
-    }
-    write_file(o.baseline, baseline_json(b).dump(2) + "\n", "--baseline");
-    std::printf("updated %s (commsim %s)\n", o.baseline.c_str(), COMMSIM_VERSION);
+    update_baseline(b, checks, o);
     return 0;
   }
   return count[static_cast<int>(Verdict::Regression)] ? 1 : 0;

@@ -6,6 +6,7 @@
 
 #include "reports/format.hpp"
 #include "sim/core/json_fields.hpp"
+#include "validate/hardware_run.hpp"
 #include "validate/process.hpp"
 
 namespace commsim::validate {
@@ -22,6 +23,45 @@ std::string bytes_text(double b) {
   return buf;
 }
 
+std::string without_extension(const std::string& file) { return fs::path(file).replace_extension("").string(); }
+
+// The microbenchmarks of run `run`: the simulator's ring for the allreduce sweep, all sizes up to max_bytes.
+hw::HardwareRunRequest bench_request(const CalibrateOptions& o, const std::string& file) {
+  hw::HardwareRunRequest r;
+  r.job = hw::HardwareJob::Bench;
+  r.backend = "mpi";
+  r.topology = fs::absolute(o.topology).string();
+  r.impl = "schedule";
+  r.max_bytes = o.max_bytes;
+  r.cluster = o.cluster;
+  r.timeout_s = o.timeout_s;
+  r.result_file = fs::absolute(file).string();
+  return r;
+}
+
+// Runs the microbenchmarks o.repeats times (bench_file minus .json, plus .runK.json each, with its log, request and
+// response); returns the files. Bad input of the child is an InputError here, any other failure MeasurementFailed.
+std::vector<std::string> measure_benches(const CalibrateOptions& o, const std::string& bench_file) {
+  if (o.repeats < 1) throw InputError("--repeats", "", "must be at least 1");
+  if (!fs::path(bench_file).parent_path().empty()) fs::create_directories(fs::path(bench_file).parent_path());
+  std::vector<std::string> files;
+  for (int run = 1; run <= o.repeats; ++run) {
+    const std::string stem = without_extension(bench_file) + ".run" + std::to_string(run);
+    const std::string file = stem + ".json";
+    std::fprintf(stderr, "commsim calibrate: microbenchmarks, run %d of %d (%s), log %s.log\n", run, o.repeats,
+                 o.cluster ? "emulated cluster" : "loopback", stem.c_str());
+    const HardwareRun hw_run = run_on_hardware(o.commsim, bench_request(o, file), stem, o.timeout_s + 60);
+    if (hw_run.exit_code == 2) {
+      const std::string last = tail_lines(hw_run.log_file, 1);
+      throw InputError(last.empty() ? "commsim bench: bad input (log: " + hw_run.log_file + ")"
+                                    : last.substr(0, last.size() - 1));
+    }
+    if (!hw_run.ok()) throw MeasurementFailed(hw_run.error);
+    files.push_back(file);
+  }
+  return files;
+}
+
 }  // namespace
 
 Calibration run_calibration(const CalibrateOptions& o) {
@@ -30,55 +70,16 @@ Calibration run_calibration(const CalibrateOptions& o) {
   if (!topology.is_object() || !topology.contains("link_classes"))
     throw InputError(o.topology, "link_classes",
                      "missing: calibration needs a node-template topology with link_classes");
-  std::vector<std::string> files = o.bench_in;
-  std::string bench_file;
-  if (files.empty()) {
-    if (o.repeats < 1) throw InputError("--repeats", "", "must be at least 1");
-    bench_file = o.bench_out.empty() ? (fs::path(o.out).replace_extension("").string() + ".bench.json") : o.bench_out;
-    if (!fs::path(bench_file).parent_path().empty()) fs::create_directories(fs::path(bench_file).parent_path());
-    for (int run = 1; run <= o.repeats; ++run) {
-      const std::string file =
-          fs::path(bench_file).replace_extension("").string() + ".run" + std::to_string(run) + ".json";
-      const std::string log = file + ".log";
-      std::vector<std::string> argv = {o.commsim,
-                                       "bench",
-                                       "--backend",
-                                       "mpi",
-                                       fs::absolute(o.topology).string(),
-                                       "--impl",
-                                       "schedule",
-                                       "--max-bytes",
-                                       o.max_bytes,
-                                       "--json",
-                                       fs::absolute(file).string(),
-                                       "--timeout-s",
-                                       std::to_string(static_cast<int>(o.timeout_s))};
-      if (o.cluster) argv.push_back("--cluster");
-      std::error_code ignored;
-      fs::remove(file, ignored);
-      std::fprintf(stderr, "commsim calibrate: microbenchmarks, run %d of %d (%s), log %s\n", run, o.repeats,
-                   o.cluster ? "emulated cluster" : "loopback", log.c_str());
-      const ProcessResult pr = run_process(argv, log, o.timeout_s + 60);
-      std::string last = tail_lines(log, 1);
-      while (!last.empty() && last.back() == '\n') last.pop_back();
-      if (pr.exit_code == 2) throw InputError(last.empty() ? "commsim bench: bad input (log: " + log + ")" : last);
-      if (pr.exit_code != 0 || !fs::exists(file))
-        throw MeasurementFailed("commsim bench exited " + std::to_string(pr.exit_code) +
-                                (pr.timed_out ? " (timed out)" : "") + ": " + last + " (log: " + log + ")");
-      files.push_back(file);
-    }
-  } else {
-    bench_file = files.size() == 1 ? files[0] : (fs::path(o.out).replace_extension("").string() + ".bench.json");
-  }
+  const bool measure = o.bench_in.empty();
+  std::string bench_file = o.bench_out.empty() ? without_extension(o.out) + ".bench.json" : o.bench_out;
+  if (!measure && o.bench_in.size() == 1) bench_file = o.bench_in[0];
+  if (!measure && o.bench_in.size() > 1) bench_file = without_extension(o.out) + ".bench.json";
+  const std::vector<std::string> files = measure ? measure_benches(o, bench_file) : o.bench_in;
   std::vector<Json> runs;
   for (const std::string& f : files) runs.push_back(read_json_file(f));
   const Json merged = merge_bench_runs(runs, files);
-  if (files.size() > 1 || o.bench_in.empty()) reports::write_file(bench_file, merged.dump(2) + "\n", "--bench-out");
+  if (files.size() > 1 || measure) reports::write_file(bench_file, merged.dump(2) + "\n", "--bench-out");
   Calibration cal = calibrate(topology, o.topology, merged, bench_file, o.model);
-  if (o.cluster && !cal.provenance.cluster && o.bench_in.empty())
-    throw MeasurementFailed("asked for the emulated cluster but the microbenchmarks ran on \"" +
-                            cal.provenance.network +
-                            "\" (no CAP_NET_ADMIN?); not calibrating a cluster topology from loopback numbers");
   if (cal.trusted()) {
     if (!fs::path(o.out).parent_path().empty()) fs::create_directories(fs::path(o.out).parent_path());
     reports::write_file(o.out, cal.calibrated_topology.dump(2) + "\n", "-o");

@@ -206,123 +206,117 @@ Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::stri
   return merged;
 }
 
-Calibration calibrate(const Json& topology, const std::string& topology_file, const Json& bench,
-                      const std::string& bench_file, CalibrationModel model, const TrustLimits& limits,
-                      const PiecewiseOptions& options) {
-  Calibration cal;
-  cal.model = model;
-  if (!topology.is_object() || !topology.contains("link_classes") || !topology["link_classes"].is_object())
-    throw InputError(topology_file, "link_classes",
-                     "missing: calibration needs a topology with link_classes (not an astra_sim one)");
-  JsonFields b(bench, bench_file, "");
-  const Json& pings = b.array("pingpong");
-  if (pings.empty()) throw InputError(bench_file, "pingpong", "no ping-pong measurements");
-  for (std::size_t i = 0; i < pings.size(); ++i) {
-    const std::string at = "pingpong[" + std::to_string(i) + "]";
-    JsonFields p(pings[i], bench_file, at);
-    ClassCalibration c;
-    c.link_class = p.string("link_class");
-    if (!topology["link_classes"].contains(c.link_class))
-      p.fail("link_class", "class \"" + c.link_class + "\" is not in " + topology_file + "'s link_classes");
-    for (const auto& cl : cal.classes)
-      if (cl.link_class == c.link_class) p.fail("link_class", "class \"" + c.link_class + "\" measured twice");
-    if (const Json* r = p.raw_optional("ranks"); r && r->is_array())
-      for (const Json& x : *r)
-        if (x.is_number_integer()) c.ranks.push_back(x.get<int>());
-    c.samples = read_samples(pings[i], bench_file, at);
-    c.fit = fit_piecewise(c.samples, options);
-    c.why_not = judge_fit(c.fit, c.samples.size(), limits);
-    c.trusted = c.why_not.empty();
-    if (!c.trusted) c.why_not = "link class " + c.link_class + ": " + c.why_not;
-    if (c.fit.segments.front().valid && c.fit.segments.back().valid) {
-      c.alpha_s = c.fit.segments.front().alpha_s;
-      c.beta_Bps = c.fit.segments.back().beta_Bps;
-      line_statistics(c);
-    }
-    c.band_rel = std::min(0.9, 2 * c.fit.rms_rel);
-    cal.classes.push_back(std::move(c));
-  }
-  if (const Json* red = b.raw_optional("reduction")) {
-    JsonFields r(*red, bench_file, "reduction");
-    cal.reduce_Bps = r.positive("reduce_Bps");
-  }
-  cal.collective = fit_collective(bench, bench_file, cal.classes, cal.reduce_Bps, kCollectiveLimits, options);
-  cal.collective_used = model == CalibrationModel::Collective && cal.collective.trusted;
-  if (cal.collective_used) {
-    // Every class's latency is at least a collective step's; the bottleneck class takes the collective's beta.
-    for (ClassCalibration& c : cal.classes) {
-      c.alpha_s = std::max(c.alpha_s, cal.collective.alpha_step_s);
-      if (c.link_class == cal.collective.bottleneck_class) {
-        c.beta_Bps = cal.collective.beta_Bps;
-        c.band_rel = cal.collective.band_rel;
-      }
-      if (c.beta_Bps > 0) line_statistics(c);
-    }
-  }
+namespace {
 
-  Provenance& pv = cal.provenance;
+// One ping-pong class of the bench: its samples, piecewise fit, verdict and the line the topology keeps.
+ClassCalibration fit_class(const Json& ping, const std::string& at, const Json& topology,
+                           const std::string& topology_file, const std::string& bench_file,
+                           const std::vector<ClassCalibration>& done, const TrustLimits& limits,
+                           const PiecewiseOptions& options) {
+  JsonFields p(ping, bench_file, at);
+  ClassCalibration c;
+  c.link_class = p.string("link_class");
+  if (!topology["link_classes"].contains(c.link_class))
+    p.fail("link_class", "class \"" + c.link_class + "\" is not in " + topology_file + "'s link_classes");
+  for (const auto& cl : done)
+    if (cl.link_class == c.link_class) p.fail("link_class", "class \"" + c.link_class + "\" measured twice");
+  if (const Json* r = p.raw_optional("ranks"); r && r->is_array())
+    for (const Json& x : *r)
+      if (x.is_number_integer()) c.ranks.push_back(x.get<int>());
+  c.samples = read_samples(ping, bench_file, at);
+  c.fit = fit_piecewise(c.samples, options);
+  c.why_not = judge_fit(c.fit, c.samples.size(), limits);
+  c.trusted = c.why_not.empty();
+  if (!c.trusted) c.why_not = "link class " + c.link_class + ": " + c.why_not;
+  if (c.fit.segments.front().valid && c.fit.segments.back().valid) {
+    c.alpha_s = c.fit.segments.front().alpha_s;
+    c.beta_Bps = c.fit.segments.back().beta_Bps;
+    line_statistics(c);
+  }
+  c.band_rel = std::min(0.9, 2 * c.fit.rms_rel);
+  return c;
+}
+
+// Every class's latency is at least a collective step's; the bottleneck class takes the collective's beta.
+void apply_collective(Calibration& cal) {
+  for (ClassCalibration& c : cal.classes) {
+    c.alpha_s = std::max(c.alpha_s, cal.collective.alpha_step_s);
+    if (c.link_class == cal.collective.bottleneck_class) {
+      c.beta_Bps = cal.collective.beta_Bps;
+      c.band_rel = cal.collective.band_rel;
+    }
+    if (c.beta_Bps > 0) line_statistics(c);
+  }
+}
+
+Provenance provenance_of(const Json& bench, const std::string& bench_file, const Json& topology,
+                         const std::string& topology_file) {
+  Provenance pv;
   pv.host = bench.value("host", "unknown");
   pv.commsim_version = bench.value("commsim_version", "unknown");
   pv.backend = bench.value("backend", "mpi");
   pv.network = bench.value("network", "unknown");
-  pv.cluster = pv.network.rfind("emulated cluster", 0) == 0;
+  pv.cluster = pv.network.rfind("emulated cluster", 0) == 0;  // the bench report's words (hw/mpi/bench.cpp)
   pv.date = utc_timestamp();
   pv.bench_file = bench_file;
   pv.topology_file = topology_file;
   pv.topology_name = topology.value("name", "");
+  return pv;
+}
 
-  // The calibrated topology: the input with the fitted classes replaced.
-  Json out = topology;
-  out["name"] = pv.topology_name + "-calibrated";
-  out["description"] = topology.value("description", "") + " -- link classes calibrated by commsim calibrate (" +
-                       pv.backend + ", " + pv.network + ")";
-  Json classes = Json::object();
-  for (const ClassCalibration& c : cal.classes) {
-    const Json& before = topology["link_classes"][c.link_class];
-    Json& lc = out["link_classes"][c.link_class];
-    const double datasheet_Bps = before.value("bandwidth_Bps", 0.0);
-    if (c.beta_Bps > 0) {
-      lc["latency_s"] = c.alpha_s;
-      // Keep the datasheet rate (the emulated cluster shapes NICs from it) and fit the efficiency, unless the
-      // measurement beats the datasheet: then the measured rate becomes the bandwidth at efficiency 1.
-      if (datasheet_Bps > 0 && c.beta_Bps <= datasheet_Bps) {
-        lc["efficiency"] = c.beta_Bps / datasheet_Bps;
-      } else {
-        lc["bandwidth_Bps"] = c.beta_Bps;
-        lc["efficiency"] = 1.0;
-      }
-    }
-    std::string regimes;
-    for (std::size_t k = 0; k < c.fit.breakpoints_bytes.size(); ++k)
-      regimes += (k ? ", " : "") + fmt("%.0f", c.fit.breakpoints_bytes[k]) + " B";
-    const bool from_collective = cal.collective_used;
-    const bool bottleneck = from_collective && c.link_class == cal.collective.bottleneck_class;
-    lc["source"] =
-        "fitted by commsim calibrate on " + pv.host + " at " + pv.date + " from " + std::to_string(c.samples.size()) +
-        " ping-pong sizes (" + fmt("%.0f", c.samples.front().bytes) + "-" + fmt("%.0f", c.samples.back().bytes) +
-        " B, one-way = round trip / 2), R^2 = " + fmt("%.4f", c.fit.r2) + ", max residual " +
-        fmt("%.1f", 100 * c.fit.max_abs_rel) + " %" + (regimes.empty() ? "" : ", regimes break at " + regimes) +
-        (from_collective
-             ? "; latency raised to the collective step latency " + fmt("%.3g", cal.collective.alpha_step_s) +
-                   " s from " + std::to_string(cal.collective.samples.size()) +
-                   " allreduce sizes (R^2 = " + fmt("%.4f", cal.collective.fit.r2) + ")"
-             : "") +
-        (bottleneck ? "; beta from the allreduce sweep (" + fmt("%.4g", cal.collective.beta_Bps) + " B/s)" : "") +
-        "; before: latency_s " + fmt("%.3g", before.value("latency_s", 0.0)) + ", bandwidth_Bps " +
-        fmt("%.4g", datasheet_Bps) + ", efficiency " + fmt("%.3g", before.value("efficiency", 1.0)) + " [calibration]";
-    classes[c.link_class] = {{"ranks", c.ranks},
-                             {"trusted", c.trusted},
-                             {"why_not", c.why_not},
-                             {"topology_line",
-                              {{"alpha_s", c.alpha_s},
-                               {"beta_Bps", c.beta_Bps},
-                               {"r2_vs_pingpong", c.line_r2},
-                               {"rms_rel_residual_vs_pingpong", c.line_rms_rel},
-                               {"max_abs_rel_residual_vs_pingpong", c.line_max_abs_rel}}},
-                             {"pingpong_fit", piecewise_json(c.fit)},
-                             {"band_rel", c.band_rel},
-                             {"samples", samples_json(c.samples, c.fit.rel_residuals, c.line_rel_residuals)}};
+// The calibrated class's latency and rate. The datasheet rate is kept (the emulated cluster shapes NICs from it)
+// and the efficiency fitted, unless the measurement beats the datasheet: then the measured rate becomes the
+// bandwidth at efficiency 1.
+void set_class_line(Json& lc, const ClassCalibration& c, double datasheet_Bps) {
+  if (c.beta_Bps <= 0) return;
+  lc["latency_s"] = c.alpha_s;
+  if (datasheet_Bps > 0 && c.beta_Bps <= datasheet_Bps) {
+    lc["efficiency"] = c.beta_Bps / datasheet_Bps;
+  } else {
+    lc["bandwidth_Bps"] = c.beta_Bps;
+    lc["efficiency"] = 1.0;
   }
+}
+
+// The calibrated class's "source": what was fitted from what, and the values before.
+std::string class_source(const ClassCalibration& c, const Calibration& cal, const Json& before) {
+  const Provenance& pv = cal.provenance;
+  std::string regimes;
+  for (std::size_t k = 0; k < c.fit.breakpoints_bytes.size(); ++k)
+    regimes += (k ? ", " : "") + fmt("%.0f", c.fit.breakpoints_bytes[k]) + " B";
+  const bool from_collective = cal.collective_used;
+  const bool bottleneck = from_collective && c.link_class == cal.collective.bottleneck_class;
+  return "fitted by commsim calibrate on " + pv.host + " at " + pv.date + " from " + std::to_string(c.samples.size()) +
+         " ping-pong sizes (" + fmt("%.0f", c.samples.front().bytes) + "-" + fmt("%.0f", c.samples.back().bytes) +
+         " B, one-way = round trip / 2), R^2 = " + fmt("%.4f", c.fit.r2) + ", max residual " +
+         fmt("%.1f", 100 * c.fit.max_abs_rel) + " %" + (regimes.empty() ? "" : ", regimes break at " + regimes) +
+         (from_collective
+              ? "; latency raised to the collective step latency " + fmt("%.3g", cal.collective.alpha_step_s) +
+                    " s from " + std::to_string(cal.collective.samples.size()) +
+                    " allreduce sizes (R^2 = " + fmt("%.4f", cal.collective.fit.r2) + ")"
+              : "") +
+         (bottleneck ? "; beta from the allreduce sweep (" + fmt("%.4g", cal.collective.beta_Bps) + " B/s)" : "") +
+         "; before: latency_s " + fmt("%.3g", before.value("latency_s", 0.0)) + ", bandwidth_Bps " +
+         fmt("%.4g", before.value("bandwidth_Bps", 0.0)) + ", efficiency " +
+         fmt("%.3g", before.value("efficiency", 1.0)) + " [calibration]";
+}
+
+Json class_evidence(const ClassCalibration& c) {
+  return {{"ranks", c.ranks},
+          {"trusted", c.trusted},
+          {"why_not", c.why_not},
+          {"topology_line",
+           {{"alpha_s", c.alpha_s},
+            {"beta_Bps", c.beta_Bps},
+            {"r2_vs_pingpong", c.line_r2},
+            {"rms_rel_residual_vs_pingpong", c.line_rms_rel},
+            {"max_abs_rel_residual_vs_pingpong", c.line_max_abs_rel}}},
+          {"pingpong_fit", piecewise_json(c.fit)},
+          {"band_rel", c.band_rel},
+          {"samples", samples_json(c.samples, c.fit.rel_residuals, c.line_rel_residuals)}};
+}
+
+Json collective_evidence(const Calibration& cal) {
   const CollectiveFit& cf = cal.collective;
   Json collective = {
       {"present", cf.present}, {"used", cal.collective_used}, {"trusted", cf.trusted}, {"why_not", cf.why_not}};
@@ -336,95 +330,94 @@ Calibration calibrate(const Json& topology, const std::string& topology_file, co
          {"fit", piecewise_json(cf.fit)},
          {"samples", samples_json(cf.samples, cf.fit.rel_residuals, {})},
          {"model", "ring allreduce of S bytes on p ranks: t = 2(p-1) alpha + 2(p-1)/p S / beta + (p-1)/p S / gamma"}});
-  Json calibration = {
-      {"what",
-       "commsim calibrate: per link class, alpha and beta fitted by weighted least squares (weights 1/t^2: relative "
-       "residuals) to the ping-pong one-way times, piecewise where the data shows regimes; the topology keeps one line "
-       "per class: alpha of the smallest-size regime, beta of the largest. Model 'collective' then raises every "
-       "class's "
-       "latency to the latency of one ring step measured by the allreduce sweep (all ranks busy) and gives the "
-       "bottleneck class the sweep's beta (docs/calibration.md)"},
-      {"model", model == CalibrationModel::Collective ? "collective" : "links"},
-      {"topology", {{"name", pv.topology_name}, {"file", topology_file}}},
-      {"provenance",
-       {{"host", pv.host},
-        {"date", pv.date},
-        {"commsim_version", pv.commsim_version},
-        {"calibrated_by", std::string("commsim ") + COMMSIM_VERSION},
-        {"backend", pv.backend},
-        {"network", pv.network},
-        {"cluster", pv.cluster},
-        {"bench_file", bench_file},
-        {"bench_runs", bench.value("merged_from", Json::array({bench_file}))},
-        {"bench_ranks", bench.value("ranks", 0)}}},
-      {"limits",
-       {{"min_r2", limits.min_r2},
-        {"max_rms_rel_residual", limits.max_rms_rel},
-        {"max_abs_rel_residual", limits.max_abs_rel}}},
-      {"link_classes", classes},
-      {"collective", collective},
-      {"reduction",
-       {{"reduce_Bps", cal.reduce_Bps},
-        {"use",
-         "validation sets the scenario device's memory_Bps to 3 x reduce_Bps (the simulator reduces at "
-         "memory_Bps / 3: two reads and a write)"}}},
-      {"trusted", cal.trusted()}};
-  if (!out.contains("sources") || !out["sources"].is_object()) out["sources"] = Json::object();
-  out["sources"]["calibration"] = calibration;
-  cal.calibrated_topology = std::move(out);
-  return cal;
+  return collective;
 }
 
-CalibrationSummary read_calibration(const std::string& file) {
-  const Json doc = read_json_file(file);
-  const Json* cal = nullptr;
-  if (doc.is_object() && doc.contains("sources") && doc["sources"].is_object() &&
-      doc["sources"].contains("calibration"))
-    cal = &doc["sources"]["calibration"];
-  if (!cal || !cal->is_object())
-    throw InputError(file, "sources.calibration",
-                     "missing: not a calibrated topology (make one with `commsim calibrate`)");
-  CalibrationSummary s;
-  s.file = file;
-  try {
-    s.topology_name = cal->at("topology").at("name").get<std::string>();
-    const Json& pv = cal->at("provenance");
-    s.cluster = pv.at("cluster").get<bool>();
-    s.date = pv.value("date", "");
-    s.host = pv.value("host", "");
-    s.reduce_Bps = cal->at("reduction").at("reduce_Bps").get<double>();
-    s.model = cal->value("model", "");
-    for (const auto& [name, c] : cal->at("link_classes").items()) {
-      s.band_rel.emplace_back(name, c.at("band_rel").get<double>());
-      const Json& lc = doc.at("link_classes").at(name);
-      s.lines.push_back({name, lc.at("latency_s").get<double>(),
-                         lc.at("bandwidth_Bps").get<double>() * lc.value("efficiency", 1.0),
-                         c.at("pingpong_fit").at("r2").get<double>(),
-                         c.at("pingpong_fit").at("breakpoints_bytes").get<std::vector<double>>()});
-    }
-    if (cal->contains("collective")) {
-      const Json& cf = cal->at("collective");
-      s.collective_used = cf.value("used", false);
-      s.collective_step_latency_s = cf.value("alpha_step_s", 0.0);
-      s.collective_beta_Bps = cf.value("beta_Bps", 0.0);
-      if (cf.contains("fit")) s.collective_r2 = cf["fit"].value("r2", 0.0);
-    }
-  } catch (const Json::exception& e) {
-    throw InputError(file, "sources.calibration", std::string("malformed: ") + e.what());
-  }
-  return s;
+constexpr const char* kCalibrationWhat =
+    "commsim calibrate: per link class, alpha and beta fitted by weighted least squares (weights 1/t^2: relative "
+    "residuals) to the ping-pong one-way times, piecewise where the data shows regimes; the topology keeps one line "
+    "per class: alpha of the smallest-size regime, beta of the largest. Model 'collective' then raises every "
+    "class's "
+    "latency to the latency of one ring step measured by the allreduce sweep (all ranks busy) and gives the "
+    "bottleneck class the sweep's beta (docs/calibration.md)";
+
+// sources.calibration: how, from what, the evidence per class and of the collective fit.
+Json calibration_evidence(const Calibration& cal, const Json& classes, const Json& bench, const TrustLimits& limits) {
+  const Provenance& pv = cal.provenance;
+  return {{"what", kCalibrationWhat},
+          {"model", cal.model == CalibrationModel::Collective ? "collective" : "links"},
+          {"topology", {{"name", pv.topology_name}, {"file", pv.topology_file}}},
+          {"provenance",
+           {{"host", pv.host},
+            {"date", pv.date},
+            {"commsim_version", pv.commsim_version},
+            {"calibrated_by", std::string("commsim ") + COMMSIM_VERSION},
+            {"backend", pv.backend},
+            {"network", pv.network},
+            {"cluster", pv.cluster},
+            {"bench_file", pv.bench_file},
+            {"bench_runs", bench.value("merged_from", Json::array({pv.bench_file}))},
+            {"bench_ranks", bench.value("ranks", 0)}}},
+          {"limits",
+           {{"min_r2", limits.min_r2},
+            {"max_rms_rel_residual", limits.max_rms_rel},
+            {"max_abs_rel_residual", limits.max_abs_rel}}},
+          {"link_classes", classes},
+          {"collective", collective_evidence(cal)},
+          {"reduction",
+           {{"reduce_Bps", cal.reduce_Bps},
+            {"use",
+             "validation sets the scenario device's memory_Bps to 3 x reduce_Bps (the simulator reduces at "
+             "memory_Bps / 3: two reads and a write)"}}},
+          {"trusted", cal.trusted()}};
 }
 
-Json scale_link_classes(const Json& topology, const CalibrationSummary& calibration, double sign) {
+// The calibrated topology: the input with the fitted classes replaced and the evidence under sources.calibration.
+Json calibrated_topology(const Json& topology, const Calibration& cal, const Json& bench, const TrustLimits& limits) {
+  const Provenance& pv = cal.provenance;
   Json out = topology;
-  for (const auto& [name, rel] : calibration.band_rel) {
-    if (!out["link_classes"].contains(name)) continue;
-    const double factor = std::max(0.05, 1 + sign * rel);
-    Json& lc = out["link_classes"][name];
-    lc["latency_s"] = lc.value("latency_s", 0.0) * factor;
-    lc["bandwidth_Bps"] = lc.value("bandwidth_Bps", 1.0) / factor;
+  out["name"] = pv.topology_name + "-calibrated";
+  out["description"] = topology.value("description", "") + " -- link classes calibrated by commsim calibrate (" +
+                       pv.backend + ", " + pv.network + ")";
+  Json classes = Json::object();
+  for (const ClassCalibration& c : cal.classes) {
+    const Json& before = topology["link_classes"][c.link_class];
+    Json& lc = out["link_classes"][c.link_class];
+    set_class_line(lc, c, before.value("bandwidth_Bps", 0.0));
+    lc["source"] = class_source(c, cal, before);
+    classes[c.link_class] = class_evidence(c);
   }
+  if (!out.contains("sources") || !out["sources"].is_object()) out["sources"] = Json::object();
+  out["sources"]["calibration"] = calibration_evidence(cal, classes, bench, limits);
   return out;
+}
+
+}  // namespace
+
+Calibration calibrate(const Json& topology, const std::string& topology_file, const Json& bench,
+                      const std::string& bench_file, CalibrationModel model, const TrustLimits& limits,
+                      const PiecewiseOptions& options) {
+  Calibration cal;
+  cal.model = model;
+  if (!topology.is_object() || !topology.contains("link_classes") || !topology["link_classes"].is_object())
+    throw InputError(topology_file, "link_classes",
+                     "missing: calibration needs a topology with link_classes (not an astra_sim one)");
+  JsonFields b(bench, bench_file, "");
+  const Json& pings = b.array("pingpong");
+  if (pings.empty()) throw InputError(bench_file, "pingpong", "no ping-pong measurements");
+  for (std::size_t i = 0; i < pings.size(); ++i)
+    cal.classes.push_back(fit_class(pings[i], "pingpong[" + std::to_string(i) + "]", topology, topology_file,
+                                    bench_file, cal.classes, limits, options));
+  if (const Json* red = b.raw_optional("reduction")) {
+    JsonFields r(*red, bench_file, "reduction");
+    cal.reduce_Bps = r.positive("reduce_Bps");
+  }
+  cal.collective = fit_collective(bench, bench_file, cal.classes, cal.reduce_Bps, kCollectiveLimits, options);
+  cal.collective_used = model == CalibrationModel::Collective && cal.collective.trusted;
+  if (cal.collective_used) apply_collective(cal);
+  cal.provenance = provenance_of(bench, bench_file, topology, topology_file);
+  cal.calibrated_topology = calibrated_topology(topology, cal, bench, limits);
+  return cal;
 }
 
 }  // namespace commsim::validate

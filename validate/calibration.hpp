@@ -104,9 +104,11 @@ Calibration calibrate(const Json& topology, const std::string& topology_file, co
 // no longer decides a size. Throws InputError (naming `files[i]`) when the runs do not match.
 Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::string>& files);
 
-// What validation reads back from a calibrated topology's sources.calibration.
+// What validation uses of a calibrated topology: the document itself (simulated from memory) and its
+// sources.calibration.
 struct CalibrationSummary {
-  std::string file;
+  std::string file;           // where it came from or was written (names it in errors and reports)
+  Json topology;              // the calibrated topology document
   std::string topology_name;  // the name of the topology that was calibrated (scenarios are matched on it)
   bool cluster = false;
   double reduce_Bps = 0;
@@ -122,7 +124,9 @@ struct CalibrationSummary {
   bool collective_used = false;
   double collective_step_latency_s = 0, collective_beta_Bps = 0, collective_r2 = 0;
 };
-// Throws InputError when `file` is not a calibrated topology.
+// The summary of a calibrated topology document (`file` names it). Throws InputError when it is not one.
+CalibrationSummary summarise_calibration(const Json& document, const std::string& file);
+// The same, read from `file`.
 CalibrationSummary read_calibration(const std::string& file);
 
 // A copy of a topology document with every calibrated link class's time scaled by `factor` (> 0): latency x factor,

@@ -93,6 +93,31 @@ Split best_split(Iter first, Iter last, std::size_t min_points) {
   return best;
 }
 
+// A segment as a [begin, end) index range of the sorted samples, with its fit.
+struct Part {
+  std::size_t begin, end;
+  LineFit line;
+};
+
+// Replaces three parts by the pair of breakpoints with the least total squared error (each part >= m samples).
+void best_three_parts(const std::vector<Sample>& samples, std::size_t m, std::vector<Part>& parts) {
+  const std::size_t n = samples.size();
+  double best = parts[0].line.sse + parts[1].line.sse + parts[2].line.sse;
+  const auto at = [&](std::size_t i) { return samples.cbegin() + static_cast<std::ptrdiff_t>(i); };
+  for (std::size_t a = m; a + 2 * m <= n; ++a) {
+    if (samples[a].bytes == samples[a - 1].bytes) continue;
+    const LineFit first = fit_range(at(0), at(a));
+    if (!first.valid || first.sse >= best) continue;
+    for (std::size_t b = a + m; b + m <= n; ++b) {
+      if (samples[b].bytes == samples[b - 1].bytes) continue;
+      const LineFit second = fit_range(at(a), at(b)), third = fit_range(at(b), at(n));
+      if (!second.valid || !third.valid || first.sse + second.sse + third.sse >= best * (1 - 1e-12)) continue;
+      best = first.sse + second.sse + third.sse;
+      parts = {{0, a, first}, {a, b, second}, {b, n, third}};
+    }
+  }
+}
+
 }  // namespace
 
 LineFit fit_line(const std::vector<Sample>& samples) { return fit_range(samples.begin(), samples.end()); }
@@ -107,11 +132,6 @@ PiecewiseFit fit_piecewise(std::vector<Sample> samples, const PiecewiseOptions& 
   std::stable_sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.bytes < b.bytes; });
   PiecewiseFit fit;
   fit.samples = samples.size();
-  // Segments as [begin, end) index ranges with their fits.
-  struct Part {
-    std::size_t begin, end;
-    LineFit line;
-  };
   std::vector<Part> parts{{0, samples.size(), fit_line(samples)}};
   while (parts.size() < options.max_segments) {
     // Among all segments, the split that removes the most squared error while passing the test.
@@ -139,23 +159,7 @@ PiecewiseFit fit_piecewise(std::vector<Sample> samples, const PiecewiseOptions& 
   }
   // Greedy splitting can place the first breakpoint where one split is best although two splits are best elsewhere
   // (two regimes crossing near the middle): with three segments, every pair of breakpoints is tried.
-  if (parts.size() == 3) {
-    const std::size_t n = samples.size(), m = options.min_points;
-    double best = parts[0].line.sse + parts[1].line.sse + parts[2].line.sse;
-    const auto at = [&](std::size_t i) { return samples.cbegin() + static_cast<std::ptrdiff_t>(i); };
-    for (std::size_t a = m; a + 2 * m <= n; ++a) {
-      if (samples[a].bytes == samples[a - 1].bytes) continue;
-      const LineFit first = fit_range(at(0), at(a));
-      if (!first.valid || first.sse >= best) continue;
-      for (std::size_t b = a + m; b + m <= n; ++b) {
-        if (samples[b].bytes == samples[b - 1].bytes) continue;
-        const LineFit second = fit_range(at(a), at(b)), third = fit_range(at(b), at(n));
-        if (!second.valid || !third.valid || first.sse + second.sse + third.sse >= best * (1 - 1e-12)) continue;
-        best = first.sse + second.sse + third.sse;
-        parts = {{0, a, first}, {a, b, second}, {b, n, third}};
-      }
-    }
-  }
+  if (parts.size() == 3) best_three_parts(samples, options.min_points, parts);
   for (std::size_t p = 0; p < parts.size(); ++p) {
     fit.segments.push_back(parts[p].line);
     if (p > 0) fit.breakpoints_bytes.push_back(samples[parts[p].begin].bytes);

@@ -34,74 +34,114 @@ std::string summary_line(const Validation& v) {
          (s.unresolved.empty() ? "" : " (" + std::to_string(s.unresolved.size()) + " within noise)");
 }
 
+// One scenario: its prediction, its measured statistic (or why there is none) and each run; each run's files are
+// added to `judging`.
+Json scenario_json(const ScenarioOutcome& o, Json& judging) {
+  const SuiteEntry& e = *o.entry;
+  Json j = {{"name", e.name},
+            {"scenario", e.scenario},
+            {"set", e.set},
+            {"note", e.note},
+            {"topology", e.topology_name},
+            {"ranks", e.ranks},
+            {"calibration", o.prediction.calibration_file},
+            {"predicted_s", o.prediction.step_time_s},
+            {"predicted_fast_s", o.prediction.fast_s},
+            {"predicted_slow_s", o.prediction.slow_s},
+            {"measured_ok", o.measurement.ok}};
+  if (o.measurement.ok) {
+    j.update({{"measured_s", o.measured.step_time_s},
+              {"measured_spread_s", o.measured.spread_s},
+              {"measured_median_se_s", o.measured.median_se_s},
+              {"measured_steps", o.measured.steps},
+              {"band_low_s", o.band.low_s},
+              {"band_high_s", o.band.high_s},
+              {"error_rel", o.error_rel},
+              {"inside_band", o.inside},
+              {"network", o.measurement.network}});
+  } else {
+    j["error"] = o.measurement.error;
+  }
+  Json runs = Json::array();
+  for (std::size_t r = 0; r < o.runs.size(); ++r) {
+    const Measurement& m = o.runs[r];
+    runs.push_back({{"run", r + 1},
+                    {"ok", m.ok},
+                    {"median_s", m.backend_step_time_s},
+                    {"half_iqr_s", m.backend_spread_s},
+                    {"steps_s", m.steps_s},
+                    {"steady_from", m.steady_from}});
+    if (!m.ok) runs.back()["error"] = m.error;
+    judging.push_back(
+        {{"scenario", e.name}, {"run", r + 1}, {"result", m.json_file}, {"log", m.log_file}, {"wall_s", m.wall_s}});
+  }
+  j["runs"] = runs;
+  return j;
+}
+
+Json speedup_json(const SpeedupOutcome& s) {
+  return {{"technique", s.technique},
+          {"variant", s.variant},
+          {"baseline", s.baseline},
+          {"note", s.note},
+          {"predicted", s.predicted},
+          {"measured", s.measured},
+          {"predicted_sign", sign_word(s.predicted_sign)},
+          {"measured_sign", sign_word(s.measured_sign)},
+          {"resolved", s.resolved},
+          {"sign_right", s.sign_right}};
+}
+
+Json summary_json(const Validation& v) {
+  const Summary& s = v.summary;
+  Json wrong = Json::array(), unresolved = Json::array();
+  for (const auto* w : s.wrong_signs) wrong.push_back(w->variant + " vs " + w->baseline);
+  for (const auto* u : s.unresolved) unresolved.push_back(u->variant + " vs " + u->baseline);
+  return {{"scenarios", s.scenarios},
+          {"measured", s.measured},
+          {"inside_band", s.inside},
+          {"median_abs_error", s.median_abs_error},
+          {"max_abs_error", s.max_abs_error},
+          {"max_error_scenario", s.max_error_scenario},
+          {"wrong_signs", wrong},
+          {"unresolved_signs", unresolved},
+          {"targets",
+           {{"median_abs_error", s.target_median},
+            {"max_abs_error", s.target_max},
+            {"median_met", s.median_met},
+            {"max_met", s.max_met},
+            {"signs_met", s.signs_met}}},
+          {"line", summary_line(v)}};
+}
+
+Json method_json() {
+  return {{"prediction",
+           "commsim simulate, flow fidelity, the scenario's topology replaced by the calibrated one, device "
+           "memory_Bps = 3 x the calibrated reduction rate"},
+          {"measured_statistic",
+           "steady steps grouped by the Plan's step kind; median per kind, weighted by the kind's share "
+           "of steps (= the backend's median when all steps are alike)"},
+          {"band",
+           "predicted -/+ sqrt(model^2 + (2 sigma)^2): model = re-simulation with every calibrated link class "
+           "slower/faster by 2 x its RMS relative fit residual; sigma = measured half-IQR / 0.6745"},
+          {"sign",
+           "a measured speedup has a sign only when the two measured medians differ by more than 2 standard "
+           "errors of their difference (standard error of a median = 1.2533 sigma / sqrt(steps)); predicted "
+           "|speedup - 1| < 1 % counts as no change"}};
+}
+
 }  // namespace
 
 Json to_json(const Validation& v) {
-  Json scenarios = Json::array(), judging = Json::array(), fitting = Json::array();
-  for (const ScenarioOutcome& o : v.outcomes) {
-    const SuiteEntry& e = *o.entry;
-    Json j = {{"name", e.name},
-              {"scenario", e.scenario},
-              {"set", e.set},
-              {"note", e.note},
-              {"topology", e.topology_name},
-              {"ranks", e.ranks},
-              {"calibration", o.prediction.calibration_file},
-              {"predicted_s", o.prediction.step_time_s},
-              {"predicted_fast_s", o.prediction.fast_s},
-              {"predicted_slow_s", o.prediction.slow_s},
-              {"measured_ok", o.measurement.ok}};
-    if (o.measurement.ok) {
-      j.update({{"measured_s", o.measured.step_time_s},
-                {"measured_spread_s", o.measured.spread_s},
-                {"measured_median_se_s", o.measured.median_se_s},
-                {"measured_steps", o.measured.steps},
-                {"band_low_s", o.band.low_s},
-                {"band_high_s", o.band.high_s},
-                {"error_rel", o.error_rel},
-                {"inside_band", o.inside},
-                {"network", o.measurement.network}});
-    } else {
-      j["error"] = o.measurement.error;
-    }
-    Json runs = Json::array();
-    for (std::size_t r = 0; r < o.runs.size(); ++r) {
-      const Measurement& m = o.runs[r];
-      runs.push_back({{"run", r + 1},
-                      {"ok", m.ok},
-                      {"median_s", m.backend_step_time_s},
-                      {"half_iqr_s", m.backend_spread_s},
-                      {"steps_s", m.steps_s},
-                      {"steady_from", m.steady_from}});
-      if (!m.ok) runs.back()["error"] = m.error;
-      judging.push_back(
-          {{"scenario", e.name}, {"run", r + 1}, {"result", m.json_file}, {"log", m.log_file}, {"wall_s", m.wall_s}});
-    }
-    j["runs"] = runs;
-    scenarios.push_back(j);
-  }
+  Json scenarios = Json::array(), judging = Json::array(), fitting = Json::array(), speedups = Json::array();
+  for (const ScenarioOutcome& o : v.outcomes) scenarios.push_back(scenario_json(o, judging));
   for (const CalibrationSummary& c : v.calibrations)
     fitting.push_back({{"calibrated_topology", c.file},
                        {"topology", c.topology_name},
                        {"host", c.host},
                        {"date", c.date},
                        {"cluster", c.cluster}});
-  Json speedups = Json::array();
-  for (const SpeedupOutcome& s : v.speedups)
-    speedups.push_back({{"technique", s.technique},
-                        {"variant", s.variant},
-                        {"baseline", s.baseline},
-                        {"note", s.note},
-                        {"predicted", s.predicted},
-                        {"measured", s.measured},
-                        {"predicted_sign", sign_word(s.predicted_sign)},
-                        {"measured_sign", sign_word(s.measured_sign)},
-                        {"resolved", s.resolved},
-                        {"sign_right", s.sign_right}});
-  const Summary& s = v.summary;
-  Json wrong = Json::array(), unresolved = Json::array();
-  for (const auto* w : s.wrong_signs) wrong.push_back(w->variant + " vs " + w->baseline);
-  for (const auto* u : s.unresolved) unresolved.push_back(u->variant + " vs " + u->baseline);
+  for (const SpeedupOutcome& s : v.speedups) speedups.push_back(speedup_json(s));
   return {{"suite", {{"name", v.suite->name}, {"file", v.suite->file}, {"description", v.suite->description}}},
           {"provenance",
            {{"host", v.host},
@@ -111,40 +151,12 @@ Json to_json(const Validation& v) {
             {"impl", "schedule (the simulator's own collective schedules executed with MPI point-to-point)"},
             {"cluster", v.cluster},
             {"wall_s", v.wall_s}}},
-          {"method",
-           {{"prediction",
-             "commsim simulate, flow fidelity, the scenario's topology replaced by the calibrated one, device "
-             "memory_Bps = 3 x the calibrated reduction rate"},
-            {"measured_statistic",
-             "steady steps grouped by the Plan's step kind; median per kind, weighted by the kind's share "
-             "of steps (= the backend's median when all steps are alike)"},
-            {"band",
-             "predicted -/+ sqrt(model^2 + (2 sigma)^2): model = re-simulation with every calibrated link class "
-             "slower/faster by 2 x its RMS relative fit residual; sigma = measured half-IQR / 0.6745"},
-            {"sign",
-             "a measured speedup has a sign only when the two measured medians differ by more than 2 standard "
-             "errors of their difference (standard error of a median = 1.2533 sigma / sqrt(steps)); predicted "
-             "|speedup - 1| < 1 % counts as no change"}}},
+          {"method", method_json()},
           {"fitting_runs", fitting},
           {"judging_runs", judging},
           {"scenarios", scenarios},
           {"speedups", speedups},
-          {"summary",
-           {{"scenarios", s.scenarios},
-            {"measured", s.measured},
-            {"inside_band", s.inside},
-            {"median_abs_error", s.median_abs_error},
-            {"max_abs_error", s.max_abs_error},
-            {"max_error_scenario", s.max_error_scenario},
-            {"wrong_signs", wrong},
-            {"unresolved_signs", unresolved},
-            {"targets",
-             {{"median_abs_error", s.target_median},
-              {"max_abs_error", s.target_max},
-              {"median_met", s.median_met},
-              {"max_met", s.max_met},
-              {"signs_met", s.signs_met}}},
-            {"line", summary_line(v)}}}};
+          {"summary", summary_json(v)}};
 }
 
 std::string terminal_table(const Validation& v) {
@@ -222,6 +234,51 @@ std::string band_chart_svg(const Validation& v) {
   return svg;
 }
 
+namespace {
+
+using Rows = std::vector<std::vector<std::string>>;
+
+// What the calibrations put in the topologies: per class latency, effective bandwidth, fit, band; the sweep's line.
+Rows calibration_rows(const Validation& v) {
+  Rows line_rows;
+  for (const CalibrationSummary& c : v.calibrations) {
+    for (const auto& l : c.lines) {
+      std::string bp;
+      for (double b : l.breakpoints_bytes) bp += (bp.empty() ? "" : ", ") + fixed(b, 0) + " B";
+      double band = 0;
+      for (const auto& [name, rel] : c.band_rel)
+        if (name == l.link_class) band = rel;
+      line_rows.push_back({c.topology_name, l.link_class, fixed(l.latency_s * 1e6, 1), fixed(l.effective_Bps / 1e6, 1),
+                           fixed(l.pingpong_r2, 4), bp.empty() ? "-" : bp, "+-" + fixed(100 * band, 1) + " %"});
+    }
+    if (c.collective_step_latency_s > 0)
+      line_rows.push_back({c.topology_name, "allreduce sweep",
+                           fixed(c.collective_step_latency_s * 1e6, 1) + " per ring step",
+                           fixed(c.collective_beta_Bps / 1e6, 1), fixed(c.collective_r2, 4),
+                           c.collective_used ? "used (model collective)" : "not used", ""});
+  }
+  return line_rows;
+}
+
+// Per scenario: predicted, band, measured, error, inside or not (or why not measured).
+Rows scenario_rows(const Validation& v) {
+  Rows rows;
+  for (const ScenarioOutcome& o : v.outcomes) {
+    const SuiteEntry& e = *o.entry;
+    if (!o.measurement.ok) {
+      rows.push_back(
+          {e.name, e.note, ms(o.prediction.step_time_s), "", "not measured: " + o.measurement.error, "", "", "", ""});
+      continue;
+    }
+    rows.push_back({e.name, e.note, ms(o.prediction.step_time_s), ms(o.band.low_s) + " - " + ms(o.band.high_s),
+                    ms(o.measured.step_time_s), ms(o.measured.spread_s), pct(o.error_rel), o.inside ? "yes" : "no",
+                    std::to_string(o.runs.size()) + " run(s), " + std::to_string(o.measured.steps) + " steps"});
+  }
+  return rows;
+}
+
+}  // namespace
+
 std::string to_html(const Validation& v) {
   reports::HtmlPage page("commsim validation: suite " + v.suite->name);
   page.paragraph(v.suite->description);
@@ -240,23 +297,7 @@ std::string to_html(const Validation& v) {
       "runs "
       "that the fit never saw.");
   page.table({"topology", "calibrated topology (fitting run)", "host", "date", "network"}, fit_rows);
-  std::vector<std::vector<std::string>> line_rows;
-  for (const CalibrationSummary& c : v.calibrations) {
-    for (const auto& l : c.lines) {
-      std::string bp;
-      for (double b : l.breakpoints_bytes) bp += (bp.empty() ? "" : ", ") + fixed(b, 0) + " B";
-      double band = 0;
-      for (const auto& [name, rel] : c.band_rel)
-        if (name == l.link_class) band = rel;
-      line_rows.push_back({c.topology_name, l.link_class, fixed(l.latency_s * 1e6, 1), fixed(l.effective_Bps / 1e6, 1),
-                           fixed(l.pingpong_r2, 4), bp.empty() ? "-" : bp, "+-" + fixed(100 * band, 1) + " %"});
-    }
-    if (c.collective_step_latency_s > 0)
-      line_rows.push_back({c.topology_name, "allreduce sweep",
-                           fixed(c.collective_step_latency_s * 1e6, 1) + " per ring step",
-                           fixed(c.collective_beta_Bps / 1e6, 1), fixed(c.collective_r2, 4),
-                           c.collective_used ? "used (model collective)" : "not used", ""});
-  }
+  const Rows line_rows = calibration_rows(v);
   page.paragraph(
       "What the calibration put in the topologies (latency and effective bandwidth = bandwidth x efficiency per class; "
       "R^2 "
@@ -265,18 +306,7 @@ std::string to_html(const Validation& v) {
              line_rows);
   page.heading("Step time: predicted vs measured");
   page.figure(band_chart_svg(v));
-  std::vector<std::vector<std::string>> rows;
-  for (const ScenarioOutcome& o : v.outcomes) {
-    const SuiteEntry& e = *o.entry;
-    if (!o.measurement.ok) {
-      rows.push_back(
-          {e.name, e.note, ms(o.prediction.step_time_s), "", "not measured: " + o.measurement.error, "", "", "", ""});
-      continue;
-    }
-    rows.push_back({e.name, e.note, ms(o.prediction.step_time_s), ms(o.band.low_s) + " - " + ms(o.band.high_s),
-                    ms(o.measured.step_time_s), ms(o.measured.spread_s), pct(o.error_rel), o.inside ? "yes" : "no",
-                    std::to_string(o.runs.size()) + " run(s), " + std::to_string(o.measured.steps) + " steps"});
-  }
+  const Rows rows = scenario_rows(v);
   page.table({"scenario", "what it is", "predicted (ms)", "band (ms)", "measured (ms)", "spread (ms)", "error",
               "inside band", "judging runs"},
              rows);

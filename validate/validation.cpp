@@ -3,24 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "sim/core/statistics.hpp"
+#include "sim/topology/topology_document.hpp"
 #include "sim/training/result.hpp"
 #include "sim/training/simulation.hpp"
-#include "validate/process.hpp"
+#include "validate/hardware_run.hpp"
 
 namespace commsim::validate {
 namespace {
 
 namespace fs = std::filesystem;
-
-void write_json(const std::string& path, const Json& doc) {
-  std::ofstream out(path);
-  if (!out) throw InputError(path, "", "cannot write");
-  out << doc.dump(2) << "\n";
-}
 
 std::string safe_name(const std::string& name) {
   std::string s;
@@ -28,24 +22,53 @@ std::string safe_name(const std::string& name) {
   return s;
 }
 
-// The band's scaled topologies of a calibration, written once per work dir.
-std::pair<std::string, std::string> band_topologies(const CalibrationSummary& cal, const std::string& work_dir) {
-  const std::string stem = (fs::path(work_dir) / fs::path(cal.file).stem()).string();
-  const std::string fast = stem + ".band-fast.json", slow = stem + ".band-slow.json";
-  if (!fs::exists(fast) || !fs::exists(slow)) {
-    const Json topology = read_json_file(cal.file);
-    write_json(fast, scale_link_classes(topology, cal, -1));
-    write_json(slow, scale_link_classes(topology, cal, +1));
+// The scenario (with its overrides) on an in-memory topology, its device reducing at the calibrated rate:
+// memory_Bps = 3 x reduce_Bps (the simulator reduces at memory_Bps / 3). `topology_name` names it in errors.
+SimulationRun simulate_with(const Json& document, const std::string& scenario_file, const Json& topology,
+                            const std::string& topology_name, double reduce_Bps) {
+  SimulationRun run;
+  run.scenario = parse_scenario(document, scenario_file);
+  if (reduce_Bps > 0) run.scenario.device.memory_Bps = 3 * reduce_Bps;
+  run.topology = load_topology_document(topology, topology_name, run.scenario.nodes);
+  run.plan = build_plan(run.scenario, *run.topology);
+  try {
+    run.result = simulate_plan(run.plan, *run.topology, Fidelity::Flow);
+  } catch (const TimeRangeError& e) {  // a rate out of proportion: name both documents
+    throw InputError(scenario_file, e.quantity(), e.detail() + " (topology " + topology_name + ")");
   }
-  return {fast, slow};
+  return run;
 }
 
-SimulationRun simulate_with(const Json& document, const std::string& scenario_file, const std::string& topology,
-                            double reduce_Bps) {
-  Json doc = document;
-  doc["topology"] = fs::absolute(topology).string();
-  if (reduce_Bps > 0) doc["device"]["memory_Bps"] = 3 * reduce_Bps;
-  return simulate_document(doc, scenario_file, Fidelity::Flow);
+// What the run of a scenario asks the hardware: its Plan on the MPI backend with the simulator's schedules.
+hw::HardwareRunRequest measure_request(const Suite& suite, const SuiteEntry& entry, bool cluster,
+                                       const std::string& json) {
+  hw::HardwareRunRequest r;
+  r.job = hw::HardwareJob::Run;
+  r.backend = "mpi";
+  r.scenario = fs::absolute(entry.scenario).string();
+  r.sets = Suite::set_arguments(entry, suite.steps);
+  r.impl = "schedule";
+  r.warmup = suite.warmup;
+  r.timeout_s = suite.timeout_s;
+  r.cluster = cluster;
+  r.result_file = fs::absolute(json).string();
+  return r;
+}
+
+Measurement measurement_of(const Result& r, const std::string& json_file) {
+  Measurement m;
+  m.json_file = json_file;
+  m.steps_s = r.steps_s;
+  m.steady_from = r.steady_from;
+  m.backend_step_time_s = r.step_time_s;
+  m.backend_spread_s = r.step_time_spread_s;
+  m.ok = !m.steps_s.empty();
+  if (!m.ok) m.error = json_file + ": no measured steps";
+  return m;
+}
+
+std::string without_json_extension(const std::string& file) {
+  return file.size() > 5 && file.ends_with(".json") ? file.substr(0, file.size() - 5) : file;
 }
 
 Sign sign_of(double speedup, double no_change) {
@@ -59,83 +82,44 @@ std::string measured_file_name(const std::string& name, int run) {
   return "measured-" + safe_name(name) + (run > 1 ? ".run" + std::to_string(run) : "") + ".json";
 }
 
-Prediction predict(const Suite& suite, const SuiteEntry& entry, const CalibrationSummary& calibration,
-                   const std::string& work_dir) {
+Prediction predict(const Suite& suite, const SuiteEntry& entry, const CalibrationSummary& calibration) {
   const Json document = suite.document(entry);
+  const double reduce_Bps = calibration.reduce_Bps;
   Prediction p;
   p.calibration_file = calibration.file;
-  const SimulationRun nominal = simulate_with(document, entry.scenario, calibration.file, calibration.reduce_Bps);
+  const SimulationRun nominal =
+      simulate_with(document, entry.scenario, calibration.topology, calibration.file, reduce_Bps);
   p.step_time_s = nominal.result.step_time_s;
   p.step_kind = nominal.plan.step_plan_of;
   p.steady_from = nominal.result.steady_from;
   p.ranks = nominal.plan.ranks;
-  const auto [fast, slow] = band_topologies(calibration, work_dir);
-  p.fast_s = simulate_with(document, entry.scenario, fast, calibration.reduce_Bps).result.step_time_s;
-  p.slow_s = simulate_with(document, entry.scenario, slow, calibration.reduce_Bps).result.step_time_s;
+  p.fast_s = simulate_with(document, entry.scenario, scale_link_classes(calibration.topology, calibration, -1),
+                           calibration.file + " (band, faster)", reduce_Bps)
+                 .result.step_time_s;
+  p.slow_s = simulate_with(document, entry.scenario, scale_link_classes(calibration.topology, calibration, +1),
+                           calibration.file + " (band, slower)", reduce_Bps)
+                 .result.step_time_s;
   return p;
 }
 
 Measurement read_measurement(const std::string& json_file) {
-  Measurement m;
-  m.json_file = json_file;
-  const Result r = Result::from_json(read_json_file(json_file), json_file);
-  m.steps_s = r.steps_s;
-  m.steady_from = r.steady_from;
-  m.backend_step_time_s = r.step_time_s;
-  m.backend_spread_s = r.step_time_spread_s;
-  for (const std::string& note : r.notes)
-    if (note.rfind("network: ", 0) == 0) m.network = note.substr(9);
-  m.ok = !m.steps_s.empty();
-  if (!m.ok) m.error = json_file + ": no measured steps";
+  Measurement m = measurement_of(Result::from_json(read_json_file(json_file), json_file), json_file);
+  const std::string response = without_json_extension(json_file) + ".response.json";
+  if (fs::exists(response)) m.network = hw::read_hardware_response(read_json_file(response), response).network;
   return m;
 }
 
 Measurement measure(const std::string& commsim, const Suite& suite, const SuiteEntry& entry, bool cluster,
                     const std::string& out_dir, int run) {
   const std::string json = (fs::path(out_dir) / measured_file_name(entry.name, run)).string();
-  const std::string log = json.substr(0, json.size() - 5) + ".log";
-  std::error_code ignored;
-  fs::remove(json, ignored);
-  std::vector<std::string> argv = {commsim,
-                                   "run",
-                                   "--backend",
-                                   "mpi",
-                                   fs::absolute(entry.scenario).string(),
-                                   "--impl",
-                                   "schedule",
-                                   "--warmup",
-                                   std::to_string(suite.warmup),
-                                   "--timeout-s",
-                                   std::to_string(static_cast<int>(suite.timeout_s)),
-                                   "--json",
-                                   fs::absolute(json).string()};
-  if (cluster) argv.push_back("--cluster");
-  for (const std::string& s : Suite::set_arguments(entry, suite.steps)) argv.insert(argv.end(), {"--set", s});
-  ProcessResult pr;
+  const HardwareRun hw_run = run_on_hardware(commsim, measure_request(suite, entry, cluster, json),
+                                             without_json_extension(json), suite.timeout_s + 60);
   Measurement m;
-  try {
-    pr = run_process(argv, log, suite.timeout_s + 60);
-  } catch (const std::exception& e) {
-    m.error = e.what();
-    m.log_file = log;
-    return m;
-  }
-  if (pr.exit_code != 0 || !fs::exists(json)) {
-    m.log_file = log;
-    m.wall_s = pr.seconds;
-    std::string last = tail_lines(log, 1);
-    while (!last.empty() && last.back() == '\n') last.pop_back();
-    m.error = "commsim run exited " + std::to_string(pr.exit_code) + (pr.timed_out ? " (timed out)" : "") + ": " +
-              last + " (log: " + log + ")";
-    return m;
-  }
-  m = read_measurement(json);
-  m.log_file = log;
-  m.wall_s = pr.seconds;
-  if (cluster && m.network.rfind("emulated cluster", 0) != 0) {
-    m.ok = false;
-    m.error = "asked for the emulated cluster but the run reports network \"" + m.network + "\" (log: " + log + ")";
-  }
+  if (hw_run.ok()) m = measurement_of(*hw_run.result, json);
+  if (!hw_run.ok()) m.error = hw_run.error;
+  m.network = hw_run.response.network;
+  m.log_file = hw_run.log_file;
+  m.wall_s = hw_run.wall_s;
   return m;
 }
 

@@ -25,11 +25,10 @@ struct Prediction {
   std::string calibration_file;
 };
 
-// Simulates `entry` with its topology replaced by the calibrated one (same node count), the device's memory_Bps set
-// to 3 x the calibrated reduction rate, flow fidelity; and twice more for the band. `work_dir` receives the
-// band's scaled topologies.
-Prediction predict(const Suite& suite, const SuiteEntry& entry, const CalibrationSummary& calibration,
-                   const std::string& work_dir);
+// Simulates `entry` with its topology replaced by the calibrated one (same node count; the document in memory), the
+// device's memory_Bps set to 3 x the calibrated reduction rate, flow fidelity; and twice more for the band, on the
+// calibrated topology scaled in memory (scale_link_classes).
+Prediction predict(const Suite& suite, const SuiteEntry& entry, const CalibrationSummary& calibration);
 
 struct Measurement {
   bool ok = false;
@@ -37,7 +36,7 @@ struct Measurement {
   std::vector<double> steps_s;
   int steady_from = 0;
   double backend_step_time_s = 0, backend_spread_s = 0;  // as the backend reported them (median, half IQR)
-  std::string network;                                   // the backend's "network: ..." note
+  std::string network;  // what the job ran on (the hardware run's response; empty when unknown)
   std::string json_file, log_file;
   double wall_s = 0;
 };
@@ -46,11 +45,12 @@ struct Measurement {
 // NAME with every character but [A-Za-z0-9._-] replaced by '_'.
 std::string measured_file_name(const std::string& name, int run);
 
-// Runs `commsim run --backend mpi SCENARIO --impl schedule --json F [--cluster]` with the entry's overrides; run k > 1
-// writes measured-NAME.runK.json.
+// Runs the entry's Plan on the MPI backend (the simulator's schedules, the entry's overrides) through
+// run_on_hardware (validate/hardware_run.hpp): measured-NAME.json, its log, request and response in `out_dir`; run
+// k > 1 writes measured-NAME.runK.*. Asked for the emulated cluster, a run that ran elsewhere is not ok.
 Measurement measure(const std::string& commsim, const Suite& suite, const SuiteEntry& entry, bool cluster,
                     const std::string& out_dir, int run = 1);
-// Reads a measured Result JSON (for tests and re-analysis).
+// Reads a measured Result JSON (for tests and re-analysis); the network from its .response.json when there is one.
 Measurement read_measurement(const std::string& json_file);
 
 // The measured step time comparable to the simulator's steady-state mean: the steady steps of every run of the

@@ -318,7 +318,7 @@ nlohmann::json run_bench(const Topology& topology, const BenchOptions& options) 
   if (rank != 0) return nullptr;
   report["host"] = host_name();
   report["commsim_version"] = COMMSIM_VERSION;
-  if (const char* mode = std::getenv("COMMSIM_RUN_MODE")) report["network"] = mode;
+  if (!options.network.empty()) report["network"] = options.network;
   return report;
 }
 

@@ -21,6 +21,7 @@ struct BenchOptions {
   std::uint64_t max_bytes = 256ull << 20;  // largest allreduce (and ping-pong, at most 64 MiB) in bytes
   CollectiveImpl impl = CollectiveImpl::Native;
   double target_s = 0.05;  // measuring time aimed at per size (at least one repetition)
+  std::string network;     // what the job runs on (the launcher's words), the report's "network"; empty: left out
 };
 
 // Returns the report on rank 0 (null elsewhere) and prints its tables there. `topology` names the link classes.

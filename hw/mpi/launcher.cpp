@@ -27,8 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kStatusVariable = "COMMSIM_STATUS_FILE";
-constexpr const char* kModeVariable = "COMMSIM_RUN_MODE";
 constexpr int kFailed = 3;
 constexpr double kGraceAfterTerm_s = 3;  // after SIGTERM, how long the job gets to stop before SIGKILL
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};  // Ctrl-C, kill, the terminal closed
@@ -174,9 +172,8 @@ std::string find_in_path(const std::string& name) {
   return "";
 }
 
-// Rank 0 only; the launcher passes the file through COMMSIM_STATUS_FILE.
-void report_job_status(int exit_code) {
-  if (const char* path = std::getenv(kStatusVariable)) std::ofstream(path) << exit_code << "\n";
+void report_job_status(const JobContext& context, int exit_code) {
+  if (!context.status_file.empty()) std::ofstream(context.status_file) << exit_code << "\n";
 }
 
 namespace {
@@ -220,86 +217,69 @@ struct StopSignals {
 
 }  // namespace
 
-// Builds the mpirun command, runs it, cleans up. The scenario was validated by the caller.
-int launch_mpi_job(const Launch& launch) {
-  const std::string mpirun = find_in_path("mpirun");
-  if (mpirun.empty())
-    throw InputError("mpirun", "", "not found in PATH (install Open MPI, e.g. apt-get install openmpi-bin)");
-  const std::string self = self_executable();
-  std::string why;
-  const bool emulate = launch.cluster && has_net_admin(&why);  // installs the cluster's handlers, if it can
-  if (launch.cluster && !emulate)
-    std::fprintf(stderr, "commsim: %s; running on plain loopback instead, unshaped\n", why.c_str());
+namespace {
 
-  const StopSignals stop_signals;
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
+// Where the job runs: the emulated cluster (made here, removed when this goes) or this host's loopback, with the
+// mpirun command prefix and the words that say which.
+struct JobNetwork {
   std::optional<EmulatedCluster> cluster;  // declared before the directories: removed after them
   std::optional<JobDirs> loopback_dirs;
-  std::vector<std::string> argv;
-  std::string job_dir;
-  std::string mode = "loopback: all " + std::to_string(launch.ranks) + " ranks on this host, shared memory, unshaped";
-  if (emulate) {
-    // A signal while the namespaces are made is acted on once up() returns: no job is started.
-    cluster.emplace(EmulatedCluster::up(launch.cluster->cluster));
-    job_dir = cluster->launch_dir();
-    argv = split_words(cluster->write_mpi_launch_files(job_dir, launch.cluster->ranks_per_node));
-    char rate[64];
-    std::snprintf(rate, sizeof rate, "%.4g MB/s", launch.cluster->cluster.nic_bandwidth_Bps / 1e6);
-    mode = "emulated cluster " + cluster->prefix() + ": " + std::to_string(launch.cluster->cluster.nodes) +
-           " nodes x " + std::to_string(launch.cluster->ranks_per_node) + " ranks, each node's NIC shaped to " + rate +
-           " with tc tbf, shared memory inside a node";
-  } else {
-    const std::string name = "commsim-run-" + std::to_string(getpid());
-    job_dir = (fs::absolute(fs::temp_directory_path()) / name).string();
-    loopback_dirs.emplace(job_dir, "/dev/shm/" + name);
-    argv = {mpirun,
-            "--oversubscribe",
-            "--bind-to",
-            "none",
-            "--mca",
-            "mpi_yield_when_idle",
-            "1",
-            "--mca",
-            "orte_tmpdir_base",
-            job_dir,
-            "--mca",
-            "btl_vader_backing_directory",
-            loopback_dirs->shm};
-    if (geteuid() == 0) argv.push_back("--allow-run-as-root");
-  }
-  const std::string status_file = job_dir + "/status";
-  setenv(kStatusVariable, status_file.c_str(), 1);
-  setenv(kModeVariable, mode.c_str(), 1);
+  std::vector<std::string> mpirun_argv;
+  std::string job_dir, description;
+};
+
+void make_cluster(JobNetwork& net, const Emulation& emulation) {
+  // A signal while the namespaces are made is acted on once up() returns: no job is started.
+  net.cluster.emplace(EmulatedCluster::up(emulation.cluster));
+  net.job_dir = net.cluster->launch_dir();
+  net.mpirun_argv = split_words(net.cluster->write_mpi_launch_files(net.job_dir, emulation.ranks_per_node));
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.4g MB/s", emulation.cluster.nic_bandwidth_Bps / 1e6);
+  net.description = "emulated cluster " + net.cluster->prefix() + ": " + std::to_string(emulation.cluster.nodes) +
+                    " nodes x " + std::to_string(emulation.ranks_per_node) + " ranks, each node's NIC shaped to " +
+                    rate + " with tc tbf, shared memory inside a node";
+}
+
+void use_loopback(JobNetwork& net, const std::string& mpirun, int ranks) {
+  const std::string name = "commsim-run-" + std::to_string(getpid());
+  net.job_dir = (fs::absolute(fs::temp_directory_path()) / name).string();
+  net.loopback_dirs.emplace(net.job_dir, "/dev/shm/" + name);
+  net.mpirun_argv = {mpirun,
+                     "--oversubscribe",
+                     "--bind-to",
+                     "none",
+                     "--mca",
+                     "mpi_yield_when_idle",
+                     "1",
+                     "--mca",
+                     "orte_tmpdir_base",
+                     net.job_dir,
+                     "--mca",
+                     "btl_vader_backing_directory",
+                     net.loopback_dirs->shm};
+  if (geteuid() == 0) net.mpirun_argv.push_back("--allow-run-as-root");
+  net.description = "loopback: all " + std::to_string(ranks) + " ranks on this host, shared memory, unshaped";
+}
+
+// The ranks' command: mpirun, the request file with the job's context, the test hooks' variables (tests only).
+std::vector<std::string> job_argv(const JobNetwork& net, const Launch& launch, const std::string& request_file) {
+  std::vector<std::string> argv = net.mpirun_argv;
   argv.insert(argv.end(), {"-np", std::to_string(launch.ranks)});
-  for (const char* name : {kStatusVariable, kModeVariable, "COMMSIM_TEST_KILL_RANK", "COMMSIM_TEST_HANG_RANK",
-                           "COMMSIM_TEST_CORRUPT_RANK"})
+  for (const char* name : {"COMMSIM_TEST_KILL_RANK", "COMMSIM_TEST_HANG_RANK", "COMMSIM_TEST_CORRUPT_RANK"})
     if (std::getenv(name)) argv.insert(argv.end(), {"-x", name});
-  argv.push_back(self);
-  argv.insert(argv.end(), launch.worker_args.begin(), launch.worker_args.end());
+  argv.insert(argv.end(), {self_executable(), "hw-run", request_file});
+  return argv;
+}
 
-  std::fprintf(stderr, "commsim: %s\n", mode.c_str());
-  std::fflush(stderr);
-  Ended ended;
-  if (g_signal != 0) {
-    ended.signal_number = g_signal;  // arrived while the cluster was being made: no job to start
-  } else {
-    ended = wait_for(spawn(argv), launch.timeout_s);
-    reap_orphans(ended.stopped());
-  }
-  prctl(PR_SET_CHILD_SUBREAPER, 0);
-  const int reported = read_status(status_file);
-  std::error_code ignored;
-  if (cluster) fs::remove_all(job_dir, ignored);
-  cluster.reset();  // removes the namespaces and the cluster's directories before this function returns
-
+// The exit code for commsim from how the job ended and what rank 0 reported (-1: nothing).
+int job_exit_code(const Ended& ended, int reported, double timeout_s) {
   if (ended.signal_number != 0) {
     std::fprintf(stderr, "commsim: interrupted by signal %d (%s): stopped the MPI job and removed what it made\n",
                  ended.signal_number, strsignal(ended.signal_number));
     return 128 + ended.signal_number;
   }
   if (ended.timed_out) {
-    std::fprintf(stderr, "commsim: the MPI job did not finish within %g s (--timeout-s): stopped it\n",
-                 launch.timeout_s);
+    std::fprintf(stderr, "commsim: the MPI job did not finish within %g s (--timeout-s): stopped it\n", timeout_s);
     return kFailed;
   }
   if (reported < 0) {
@@ -310,6 +290,53 @@ int launch_mpi_job(const Launch& launch) {
     return kFailed;
   }
   return reported;
+}
+
+Ended run_job(const std::vector<std::string>& argv, double timeout_s) {
+  Ended ended;
+  if (g_signal != 0) {
+    ended.signal_number = g_signal;  // arrived while the cluster was being made: no job to start
+    return ended;
+  }
+  ended = wait_for(spawn(argv), timeout_s);
+  reap_orphans(ended.stopped());
+  return ended;
+}
+
+}  // namespace
+
+// Makes the network, writes the ranks' request, runs mpirun, cleans up. The scenario was validated by the caller.
+HardwareRunResponse launch_mpi_job(const Launch& launch) {
+  const std::string mpirun = find_in_path("mpirun");
+  if (mpirun.empty())
+    throw InputError("mpirun", "", "not found in PATH (install Open MPI, e.g. apt-get install openmpi-bin)");
+  std::string why;
+  const bool emulate = launch.cluster && has_net_admin(&why);  // installs the cluster's handlers, if it can
+  if (launch.cluster && !emulate)
+    std::fprintf(stderr, "commsim: %s; running on plain loopback instead, unshaped\n", why.c_str());
+
+  const StopSignals stop_signals;
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  JobNetwork net;
+  if (emulate)
+    make_cluster(net, *launch.cluster);
+  else
+    use_loopback(net, mpirun, launch.ranks);
+  HardwareRunRequest request = launch.request;
+  request.response_file.clear();
+  request.job_context = {net.description, net.job_dir + "/status"};
+  const std::string request_file = net.job_dir + "/request.json";
+  write_request_json(request_file, to_json(request));
+
+  std::fprintf(stderr, "commsim: %s\n", net.description.c_str());
+  std::fflush(stderr);
+  const Ended ended = run_job(job_argv(net, launch, request_file), launch.timeout_s);
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+  const int reported = read_status(request.job_context.status_file);
+  std::error_code ignored;
+  if (net.cluster) fs::remove_all(net.job_dir, ignored);
+  net.cluster.reset();  // removes the namespaces and the cluster's directories before this function returns
+  return {job_exit_code(ended, reported, launch.timeout_s), net.description, emulate};
 }
 
 }  // namespace commsim::hw

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "hw/mpi/launcher.hpp"
 #include "hw/mpi/mpi_check.hpp"
 #include "sim/core/error.hpp"
 
@@ -44,7 +43,6 @@ int run_on_rank(const MpiSession& session, const std::function<int()>& body) {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
-  if (session.rank() == 0) report_job_status(code);
   return code;
 }
 

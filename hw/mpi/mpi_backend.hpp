@@ -27,7 +27,8 @@ struct RunOptions {
   std::string json;               // where rank 0 writes the Result (empty: nowhere)
   bool check = false;             // verifiable inputs; every collective's output is compared element by element
   CollectiveImpl impl = CollectiveImpl::Schedule;
-  int warmup = 2;  // steps run first and left out of the result (each distinct step kind in turn)
+  int warmup = 2;       // steps run first and left out of the result (each distinct step kind in turn)
+  std::string network;  // what the job runs on (the launcher's words), noted in the Result; empty: not noted
 };
 
 // Loads scenario, topology and plan exactly as `commsim simulate` does (same overrides, same scenario hash), so
@@ -62,7 +63,7 @@ class MpiSession {
 
 // Runs `body` (returning the rank's exit code) on one rank of the job. Bad input (the same on every rank) is reported
 // once, by rank 0, as exit 2; any other failure is reported by the rank that hit it, which then aborts the job so
-// that no rank waits forever. Rank 0 reports the job's status. Returns the exit code.
+// that no rank waits forever. Returns the exit code (the caller's rank 0 reports it to the launcher).
 int run_on_rank(const MpiSession& session, const std::function<int()>& body);
 
 // True inside a job mpirun started (Open MPI sets OMPI_COMM_WORLD_SIZE in every rank's environment).

@@ -1,6 +1,5 @@
 #include "hw/mpi/step_results.hpp"
 
-#include <cstdlib>
 #include <string>
 
 #include "hw/mpi/mpi_check.hpp"
@@ -31,7 +30,7 @@ void add_notes(const RankContext& context, const CheckCounts& check, Result& r) 
                     std::to_string(options.warmup) + " warm-up step(s) not counted");
   if (!plan.symmetric_ranks)
     r.notes.push_back("stragglers: every rank waits the plan's critical-rank compute factor of each step");
-  if (const char* mode = std::getenv("COMMSIM_RUN_MODE")) r.notes.push_back(std::string("network: ") + mode);
+  if (!options.network.empty()) r.notes.push_back("network: " + options.network);
   if (options.check)
     r.notes.push_back("check: " + std::to_string(check.wrong_elements) + " wrong of " +
                       std::to_string(check.checked_elements) + " elements checked in " +

@@ -8,6 +8,7 @@
 #include "sim/core/limits.hpp"
 #include "sim/topology/astra_topology.hpp"
 #include "sim/topology/cluster_topology.hpp"
+#include "sim/topology/topology_document.hpp"
 
 namespace commsim {
 namespace {
@@ -350,10 +351,13 @@ bool parse_link_class(std::string_view name, LinkClass& out) {
 
 std::unique_ptr<Topology> load_topology(const std::string& path, int nodes_override) {
   const std::shared_ptr<const Json> document = read_json_document(path);  // shared within a grid evaluation
-  const Json& root = *document;
-  if (!root.is_object()) throw InputError(path, "(top level)", "must be a JSON object");
-  if (root.contains("astra_sim")) return load_astra(root, path, nodes_override);
-  return load_cluster(root, path, nodes_override);
+  return load_topology_document(*document, path, nodes_override);
+}
+
+std::unique_ptr<Topology> load_topology_document(const Json& root, const std::string& file, int nodes_override) {
+  if (!root.is_object()) throw InputError(file, "(top level)", "must be a JSON object");
+  if (root.contains("astra_sim")) return load_astra(root, file, nodes_override);
+  return load_cluster(root, file, nodes_override);
 }
 
 }  // namespace commsim

@@ -184,6 +184,38 @@ TEST(MpiRun, LoopbackFourRanksCheckIsExact) {
   EXPECT_EQ(leftover_processes(), 0);
 }
 
+// The typed seam (hw/common/hardware_request.hpp): a request file run by `commsim hw-run` (what calibrate, validate
+// and regress start) measures the scenario as `commsim run` does, and its response names the network the job ran
+// on. The ranks learn that network from the launcher's request file (no environment variable), and their Result's
+// note says the same words: 4 ranks (2 nodes x 2) on loopback, 2 measured steps as asked.
+TEST(MpiRun, HardwareRequestFileRunsAndAnswers) {
+  const std::string request = temp_file("request.json"), json = temp_file("request-result.json"),
+                    response = temp_file("request-response.json");
+  std::ofstream(request) << nlohmann::json{
+      {"job", "run"},
+      {"scenario", fs::absolute(kTiny).string()},
+      {"steps", 2},
+      {"warmup", 1},
+      {"timeout_s", 45},
+      {"result_file", json},
+      {"response_file",
+       response}}.dump();
+  const Output o = run(commsim({"hw-run", request}));
+  ASSERT_EQ(o.exit_code, 0) << o.text;
+  const nlohmann::json answer = read_json(response);
+  EXPECT_EQ(answer["exit_code"], 0);
+  EXPECT_EQ(answer["cluster"], false);
+  const std::string network = answer["network"];
+  EXPECT_EQ(network.rfind("loopback: all 4 ranks", 0), 0u) << network;
+  const nlohmann::json r = read_json(json);
+  EXPECT_EQ(r["ranks"], 4);
+  EXPECT_EQ(r["steps"].size(), 2u);
+  const std::vector<std::string> notes = r["notes"];
+  EXPECT_NE(std::find(notes.begin(), notes.end(), "network: " + network), notes.end()) << r["notes"].dump();
+  for (const std::string& f : {request, json, response}) fs::remove(f);
+  EXPECT_EQ(leftover_processes(), 0);
+}
+
 // An output path that cannot be written is bad input found before the job starts: exit 2, one line naming the
 // option, no rank started.
 TEST(MpiRun, UnwritableOutputIsFoundBeforeTheJob) {
