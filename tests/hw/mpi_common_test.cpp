@@ -302,7 +302,7 @@ TEST(PlanBuffers, BucketsAreContiguousAndMemoryIsChecked) {
   const Json document = read_json_file("scenarios/emulated-tiny.json");
   const Scenario scenario = parse_scenario(document, "scenarios/emulated-tiny.json");
   const auto topology = load_topology(scenario.topology_path, scenario.nodes);
-  const Plan plan = build_plan(scenario, *topology);
+  const Plan plan = build_plan(scenario, *topology, load_model(scenario.model_path));
   const GradientLayout layout = gradient_layout(plan);
   EXPECT_EQ(layout.elements, 669706u);
   for (const Bucket& b : plan.buckets) EXPECT_EQ(layout.ranges(b.tensors, plan.model).size(), 1u);
