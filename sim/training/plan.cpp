@@ -264,6 +264,10 @@ std::vector<std::string> plan_notes(const Scenario& sc, const Topology& topo, co
                     std::to_string(sms) + " - K) / " + std::to_string(sms) +
                     " of its speed (one SM per NCCL channel); compute time includes it");
   notes.push_back("stragglers: synchronous steps wait for the slowest rank; Local SGD only at each averaging");
+  if (sc.strategy.priority == CommPriority::ForwardOrder)
+    notes.push_back(
+        "priority forward_order: the ready collective of the earliest layer first, and the next forward of layer i "
+        "after layer i's collectives (simulated only: the hardware backends run the Plan's order, steps apart)");
   notes.push_back(
       "flow fidelity: rings of more than 32768 transfers run as one flow per ring edge (same uncontended time)");
   return notes;

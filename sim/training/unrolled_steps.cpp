@@ -7,7 +7,7 @@ namespace commsim {
 namespace {
 
 // Tasks of all unrolled steps together; steps x tasks per step beyond this are refused, not swapped.
-constexpr std::size_t kMaxUnrolledTasks = std::size_t{1} << 22;
+constexpr std::size_t kMaxUnrolledTasks = std::size_t{1} << 20;  // ~200 B each: a few hundred MB at most
 
 // Per layer: the collectives of a step (offset `first` in the unrolled tasks) that carry its gradients.
 std::vector<std::vector<int>> collectives_of_layers(const StepPlan& step, const Model& model, std::size_t first) {
