@@ -218,7 +218,9 @@ void register_collective(CLI::App& app, int& exit_code) {
                   "independent rings/trees (NCCL channels: NCCL_MIN/MAX_NCHANNELS); 0 = the library's own count, one "
                   "per NIC of a node otherwise")
       ->check(number_in(0, kMaxChannels));
-  cmd->add_option("--chunks", o->chunks, "pipeline pieces per step (0 = algorithm default)")
+  cmd->add_option("--chunks", o->chunks,
+                  "pipeline pieces per step (0 = algorithm default); per size at most as many as keep a piece of a "
+                  "ring's share (bytes / (channels x ranks)) at 4 KiB or more (NCCL's smallest chunk)")
       ->check(number_in(0, kMaxChunks));
   cmd->add_option(
          "--groups", o->hierarchy_groups,

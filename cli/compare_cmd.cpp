@@ -24,6 +24,37 @@ std::string line(const char* format, Args... args) {
   return text;
 }
 
+// Variant `i`'s document: its base (the variant above it, or the one it names) with its settings applied.
+Json variant_document(const Json& variant, std::size_t i, const std::string& file,
+                      const std::map<std::string, Json>& documents, const Json& previous, std::string& name,
+                      std::string& description) {
+  JsonFields v(variant, file, "variants[" + std::to_string(i) + "]");
+  name = v.string("name");
+  description = v.string_or("description", "");
+  Json document = previous;
+  if (v.has("base")) {
+    const std::string base = v.string("base");
+    if (!documents.count(base)) v.fail("base", "no earlier variant is named \"" + base + "\"");
+    document = documents.at(base);
+  }
+  std::vector<std::string> sets;
+  JsonFields set = v.object("set");
+  for (auto& [key, value] : v.raw("set").items()) {
+    set.raw(key);
+    sets.push_back(key + "=" + value.dump());
+  }
+  v.reject_unknown();
+  if (documents.count(name)) v.fail("name", "duplicate variant name \"" + name + "\"");
+  // Settings replace whole sub-objects: "strategy.dgc" = {...} is one knob.
+  document = apply_overrides(document, sets, file);
+  // DGC and Local SGD are alternatives: a variant that turns one on drops the other, if inherited.
+  for (const std::string& key : sets) {
+    if (key.rfind("strategy.localsgd=", 0) == 0) document["strategy"].erase("dgc");
+    if (key.rfind("strategy.dgc=", 0) == 0) document["strategy"].erase("localsgd");
+  }
+  return document;
+}
+
 int run_compare(const CompareOptions& o) {
   Fidelity fidelity;
   if (!parse_fidelity(o.fidelity, fidelity))
@@ -47,30 +78,8 @@ int run_compare(const CompareOptions& o) {
   double baseline_s = 0;
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t i = 0; i < variants.size(); ++i) {
-    JsonFields v(variants[i], o.file, "variants[" + std::to_string(i) + "]");
-    const std::string name = v.string("name");
-    const std::string description = v.string_or("description", "");
-    Json document = previous;
-    if (v.has("base")) {
-      const std::string base = v.string("base");
-      if (!documents.count(base)) v.fail("base", "no earlier variant is named \"" + base + "\"");
-      document = documents[base];
-    }
-    std::vector<std::string> sets;
-    JsonFields set = v.object("set");
-    for (auto& [key, value] : v.raw("set").items()) {
-      set.raw(key);
-      sets.push_back(key + "=" + value.dump());
-    }
-    v.reject_unknown();
-    if (documents.count(name)) v.fail("name", "duplicate variant name \"" + name + "\"");
-    // Settings replace whole sub-objects: "strategy.dgc" = {...} is one knob.
-    document = apply_overrides(document, sets, o.file);
-    // DGC and Local SGD are alternatives: a variant that turns one on drops the other, if inherited.
-    for (const std::string& key : sets) {
-      if (key.rfind("strategy.localsgd=", 0) == 0) document["strategy"].erase("dgc");
-      if (key.rfind("strategy.dgc=", 0) == 0) document["strategy"].erase("localsgd");
-    }
+    std::string name, description;
+    const Json document = variant_document(variants[i], i, o.file, documents, previous, name, description);
     documents[name] = document;
     previous = document;
     const SimulationRun run = simulate_document(document, scenario_path, fidelity);

@@ -54,6 +54,13 @@ std::string nccl_tests_number(double value, int width) {
   return text;
 }
 
+int floored_chunks(int chunks, Bytes bytes, int channels, int ranks) {
+  if (chunks <= 1) return chunks;
+  // The smallest share an algorithm pipelines is the ring's: bytes / (channels x ranks), cut into `chunks` pieces.
+  const Bytes share = bytes / static_cast<Bytes>(std::max(1, channels) * std::max(1, ranks));
+  return static_cast<int>(std::clamp<Bytes>(share / kMinPieceBytes, 1, static_cast<Bytes>(chunks)));
+}
+
 CollectivePrediction predict_collective(const CollectiveSpec& base, const Topology& topology, Fidelity fidelity,
                                         const std::vector<Bytes>& sizes, double band_rel,
                                         const CollectiveProgress& progress) {
@@ -69,6 +76,7 @@ CollectivePrediction predict_collective(const CollectiveSpec& base, const Topolo
     if (row.sizing.bytes == 0) continue;
     if (progress.before_size && !progress.before_size(row.sizing.bytes)) break;
     spec.bytes = row.sizing.bytes;
+    spec.chunks = floored_chunks(base.chunks, spec.bytes, spec.channels, p);
     CollectiveSpec resolved = spec;
     resolved.algorithm = choose_algorithm(spec, topology, fidelity != Fidelity::Analytical);
     row.channels = spec.channels;

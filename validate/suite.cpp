@@ -98,7 +98,7 @@ void load_entries(const std::string& path, Suite& suite) {
       const Json doc = suite.document(e);
       const Scenario sc = parse_scenario(doc, e.scenario);
       const std::unique_ptr<Topology> topo = load_topology(sc.topology_path, sc.nodes);
-      build_plan(sc, *topo);
+      build_plan(sc, *topo, load_model(sc.model_path));
       e.topology_path = sc.topology_path;
       e.topology_name = topo->name();
       e.ranks = topo->ranks();

@@ -22,6 +22,26 @@ std::vector<Range> GradientLayout::ranges(const std::vector<int>& tensors, const
   return out;
 }
 
+std::vector<Range> GradientLayout::task_ranges(const Task& task, const Model& model) const {
+  std::vector<Range> all = ranges(task.tensors, model);
+  if (task.piece.count == 0) return all;
+  // Skip piece.offset elements of the concatenation, then keep piece.count.
+  std::vector<Range> out;
+  std::uint64_t skip = task.piece.offset, keep = task.piece.count;
+  for (const Range& r : all) {
+    if (skip >= r.count) {
+      skip -= r.count;
+      continue;
+    }
+    const std::uint64_t take = std::min(keep, r.count - skip);
+    out.push_back({r.offset + skip, take});
+    keep -= take;
+    skip = 0;
+    if (keep == 0) break;
+  }
+  return out;
+}
+
 GradientLayout gradient_layout(const Plan& plan) {
   GradientLayout layout;
   layout.offset.assign(plan.model.tensors.size(), 0);
@@ -43,8 +63,9 @@ std::uint64_t largest_collective_elements(const Plan& plan) {
   for (const StepPlan& kind : plan.step_plans)
     for (const Task& t : kind.tasks) {
       if (t.kind != TaskKind::Collective) continue;
-      std::uint64_t elements = 0;
-      for (int tensor : t.tensors) elements += plan.model.tensors[tensor].elements;
+      std::uint64_t elements = t.piece.count;
+      if (elements == 0)
+        for (int tensor : t.tensors) elements += plan.model.tensors[tensor].elements;
       largest = std::max(largest, elements);
     }
   return largest;

@@ -17,6 +17,8 @@ struct GradientLayout {
   std::uint64_t elements = 0;         // the model's parameter count
   // The ranges `tensors` occupy, in the order given, neighbours merged.
   std::vector<Range> ranges(const std::vector<int>& tensors, const Model& model) const;
+  // The ranges a task works on: its tensors' ranges, cut to its piece where it is one (strategy.partition_mb).
+  std::vector<Range> task_ranges(const Task& task, const Model& model) const;
 };
 
 GradientLayout gradient_layout(const Plan& plan);

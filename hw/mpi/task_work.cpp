@@ -23,7 +23,7 @@ std::vector<TaskWork> task_work(const Plan& plan, const StepPlan& step, const Gr
       case TaskKind::Collective:
         w.work = t.purpose == Purpose::SparseGather ? Work::SparseGather : Work::Dense;
         w.op = t.collective.op;
-        w.ranges = layout.ranges(t.tensors, plan.model);
+        w.ranges = layout.task_ranges(t, plan.model);
         for (const Range& r : w.ranges) w.elements += r.count;
         w.purpose = t.purpose;
         w.buffer = buffer_of(t.purpose);

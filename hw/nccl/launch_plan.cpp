@@ -126,6 +126,7 @@ class Translator {
   }
 
   std::uint64_t elements_of(const Task& t) const {
+    if (t.piece.count > 0) return t.piece.count;  // a piece (partition_mb), run on its tensor group's buffer
     std::uint64_t e = 0;
     for (int x : t.tensors) e += plan_.model.tensors[x].elements;
     if (e == 0) e = t.collective.bytes / static_cast<std::uint64_t>(dtype_bytes(program_.comm_dtype));

@@ -95,77 +95,103 @@ class Builder {
 std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
 double f(std::int64_t v) { return static_cast<double>(v); }
 
-// llama, mistral, mixtral, qwen2 (transformers' defaults where a field is absent: tie_word_embeddings false,
-// attention_bias / mlp_bias false; Qwen2's q/k/v projections always have a bias).
-void gated_decoder(Config& c, const std::string& type, std::int64_t seq, Model& m) {
-  const std::int64_t d = c.required("hidden_size", 1, kMaxWidth);
-  const std::int64_t layers = c.required("num_hidden_layers", 1, 4096);
-  const std::int64_t heads = c.required("num_attention_heads", 1, d);
-  const std::int64_t kv = c.optional("num_key_value_heads", 1, heads).value_or(heads);
-  if (heads % kv != 0) c.fail("num_key_value_heads", "must divide num_attention_heads");
+// The fields of a gated decoder's config: llama, mistral, mixtral, qwen2 (transformers' defaults where a field is
+// absent: tie_word_embeddings false, attention_bias / mlp_bias false; Qwen2's q/k/v projections always have a bias).
+struct DecoderShape {
+  std::int64_t d = 0, layers = 0, heads = 0, kv = 0, hd = 0, ff = 0, vocab = 0;
+  bool tied = false, qkv_bias = false, o_bias = false, mlp_bias = false;
+  std::int64_t experts = 0, per_token = 0;  // mixtral
+  double keys = 0;                          // the keys each query attends to
+};
+
+DecoderShape decoder_shape(Config& c, const std::string& type, std::int64_t seq) {
+  DecoderShape s;
+  s.d = c.required("hidden_size", 1, kMaxWidth);
+  s.layers = c.required("num_hidden_layers", 1, 4096);
+  s.heads = c.required("num_attention_heads", 1, s.d);
+  s.kv = c.optional("num_key_value_heads", 1, s.heads).value_or(s.heads);
+  if (s.heads % s.kv != 0) c.fail("num_key_value_heads", "must divide num_attention_heads");
   const auto given_head_dim = c.optional("head_dim", 1, kMaxWidth);
-  if (!given_head_dim && d % heads != 0) c.fail("num_attention_heads", "must divide hidden_size (no head_dim given)");
-  const std::int64_t hd = given_head_dim.value_or(d / heads);
-  const std::int64_t ff = c.required("intermediate_size", 1, std::int64_t{1} << 22);
-  const std::int64_t vocab = c.required("vocab_size", 1, std::int64_t{1} << 24);
-  const bool tied = c.flag("tie_word_embeddings", false);
-  const bool qkv_bias = type == "qwen2" || c.flag("attention_bias", false);
-  const bool o_bias = type != "qwen2" && c.flag("attention_bias", false);
-  const bool mlp_bias = c.flag("mlp_bias", false);
-  std::int64_t experts = 0, per_token = 0;
+  if (!given_head_dim && s.d % s.heads != 0)
+    c.fail("num_attention_heads", "must divide hidden_size (no head_dim given)");
+  s.hd = given_head_dim.value_or(s.d / s.heads);
+  s.ff = c.required("intermediate_size", 1, std::int64_t{1} << 22);
+  s.vocab = c.required("vocab_size", 1, std::int64_t{1} << 24);
+  s.tied = c.flag("tie_word_embeddings", false);
+  s.qkv_bias = type == "qwen2" || c.flag("attention_bias", false);
+  s.o_bias = type != "qwen2" && c.flag("attention_bias", false);
+  s.mlp_bias = c.flag("mlp_bias", false);
   if (type == "mixtral") {
-    experts = c.required("num_local_experts", 1, 4096);
-    per_token = c.required("num_experts_per_tok", 1, experts);
+    s.experts = c.required("num_local_experts", 1, 4096);
+    s.per_token = c.required("num_experts_per_tok", 1, s.experts);
   }
   // Mistral's sliding window: each query attends to at most `window` keys.
   // Qwen2 configs carry a window with use_sliding_window false (then unused).
   const bool windowed = c.flag("use_sliding_window", true);
   const std::int64_t window = windowed ? c.optional("sliding_window", 1, std::int64_t{1} << 30).value_or(seq) : seq;
-  const double keys = f(std::min(seq, window));
+  s.keys = f(std::min(seq, window));
+  return s;
+}
 
-  Builder b(m);
-  auto linear = [](const std::string& name, std::int64_t in, std::int64_t out, bool bias) {
-    std::vector<Param> p{{name + ".weight", {u(out), u(in)}}};
-    if (bias) p.push_back({name + ".bias", {u(out)}});
-    return p;
-  };
-  auto join = [](std::vector<Param> a, const std::vector<Param>& more) {
-    a.insert(a.end(), more.begin(), more.end());
-    return a;
-  };
-  const double norm = kNormFlopsPerElement * f(seq) * f(d);
-  b.layer("model.embed_tokens", 0, {{"model.embed_tokens.weight", {u(vocab), u(d)}}});  // a lookup
-  for (std::int64_t i = 0; i < layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    b.layer(p + "input_layernorm", norm, {{p + "input_layernorm.weight", {u(d)}}});
-    const std::string a = p + "self_attn.";
-    b.layer(p + "self_attn", 2 * f(d) * f((heads + 2 * kv) * hd) * f(seq) + 2 * 2 * f(seq) * keys * f(heads * hd),
-            join(join(linear(a + "q_proj", d, heads * hd, qkv_bias), linear(a + "k_proj", d, kv * hd, qkv_bias)),
-                 linear(a + "v_proj", d, kv * hd, qkv_bias)));
-    b.layer(a + "o_proj", 2 * f(heads * hd) * f(d) * f(seq), linear(a + "o_proj", heads * hd, d, o_bias));
-    b.layer(p + "post_attention_layernorm", norm, {{p + "post_attention_layernorm.weight", {u(d)}}});
-    if (experts == 0) {
-      const std::string mlp = p + "mlp.";
-      b.layer(p + "mlp", 2 * 3 * f(d) * f(ff) * f(seq),
-              join(join(linear(mlp + "gate_proj", d, ff, mlp_bias), linear(mlp + "up_proj", d, ff, mlp_bias)),
-                   linear(mlp + "down_proj", ff, d, mlp_bias)));
-    } else {
-      // Router over all experts for every token; each token then runs through `per_token` experts.
-      const std::string moe = p + "block_sparse_moe.";
-      std::vector<Param> params = linear(moe + "gate", d, experts, false);
-      for (std::int64_t e = 0; e < experts; ++e) {
-        const std::string x = moe + "experts." + std::to_string(e) + ".";
-        params = join(join(join(params, linear(x + "w1", d, ff, false)), linear(x + "w2", ff, d, false)),
-                      linear(x + "w3", d, ff, false));
-      }
-      b.layer(p + "block_sparse_moe", 2 * f(d) * f(experts) * f(seq) + f(per_token) * 2 * 3 * f(d) * f(ff) * f(seq),
-              params);
-    }
+std::vector<Param> linear_params(const std::string& name, std::int64_t in, std::int64_t out, bool bias) {
+  std::vector<Param> p{{name + ".weight", {u(out), u(in)}}};
+  if (bias) p.push_back({name + ".bias", {u(out)}});
+  return p;
+}
+std::vector<Param> joined(std::vector<Param> a, const std::vector<Param>& more) {
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+// A decoder block's feed-forward: the gated MLP, or Mixtral's router over all experts for every token, each token
+// then running through `per_token` experts.
+void decoder_mlp(Builder& b, const DecoderShape& s, const std::string& p, std::int64_t seq) {
+  if (s.experts == 0) {
+    const std::string mlp = p + "mlp.";
+    b.layer(p + "mlp", 2 * 3 * f(s.d) * f(s.ff) * f(seq),
+            joined(joined(linear_params(mlp + "gate_proj", s.d, s.ff, s.mlp_bias),
+                          linear_params(mlp + "up_proj", s.d, s.ff, s.mlp_bias)),
+                   linear_params(mlp + "down_proj", s.ff, s.d, s.mlp_bias)));
+    return;
   }
-  b.layer("model.norm", norm, {{"model.norm.weight", {u(d)}}});
+  const std::string moe = p + "block_sparse_moe.";
+  std::vector<Param> params = linear_params(moe + "gate", s.d, s.experts, false);
+  for (std::int64_t e = 0; e < s.experts; ++e) {
+    const std::string x = moe + "experts." + std::to_string(e) + ".";
+    params = joined(
+        joined(joined(params, linear_params(x + "w1", s.d, s.ff, false)), linear_params(x + "w2", s.ff, s.d, false)),
+        linear_params(x + "w3", s.d, s.ff, false));
+  }
+  b.layer(p + "block_sparse_moe",
+          2 * f(s.d) * f(s.experts) * f(seq) + f(s.per_token) * 2 * 3 * f(s.d) * f(s.ff) * f(seq), params);
+}
+
+void decoder_block(Builder& b, const DecoderShape& s, std::int64_t i, std::int64_t seq) {
+  const double norm = kNormFlopsPerElement * f(seq) * f(s.d);
+  const std::string p = "model.layers." + std::to_string(i) + ".";
+  b.layer(p + "input_layernorm", norm, {{p + "input_layernorm.weight", {u(s.d)}}});
+  const std::string a = p + "self_attn.";
+  b.layer(p + "self_attn",
+          2 * f(s.d) * f((s.heads + 2 * s.kv) * s.hd) * f(seq) + 2 * 2 * f(seq) * s.keys * f(s.heads * s.hd),
+          joined(joined(linear_params(a + "q_proj", s.d, s.heads * s.hd, s.qkv_bias),
+                        linear_params(a + "k_proj", s.d, s.kv * s.hd, s.qkv_bias)),
+                 linear_params(a + "v_proj", s.d, s.kv * s.hd, s.qkv_bias)));
+  b.layer(a + "o_proj", 2 * f(s.heads * s.hd) * f(s.d) * f(seq),
+          linear_params(a + "o_proj", s.heads * s.hd, s.d, s.o_bias));
+  b.layer(p + "post_attention_layernorm", norm, {{p + "post_attention_layernorm.weight", {u(s.d)}}});
+  decoder_mlp(b, s, p, seq);
+}
+
+void gated_decoder(Config& c, const std::string& type, std::int64_t seq, Model& m) {
+  const DecoderShape s = decoder_shape(c, type, seq);
+  Builder b(m);
+  const double norm = kNormFlopsPerElement * f(seq) * f(s.d);
+  b.layer("model.embed_tokens", 0, {{"model.embed_tokens.weight", {u(s.vocab), u(s.d)}}});  // a lookup
+  for (std::int64_t i = 0; i < s.layers; ++i) decoder_block(b, s, i, seq);
+  b.layer("model.norm", norm, {{"model.norm.weight", {u(s.d)}}});
   // Logits for every position; with tied embeddings the weight is embed_tokens' (communicated once, with it).
-  b.layer("lm_head", 2 * f(d) * f(vocab) * f(seq),
-          tied ? std::vector<Param>{} : std::vector<Param>{{"lm_head.weight", {u(vocab), u(d)}}});
+  b.layer("lm_head", 2 * f(s.d) * f(s.vocab) * f(seq),
+          s.tied ? std::vector<Param>{} : std::vector<Param>{{"lm_head.weight", {u(s.vocab), u(s.d)}}});
   m.sample = "sequence of " + std::to_string(seq) + " tokens";
 }
 

@@ -185,36 +185,45 @@ double KinetoTrace::mean_collective_s(std::size_t index) const {
   return n ? sum / n : 0;
 }
 
-KinetoTrace read_kineto_trace(const std::string& path) {
-  const Json root = read_json_file(path);
-  // Kineto writes {"traceEvents": [...]}; builds without Kineto (the legacy profiler, e.g. Debian's python3-torch
-  // 1.13) write the bare array of events, without categories or args.
+namespace {
+
+// The complete events of the document read from `path` (the spans point into it): Kineto's {"traceEvents": [...]},
+// or the bare array of events that builds without Kineto (the legacy profiler, e.g. Debian's python3-torch 1.13)
+// write, without categories or args.
+std::vector<Span> trace_spans(const Json& root, const std::string& path) {
   if (!root.is_object() && !root.is_array())
     throw InputError(path, "", "a profiler trace is a JSON object with traceEvents (or the legacy array of events)");
-  std::vector<Span> spans;
-  if (root.is_array()) {
-    spans = complete_events(root, path);
-  } else {
-    JsonFields top(root, path, "");
-    spans = complete_events(top.array("traceEvents"), path);
-  }
-  KinetoTrace trace;
-  const Span* main_thread = nullptr;  // the thread that runs the steps
+  if (root.is_array()) return complete_events(root, path);
+  JsonFields top(root, path, "");
+  return complete_events(top.array("traceEvents"), path);
+}
+
+// The "ProfilerStep#N" spans as the trace's steps; returns the first of them (its thread runs the steps).
+const Span& add_steps(const std::vector<Span>& spans, const std::string& path, KinetoTrace& trace) {
+  const Span* main_thread = nullptr;
   for (const Span& s : spans)
     if (starts_with(s.name, "ProfilerStep#")) {
       trace.steps.push_back({s.name, s.start_s, s.end_s - s.start_s, 0});
       main_thread = main_thread ? main_thread : &s;
     }
-  if (trace.steps.empty())
+  if (!main_thread)
     throw InputError(path, "traceEvents",
                      "no \"ProfilerStep#N\" span (profile with a schedule and call prof.step() every step)");
-  auto step_of = [&](double t) {
+  return *main_thread;
+}
+
+// The step a time falls in (the last one starting at or before it), -1 before the first.
+struct StepOf {
+  const KinetoTrace& trace;
+  int operator()(double t) const {
     int k = -1;
     for (std::size_t i = 0; i < trace.steps.size() && trace.steps[i].start_s <= t; ++i) k = static_cast<int>(i);
     return k;
-  };
+  }
+};
 
-  // Leaf modules: module spans with no module span inside them on the same thread.
+// Leaf modules: module spans inside a step with no module span inside them on the same thread.
+std::vector<const Span*> leaf_modules(const std::vector<Span>& spans, const StepOf& step_of) {
   std::vector<const Span*> modules;
   for (const Span& s : spans)
     if (starts_with(s.name, kModulePrefix)) modules.push_back(&s);
@@ -226,10 +235,17 @@ KinetoTrace read_kineto_trace(const std::string& path) {
                 modules[j]->end_s <= modules[i]->end_s + kSlack_s);
     if (leaf && step_of(modules[i]->start_s) >= 0) leaves.push_back(modules[i]);
   }
+  return leaves;
+}
+
+// The leaf modules' forward times (mean per step) into trace.modules and their spans into `compute`; returns the
+// module of each forward op's "Sequence number", by which backward ops find their module.
+std::map<std::int64_t, std::size_t> add_forward_modules(const std::vector<Span>& spans,
+                                                        const std::vector<const Span*>& leaves, KinetoTrace& trace,
+                                                        std::vector<std::pair<double, double>>& compute) {
   const double steps = static_cast<double>(trace.steps.size());
   std::map<std::string, std::size_t> module_index;
-  std::map<std::int64_t, std::size_t> module_of_sequence;  // forward op's "Sequence number" -> module
-  std::vector<std::pair<double, double>> compute;
+  std::map<std::int64_t, std::size_t> module_of_sequence;
   for (const Span* m : leaves) {
     const std::string name = m->name.substr(kModulePrefix.size());
     auto [it, added] = module_index.try_emplace(name, trace.modules.size());
@@ -246,6 +262,15 @@ KinetoTrace read_kineto_trace(const std::string& path) {
         module_of_sequence.try_emplace(seq->get<std::int64_t>(), it->second);
     }
   }
+  return module_of_sequence;
+}
+
+// Backward ops into their modules' backward times; with GPU kernels, the non-NCCL kernels are the compute, else
+// the backward ops are. Returns whether the trace has GPU kernels.
+bool add_backward_and_kernels(const std::vector<Span>& spans, const StepOf& step_of,
+                              const std::map<std::int64_t, std::size_t>& module_of_sequence, KinetoTrace& trace,
+                              std::vector<std::pair<double, double>>& compute) {
+  const double steps = static_cast<double>(trace.steps.size());
   bool gpu_kernels = false;
   for (const Span& s : spans) gpu_kernels |= s.cat == "kernel";
   for (const Span& s : spans) {
@@ -267,11 +292,26 @@ KinetoTrace read_kineto_trace(const std::string& path) {
       compute.push_back({s.start_s, s.end_s});
     }
   }
+  return gpu_kernels;
+}
+
+}  // namespace
+
+KinetoTrace read_kineto_trace(const std::string& path) {
+  const Json root = read_json_file(path);
+  const std::vector<Span> spans = trace_spans(root, path);
+  KinetoTrace trace;
+  const Span& main_thread = add_steps(spans, path, trace);
+  const StepOf step_of{trace};
+  const std::vector<const Span*> leaves = leaf_modules(spans, step_of);
+  std::vector<std::pair<double, double>> compute;
+  const auto module_of_sequence = add_forward_modules(spans, leaves, trace, compute);
+  const bool gpu_kernels = add_backward_and_kernels(spans, step_of, module_of_sequence, trace, compute);
   // Without kernels and without module spans (a legacy CPU trace), compute is what the steps' thread runs, less the
   // communication calls on it: the gaps are waits.
   if (!gpu_kernels && leaves.empty())
     for (const Span& s : spans)
-      if (s.tid == main_thread->tid && s.pid == main_thread->pid && step_of(s.start_s) >= 0 &&
+      if (s.tid == main_thread.tid && s.pid == main_thread.pid && step_of(s.start_s) >= 0 &&
           !starts_with(s.name, "ProfilerStep#") && !starts_with(s.name, "c10d::") && !starts_with(s.name, "gloo:") &&
           s.name != "record_param_comms")
         compute.push_back({s.start_s, s.end_s});

@@ -83,7 +83,7 @@ int StepBuilder::compute(StepPlan& plan, double seconds, const std::string& labe
 // alpha) stays in its price: launch_s is only the host side that NCCL's model leaves out.
 int StepBuilder::communicate(StepPlan& plan, int stream, Collective op, std::uint64_t elements, std::vector<int> deps,
                              const std::string& label, int bucket, const std::vector<int>& tensors, Algorithm algorithm,
-                             Purpose purpose) const {
+                             Purpose purpose, ElementRange piece) const {
   const CommDtype dtype = sc.strategy.comm_dtype;
   int cast_task = -1;
   if (dtype != CommDtype::Fp32) {
@@ -96,6 +96,7 @@ int StepBuilder::communicate(StepPlan& plan, int stream, Collective op, std::uin
     cast.label = "cast " + label;
     cast.bucket = bucket;
     cast.tensors = tensors;
+    cast.piece = piece;
     cast_task = add(plan, cast);
     deps = {cast_task};
   }
@@ -110,6 +111,7 @@ int StepBuilder::communicate(StepPlan& plan, int stream, Collective op, std::uin
   t.label = label;
   t.bucket = bucket;
   t.tensors = tensors;
+  t.piece = piece;
   const Overheads& o = overheads;
   const double gradient_bytes = 4.0 * static_cast<double>(elements);  // the fp32 gradients the buckets hold
   t.start_grid_s = o.cycle_s;
@@ -122,8 +124,10 @@ int StepBuilder::communicate(StepPlan& plan, int stream, Collective op, std::uin
 
 int StepBuilder::forward_pass(StepPlan& plan, const std::vector<int>& gate) const {
   int last = -1;
-  for (std::size_t l = 0; l < model.layers.size(); ++l)
+  for (std::size_t l = 0; l < model.layers.size(); ++l) {
     last = gated(plan, compute(plan, forward_s[l], "fwd " + model.layers[l].name, last), gate, l);
+    plan.tasks[last].forward_layer = static_cast<int>(l);
+  }
   return last;
 }
 std::vector<int> StepBuilder::backward_pass(StepPlan& plan, int last, const std::vector<int>& gate) const {
@@ -260,6 +264,10 @@ std::vector<std::string> plan_notes(const Scenario& sc, const Topology& topo, co
                     std::to_string(sms) + " - K) / " + std::to_string(sms) +
                     " of its speed (one SM per NCCL channel); compute time includes it");
   notes.push_back("stragglers: synchronous steps wait for the slowest rank; Local SGD only at each averaging");
+  if (sc.strategy.priority == CommPriority::ForwardOrder)
+    notes.push_back(
+        "priority forward_order: the ready collective of the earliest layer first, and the next forward of layer i "
+        "after layer i's collectives (simulated only: the hardware backends run the Plan's order, steps apart)");
   notes.push_back(
       "flow fidelity: rings of more than 32768 transfers run as one flow per ring edge (same uncontended time)");
   return notes;
@@ -329,7 +337,7 @@ void straggler_factors(const Stragglers& sg, int steps, Plan& plan) {
 
 }  // namespace
 
-Plan build_plan(const Scenario& given, const Topology& topo) {
+Plan build_plan(const Scenario& given, const Topology& topo, Model model) {
   const Scenario sc = with_hierarchy_leaders(given, topo.ranks());
   Plan plan;
   plan.scenario_name = sc.name;
@@ -342,7 +350,8 @@ Plan build_plan(const Scenario& given, const Topology& topo) {
   plan.sharded = sc.strategy.sharding.stage != 0;
   plan.dgc = sc.strategy.dgc.has_value();
   plan.steady_from = steady_state_start(sc.strategy, sc.steps);
-  plan.model = load_model(sc.model_path);
+  plan.priority = sc.strategy.priority;
+  plan.model = std::move(model);
   plan.ranks = topo.ranks();
   plan.streams = sc.strategy.nccl_comm_num;
   check_settings(sc, topo, plan.ranks);
@@ -350,6 +359,7 @@ Plan build_plan(const Scenario& given, const Topology& topo) {
                 plan.streams, {},         {},   resolve_overheads(sc.framework, topo.library().kind)};
   plan.compute_s = layer_times(sc, plan.model, b);
   plan.buckets = make_buckets(sc, plan.model);
+  check_partition(sc, plan.buckets);
   for (std::size_t i = 0; i < plan.buckets.size(); ++i) plan.buckets[i].stream = 1 + static_cast<int>(i % plan.streams);
   plan.notes = plan_notes(sc, topo, b.overheads);
   plan_steps(b, plan);

@@ -39,6 +39,11 @@ std::string_view to_string(TaskKind kind);
 std::string_view to_string(Purpose purpose);
 std::string_view to_string(Buffer buffer);
 
+// Elements [offset, offset + count) of the buffer a task's tensors make, concatenated in the listed order.
+struct ElementRange {
+  std::uint64_t offset = 0, count = 0;
+};
+
 // One task of a step. Which fields matter depends on `kind` (see TaskKind); a tagged struct rather than a variant,
 // so that what every task has (stream, dependencies, label, tensors) is read the same way for all of them.
 struct Task {
@@ -59,7 +64,10 @@ struct Task {
   std::string label;
   int bucket = -1;           // for the trace and for the hardware backends
   std::vector<int> tensors;  // tensors this task works on (indices into Model::tensors), in the buffer's order
-  int gradient_layer = -1;   // Compute, backward: the layer whose gradients this task produces (for the trace)
+  // Collective and its Cast, under strategy.partition_mb: the piece of `tensors` it moves; count 0 = all of them.
+  ElementRange piece;
+  int gradient_layer = -1;  // Compute, backward: the layer whose gradients this task produces (for the trace)
+  int forward_layer = -1;   // Compute, forward: the layer it computes (the next step's gate under forward_order)
 };
 
 struct Bucket {
@@ -89,6 +97,10 @@ struct Plan {
   bool sharded = false;                    // ranks keep parameter shards (ZeRO stage 2 or 3)
   bool dgc = false;                        // ranks keep DGC residuals
   int steady_from = 0;                     // first step of the steady state (steady_state_start, schedules.hpp)
+  // strategy.priority. ForwardOrder: a communication stream runs the ready collective of the earliest forward layer
+  // first, and the next step's forward of layer i waits for the collectives of layer i's gradients only (the
+  // simulator; the hardware backends run every stream in the listed order with a barrier between steps).
+  CommPriority priority = CommPriority::Fifo;
 
   Model model;
   int ranks = 0;
@@ -113,7 +125,11 @@ struct Plan {
 // Throws InputError when the groups do not divide the ranks.
 int hierarchy_group_size(const Plan& plan, int ranks_per_node);
 
-// Builds the plan; throws InputError for impossible settings (bucket index past the last tensor, too few ranks).
-Plan build_plan(const Scenario& scenario, const Topology& topology);
+// Builds the plan from values only (the scenario, its topology and its model, loaded by prepare_run); throws
+// InputError for impossible settings (bucket index past the last tensor, too few ranks, too many pieces).
+Plan build_plan(const Scenario& scenario, const Topology& topology, Model model);
+
+// The forward layer a collective task's gradients are needed by first: the lowest layer of its tensors (-1: none).
+int earliest_layer(const Task& task, const Model& model);
 
 }  // namespace commsim

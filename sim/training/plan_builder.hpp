@@ -29,9 +29,10 @@ struct StepBuilder {
   int compute(StepPlan& plan, double seconds, const std::string& label, int dep) const;
   // A collective of `elements` in the comm dtype on `stream`, for `purpose`, with its fixed costs, preceded by a
   // Cast when the comm dtype is narrower than fp32; returns the collective's task.
+  // `piece` (count > 0) makes it a piece of the tensors' buffer (partition_mb): `elements` is then piece.count.
   int communicate(StepPlan& plan, int stream, Collective op, std::uint64_t elements, std::vector<int> deps,
                   const std::string& label, int bucket, const std::vector<int>& tensors, Algorithm algorithm,
-                  Purpose purpose) const;
+                  Purpose purpose, ElementRange piece = {}) const;
   // Forward compute, each layer after the previous one; returns the last layer's task. A gate >= 0 is a task the
   // layer must also wait for (the all-gather of its parameters under ZeRO-3); so in backward_pass.
   int forward_pass(StepPlan& plan, const std::vector<int>& gate = {}) const;
@@ -42,6 +43,11 @@ struct StepBuilder {
 };
 
 std::uint64_t elements_of(const Model& model, const std::vector<int>& tensors);
+
+// A bucket's gradient allreduce: one collective, or under strategy.partition_mb one per piece (partition.cpp).
+void allreduce_bucket(const StepBuilder& b, StepPlan& step, const Bucket& bucket, int index, int dep);
+// Throws InputError naming strategy.partition_mb when its pieces would be more than the plan keeps.
+void check_partition(const Scenario& sc, const std::vector<Bucket>& buckets);
 
 // Gradient synchronisation of every bucket, overlapped with backward or after it (kind Sync), or DGC's top-k and
 // sparse gather of its large tensors (kind DgcSparse at `sparsity`).

@@ -68,8 +68,7 @@ StepPlan sync_step(const StepBuilder& b, const std::vector<Bucket>& buckets, Ste
       dgc_bucket(b, step, bucket, static_cast<int>(i), deps);
       continue;
     }
-    b.communicate(step, bucket.stream, Collective::AllReduce, bucket.elements, deps, "bucket " + std::to_string(i),
-                  static_cast<int>(i), bucket.tensors, st.algorithm, Purpose::DenseGradients);
+    allreduce_bucket(b, step, bucket, static_cast<int>(i), deps.front());
   }
   return step;
 }

@@ -17,6 +17,7 @@ std::string_view to_string(CommDtype d) {
   static constexpr std::string_view names[] = {"fp32", "fp16", "bf16", "fp8"};
   return names[static_cast<int>(d)];
 }
+std::string_view to_string(CommPriority p) { return p == CommPriority::Fifo ? "fifo" : "forward_order"; }
 
 namespace {
 
@@ -139,21 +140,65 @@ void parse_hierarchy_groups(JsonFields& f, Strategy& s) {
       static_cast<int>(f.integer_or("hierarchical_allreduce_group_size", 0, 2, 1 << 24));
 }
 
-Strategy parse_strategy(JsonFields f) {
-  Strategy s;
-  if (f.has("fusion")) s.fusion = parse_fusion(f.object("fusion"));
-  s.overlap = f.boolean_or("overlap", true);
-  s.nccl_comm_num = static_cast<int>(f.integer_or("nccl_comm_num", 1, 1, 64));
-  if (f.has("algorithm")) {
-    const std::string a = f.string("algorithm");
-    if (!parse_algorithm(a, s.algorithm))
-      f.fail("algorithm", "unknown algorithm \"" + a + "\" (" + algorithm_names(", ") + ")");
+Sharding parse_sharding(JsonFields& sh) {
+  Sharding s;
+  s.stage = static_cast<int>(sh.integer("stage", 0, 3));
+  if (s.stage == 1)
+    sh.fail("stage", "stage 1 shards only optimizer state and communicates like plain data parallel; use 0, 2 or 3");
+  s.allgather_fusion_mb = sh.positive_or("allgather_fusion_mb", 64);
+  s.reducescatter_fusion_mb = sh.positive_or("reducescatter_fusion_mb", 64);
+  if (const Json* prefetch = sh.raw_optional("prefetch_buckets"); prefetch && *prefetch != "unlimited") {
+    if (!prefetch->is_number_integer())
+      sh.fail("prefetch_buckets", "must be an integer >= 0 or \"unlimited\", got " + prefetch->dump());
+    s.prefetch_buckets = static_cast<int>(sh.integer("prefetch_buckets", 0, 1 << 20));
   }
-  s.use_hierarchical_allreduce = f.boolean_or("use_hierarchical_allreduce", false);
-  parse_hierarchy_groups(f, s);
-  if (s.use_hierarchical_allreduce) s.algorithm = Algorithm::Hierarchical;
-  s.channels = static_cast<int>(f.integer_or("channels", 0, 0, kMaxChannels));
-  if (f.has("comm_dtype")) s.comm_dtype = parse_dtype(f, "comm_dtype");
+  return s;
+}
+
+Stragglers parse_stragglers(JsonFields st) {
+  Stragglers s;
+  s.seed = static_cast<std::uint64_t>(st.integer_or("seed", 1, 0, std::int64_t{1} << 62));
+  s.compute_cv = st.number_or("compute_cv", 0);
+  if (s.compute_cv < 0 || s.compute_cv > 1) st.fail("compute_cv", "must be in [0, 1]");
+  if (const Json* slow = st.raw_optional("slow_ranks")) {
+    if (!slow->is_object()) st.fail("slow_ranks", "must be an object {\"rank\": factor}");
+    for (auto& [k, v] : slow->items()) {
+      int rank = -1;
+      try {
+        rank = std::stoi(k);
+      } catch (...) {
+      }
+      if (rank < 0 || std::to_string(rank) != k) st.fail("slow_ranks." + k, "key must be a rank number");
+      if (!v.is_number() || v.get<double>() < 1) st.fail("slow_ranks." + k, "factor must be a number >= 1");
+      s.slow_ranks[rank] = v.get<double>();
+    }
+  }
+  st.reject_unknown();
+  return s;
+}
+
+// ByteScheduler's knobs: partition_mb (> 0 when given) and priority ("fifo" or "forward_order").
+void parse_scheduling(JsonFields& f, Strategy& s) {
+  if (f.has("partition_mb")) s.partition_mb = f.positive("partition_mb");
+  if (!f.has("priority")) return;
+  const std::string p = f.string("priority");
+  if (p == "fifo")
+    s.priority = CommPriority::Fifo;
+  else if (p == "forward_order")
+    s.priority = CommPriority::ForwardOrder;
+  else
+    f.fail("priority", "unknown priority \"" + p + "\" (fifo, forward_order)");
+}
+
+void parse_algorithm_field(JsonFields& f, Strategy& s) {
+  if (!f.has("algorithm")) return;
+  const std::string a = f.string("algorithm");
+  if (!parse_algorithm(a, s.algorithm))
+    f.fail("algorithm", "unknown algorithm \"" + a + "\" (" + algorithm_names(", ") + ")");
+}
+
+// The techniques that change what a step communicates: DGC, Local SGD and sharding, and which combine.
+void parse_techniques(JsonFields& f, Strategy& s) {
   if (f.has("dgc")) s.dgc = parse_dgc(f.object("dgc"));
   if (f.has("localsgd") && f.has("adaptive_localsgd"))
     f.fail("adaptive_localsgd", "use either localsgd or adaptive_localsgd");
@@ -162,40 +207,33 @@ Strategy parse_strategy(JsonFields f) {
   if (s.dgc && s.localsgd) f.fail("dgc", "DGC and Local SGD cannot be combined (Paddle rejects it too)");
   if (f.has("sharding")) {
     JsonFields sh = f.object("sharding");
-    s.sharding.stage = static_cast<int>(sh.integer("stage", 0, 3));
-    if (s.sharding.stage == 1)
-      sh.fail("stage", "stage 1 shards only optimizer state and communicates like plain data parallel; use 0, 2 or 3");
-    s.sharding.allgather_fusion_mb = sh.positive_or("allgather_fusion_mb", 64);
-    s.sharding.reducescatter_fusion_mb = sh.positive_or("reducescatter_fusion_mb", 64);
-    if (const Json* prefetch = sh.raw_optional("prefetch_buckets"); prefetch && *prefetch != "unlimited") {
-      if (!prefetch->is_number_integer())
-        sh.fail("prefetch_buckets", "must be an integer >= 0 or \"unlimited\", got " + prefetch->dump());
-      s.sharding.prefetch_buckets = static_cast<int>(sh.integer("prefetch_buckets", 0, 1 << 20));
-    }
+    s.sharding = parse_sharding(sh);
     sh.reject_unknown();
     if (s.sharding.stage && (s.dgc || s.localsgd))
       sh.fail("stage", "sharding cannot be combined with DGC or Local SGD");
   }
-  if (f.has("stragglers")) {
-    JsonFields st = f.object("stragglers");
-    s.stragglers.seed = static_cast<std::uint64_t>(st.integer_or("seed", 1, 0, std::int64_t{1} << 62));
-    s.stragglers.compute_cv = st.number_or("compute_cv", 0);
-    if (s.stragglers.compute_cv < 0 || s.stragglers.compute_cv > 1) st.fail("compute_cv", "must be in [0, 1]");
-    if (const Json* slow = st.raw_optional("slow_ranks")) {
-      if (!slow->is_object()) st.fail("slow_ranks", "must be an object {\"rank\": factor}");
-      for (auto& [k, v] : slow->items()) {
-        int rank = -1;
-        try {
-          rank = std::stoi(k);
-        } catch (...) {
-        }
-        if (rank < 0 || std::to_string(rank) != k) st.fail("slow_ranks." + k, "key must be a rank number");
-        if (!v.is_number() || v.get<double>() < 1) st.fail("slow_ranks." + k, "factor must be a number >= 1");
-        s.stragglers.slow_ranks[rank] = v.get<double>();
-      }
-    }
-    st.reject_unknown();
-  }
+  // Partitions and priorities reorder the dense gradient allreduces of plain data parallel steps only.
+  const bool scheduled = s.partition_mb > 0 || s.priority != CommPriority::Fifo;
+  if (scheduled && (s.dgc || s.localsgd || s.sharding.stage))
+    f.fail(s.partition_mb > 0 ? "partition_mb" : "priority",
+           "applies to the gradient allreduces of plain data parallel steps; it cannot be combined with DGC, Local "
+           "SGD or sharding");
+}
+
+Strategy parse_strategy(JsonFields f) {
+  Strategy s;
+  if (f.has("fusion")) s.fusion = parse_fusion(f.object("fusion"));
+  s.overlap = f.boolean_or("overlap", true);
+  s.nccl_comm_num = static_cast<int>(f.integer_or("nccl_comm_num", 1, 1, 64));
+  parse_algorithm_field(f, s);
+  s.use_hierarchical_allreduce = f.boolean_or("use_hierarchical_allreduce", false);
+  parse_hierarchy_groups(f, s);
+  if (s.use_hierarchical_allreduce) s.algorithm = Algorithm::Hierarchical;
+  s.channels = static_cast<int>(f.integer_or("channels", 0, 0, kMaxChannels));
+  if (f.has("comm_dtype")) s.comm_dtype = parse_dtype(f, "comm_dtype");
+  parse_scheduling(f, s);
+  parse_techniques(f, s);
+  if (f.has("stragglers")) s.stragglers = parse_stragglers(f.object("stragglers"));
   f.reject_unknown();
   return s;
 }

@@ -55,6 +55,14 @@ struct Sharding {                       // ZeRO-2/3, FSDP, MindSpore optimizer p
   int prefetch_buckets = -1;
 };
 
+// Which waiting collective a communication stream runs next (ByteScheduler, Peng et al., SOSP 2019).
+enum class CommPriority : std::uint8_t {
+  Fifo,          // in the order the Plan lists them (backward order), each step after the previous one's last
+  ForwardOrder,  // the ready one whose layer the next forward needs first; the next step's forward of layer i waits
+                 // only for the collectives of layer i's gradients (ByteScheduler's crossing of the step barrier)
+};
+std::string_view to_string(CommPriority p);
+
 struct Stragglers {
   std::uint64_t seed = 1;
   double compute_cv = 0;             // per-rank, per-step compute time ~ normal(1, cv), floored at 0.5
@@ -72,6 +80,10 @@ struct Strategy {
   int hierarchical_allreduce_group_size = 0;  // ranks per group: what Paddle's hierarchical_allreduce_inter_nranks is
   int channels = 0;                           // 0 = the topology's default (one per NIC)
   CommDtype comm_dtype = CommDtype::Fp32;
+  // ByteScheduler's tensor partitioning: each bucket's collective is split into pieces of at most this many MiB,
+  // one collective each (with the fixed costs of one); 0 = off.
+  double partition_mb = 0;
+  CommPriority priority = CommPriority::Fifo;
   std::optional<Dgc> dgc;
   std::optional<LocalSgd> localsgd;
   Sharding sharding;

@@ -32,7 +32,7 @@ SimulationRun prepare_document(const Json& document, const std::string& file) {
   SimulationRun run;
   run.scenario = parse_scenario(document, file);
   run.topology = load_topology(run.scenario.topology_path, run.scenario.nodes);
-  run.plan = build_plan(run.scenario, *run.topology);
+  run.plan = build_plan(run.scenario, *run.topology, load_model(run.scenario.model_path));
   run.result.scenario_hash = fnv1a_hex(document.dump());
   run.result.settings = scenario_settings(document);
   return run;

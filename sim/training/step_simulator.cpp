@@ -9,7 +9,9 @@
 #include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
 #include "sim/training/interference.hpp"
+#include "sim/training/shared_bandwidth.hpp"
 #include "sim/training/step_metrics.hpp"
+#include "sim/training/unrolled_steps.hpp"
 
 namespace commsim {
 namespace {
@@ -24,58 +26,6 @@ ScheduleKey key_of(CollectiveSpec c) {
   return collective_key(c);
 }
 
-// Processor sharing of the network's bandwidth among concurrent collectives in analytical fidelity: each of n
-// active collectives drains its bandwidth term at 1/n of full speed (latency terms overlap freely).
-class SharedBandwidth final : public EventHandler {
- public:
-  SharedBandwidth(EventQueue& q, std::function<void(int)> done) : queue_(q), done_(std::move(done)) {}
-  void add(int task, TimePs work) {
-    advance();
-    jobs_.push_back({task, static_cast<double>(work)});
-    reschedule();
-  }
-  void on_event(std::uint64_t version) override {
-    if (version != version_) return;
-    advance();
-    std::vector<int> finished;
-    for (auto it = jobs_.begin(); it != jobs_.end();)
-      if (it->remaining_ps <= 0.5)
-        finished.push_back(it->task), it = jobs_.erase(it);
-      else
-        ++it;
-    reschedule();
-    for (int t : finished) done_(t);
-  }
-
- private:
-  struct Job {
-    int task;
-    double remaining_ps;
-  };
-  void advance() {
-    const TimePs now = queue_.now();
-    if (!jobs_.empty()) {
-      const double share = static_cast<double>(now - last_) / static_cast<double>(jobs_.size());
-      for (Job& j : jobs_) j.remaining_ps -= share;
-    }
-    last_ = now;
-  }
-  void reschedule() {
-    ++version_;
-    if (jobs_.empty()) return;
-    double least = jobs_.front().remaining_ps;
-    for (const Job& j : jobs_) least = std::min(least, j.remaining_ps);
-    queue_.schedule(add_ps(queue_.now(), seconds_to_ps(std::max(0.0, least) * static_cast<double>(jobs_.size()) * 1e-12,
-                                                       "shared collective time")),
-                    this, version_);
-  }
-  EventQueue& queue_;
-  std::function<void(int)> done_;
-  std::vector<Job> jobs_;
-  TimePs last_ = 0;
-  std::uint64_t version_ = 0;
-};
-
 class StepRunner final : public EventHandler {
  public:
   StepRunner(const Plan& plan, const Topology& topo, Fidelity fidelity)
@@ -89,7 +39,38 @@ class StepRunner final : public EventHandler {
 
   // Runs one step to completion; returns its duration.
   TimePs run(const StepPlan& step, double factor, const std::vector<int>* trace_ranks, int step_index, Result& out) {
+    return run_ordered(step, factor, trace_ranks, step_index, out, nullptr);
+  }
+
+  // The run's steps as one timeline (priority forward_order); each step lasts from its first forward's start to
+  // the next step's.
+  std::vector<StepMeasure> run_unrolled(const Plan& plan, const TraceSelection& trace, Result& out) {
+    const UnrolledSteps u = unroll_steps(plan);
+    run_ordered(u.tasks, 1.0, nullptr, -1, out, &u);
+    std::vector<StepMeasure> steps;
+    for (int s = 0; s < plan.steps(); ++s) {
+      const std::size_t first = u.first_task[s], last = u.first_task[s + 1];
+      const StepPlan& step = plan.step_plan(s);
+      std::vector<TaskInterval<TimePs>> intervals;
+      for (std::size_t i = first; i < last; ++i)
+        intervals.push_back({u.tasks.tasks[i].stream, u.tasks.tasks[i].kind == TaskKind::Compute, start_[i], end_[i]});
+      steps.push_back({.seconds = ps_to_seconds(start_[last] - start_[first]),
+                       .breakdown = step_breakdown(intervals, plan_.streams, [](TimePs d) { return ps_to_seconds(d); }),
+                       .bytes_sent = plan_bytes_sent(step)});
+      if (!trace.traces(s)) continue;
+      const std::vector<int> ranks = trace.ranks.empty() || !plan.symmetric_ranks
+                                         ? std::vector<int>{plan.critical_rank[static_cast<std::size_t>(s)]}
+                                         : trace.ranks;
+      trace_step(step, ranks, s, out, first);
+    }
+    return steps;
+  }
+
+  // Runs `step`; with `ordered`, a communication stream starts the ready task of the earliest (step, layer) first.
+  TimePs run_ordered(const StepPlan& step, double factor, const std::vector<int>* trace_ranks, int step_index,
+                     Result& out, const UnrolledSteps* ordered) {
     step_ = &step;
+    ordered_ = ordered;
     factor_ = factor;
     const std::size_t n = step.tasks.size();
     pending_.assign(n, 0);
@@ -99,6 +80,7 @@ class StepRunner final : public EventHandler {
     queues_.assign(plan_.streams + 1, {});
     head_.assign(plan_.streams + 1, 0);
     busy_.assign(plan_.streams + 1, false);
+    ready_.assign(plan_.streams + 1, {});
     runs_.clear();
     channels_.assign(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
@@ -108,6 +90,8 @@ class StepRunner final : public EventHandler {
       queues_[t.stream].push_back(static_cast<int>(i));
     }
     remaining_ = n;
+    for (std::size_t i = 0; i < n; ++i)
+      if (pending_[i] == 0) make_ready(static_cast<int>(i));
     const TimePs begin = queue_.now();
     for (int s = 0; s <= plan_.streams; ++s) try_start(s);
     queue_.run();
@@ -137,14 +121,16 @@ class StepRunner final : public EventHandler {
   }
 
   // The step's events, once per rank shown, with their details and the flows from gradients to collectives.
-  void trace_step(const StepPlan& step, const std::vector<int>& ranks, int step_index, Result& out) {
+  void trace_step(const StepPlan& step, const std::vector<int>& ranks, int step_index, Result& out,
+                  std::size_t first = 0) {
     std::map<int, int> backward_of_layer;
     for (std::size_t i = 0; i < step.tasks.size(); ++i)
       if (step.tasks[i].gradient_layer >= 0) backward_of_layer[step.tasks[i].gradient_layer] = static_cast<int>(i);
     for (int rank : ranks) {
       for (std::size_t i = 0; i < step.tasks.size(); ++i) {
         const Task& t = step.tasks[i];
-        TraceEvent e{t.label, t.stream, ps_to_seconds(start_[i]), ps_to_seconds(end_[i] - start_[i])};
+        TraceEvent e{t.label, t.stream, ps_to_seconds(start_[first + i]),
+                     ps_to_seconds(end_[first + i] - start_[first + i])};
         e.step = step_index;
         e.rank = rank;
         e.task = static_cast<int>(i);
@@ -202,12 +188,31 @@ class StepRunner final : public EventHandler {
   StepMeasure last_step_;  // the step run last
 
  private:
-  void try_start(int stream) {
-    if (busy_[stream] || head_[stream] >= queues_[stream].size()) return;
+  // Under forward_order a communication stream keeps its ready tasks ordered by (step, earliest layer, task).
+  bool by_priority(int stream) const { return ordered_ != nullptr && stream > 0; }
+  void make_ready(int id) {
+    const int stream = step_->tasks[id].stream;
+    if (by_priority(stream)) ready_[stream].insert({ordered_->step_of[id], ordered_->layer_of[id], id});
+  }
+  // The task `stream` runs next, if one can start: the head of its list (FIFO), or its first ready task by priority.
+  int next_task(int stream) {
+    if (busy_[stream]) return -1;
+    if (by_priority(stream)) {
+      if (ready_[stream].empty()) return -1;
+      const int id = std::get<2>(*ready_[stream].begin());
+      ready_[stream].erase(ready_[stream].begin());
+      return id;
+    }
+    if (head_[stream] >= queues_[stream].size()) return -1;
     const int id = queues_[stream][head_[stream]];
-    if (pending_[id] > 0) return;
-    busy_[stream] = true;
+    if (pending_[id] > 0) return -1;
     ++head_[stream];
+    return id;
+  }
+  void try_start(int stream) {
+    const int id = next_task(stream);
+    if (id < 0) return;
+    busy_[stream] = true;
     start_[id] = queue_.now();
     const Task& t = step_->tasks[id];
     switch (t.kind) {
@@ -268,7 +273,10 @@ class StepRunner final : public EventHandler {
     const int stream = step_->tasks[id].stream;
     busy_[stream] = false;
     for (int d : dependents_[id])
-      if (--pending_[d] == 0) try_start(step_->tasks[d].stream);
+      if (--pending_[d] == 0) {
+        make_ready(d);
+        try_start(step_->tasks[d].stream);
+      }
     try_start(stream);
   }
 
@@ -318,6 +326,8 @@ class StepRunner final : public EventHandler {
   std::vector<int> channels_;  // per task: the channels of a running collective that slow compute
   std::map<ScheduleKey, int> channels_cache_;
   const StepPlan* step_ = nullptr;
+  const UnrolledSteps* ordered_ = nullptr;                  // forward_order: the steps and layers of the tasks
+  std::vector<std::set<std::tuple<int, int, int>>> ready_;  // forward_order, per stream: (step, layer, task)
   double factor_ = 1;
   std::vector<int> pending_;
   std::vector<TimePs> start_, end_;
@@ -339,6 +349,15 @@ Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fideli
   Result r = plan_result(plan, "sim", std::string(to_string(fidelity)));
   r.notes = plan.notes;
   StepRunner runner(plan, topology, fidelity);
+  if (plan.priority == CommPriority::ForwardOrder) {
+    summarize_steps(plan, runner.run_unrolled(plan, trace, r), SteadyStatistic::Mean, r);
+    // The links' busy time of the whole timeline (one step more than the run), per step.
+    if (const LinkUsage* u = runner.usage())
+      for (int c = 0; c < kLinkClassCount; ++c)
+        if (u->busy_s[c] > 0)
+          r.link_class_busy_s[std::string(to_string(static_cast<LinkClass>(c)))] = u->busy_s[c] / (plan.steps() + 1);
+    return r;
+  }
   const int steady = plan.steps() - plan.steady_from;
   std::vector<StepMeasure> steps;
   LinkUsage before{};

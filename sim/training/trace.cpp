@@ -73,25 +73,56 @@ void check_trace_ranks(const TraceSelection& selection, const Plan& plan) {
   }
 }
 
-nlohmann::json chrome_trace(const Result& r, int streams) {
-  using nlohmann::json;
-  json events = json::array();
-  // Chrome's format wants pid >= 0: the mean-of-ranks timeline (Local SGD local steps) gets its own process.
-  auto pid_of = [&](int rank) { return rank < 0 ? r.ranks : rank; };
+namespace {
+
+// Chrome's format wants pid >= 0: the mean-of-ranks timeline (Local SGD local steps) gets its own process.
+int pid_of(const Result& r, int rank) { return rank < 0 ? r.ranks : rank; }
+
+// The process name of every rank shown and the names of its streams.
+void add_names(const Result& r, int streams, nlohmann::json& events) {
   std::set<int> ranks;
   for (const TraceEvent& e : r.trace) ranks.insert(e.rank);
   for (int rank : ranks) {
     events.push_back({{"name", "process_name"},
                       {"ph", "M"},
-                      {"pid", pid_of(rank)},
+                      {"pid", pid_of(r, rank)},
                       {"args", {{"name", r.scenario + " (" + rank_name(rank) + ")"}}}});
     for (int s = 0; s <= streams; ++s)
       events.push_back({{"name", "thread_name"},
                         {"ph", "M"},
-                        {"pid", pid_of(rank)},
+                        {"pid", pid_of(r, rank)},
                         {"tid", s},
                         {"args", {{"name", s == 0 ? std::string("compute") : "comm stream " + std::to_string(s)}}}});
   }
+}
+
+// Flow events (Trace Event Format, "Flow Events"): "s" and "f" with one id; Perfetto binds each to the slice of its
+// thread that encloses its ts ("bp": "e" for the end), Chrome DevTools to the slice with the same cat, pid, tid and
+// ts (front_end/models/trace/handlers/FlowsHandler.ts). So both sit at their slice's start.
+void add_flow(const Result& r, const TraceEvent& src, const TraceEvent& e, std::uint64_t id, nlohmann::json& events) {
+  events.push_back({{"name", "gradients"},
+                    {"cat", kCategory},
+                    {"ph", "s"},
+                    {"id", id},
+                    {"pid", pid_of(r, src.rank)},
+                    {"tid", src.stream},
+                    {"ts", src.start_s * 1e6}});
+  events.push_back({{"name", "gradients"},
+                    {"cat", kCategory},
+                    {"ph", "f"},
+                    {"bp", "e"},
+                    {"id", id},
+                    {"pid", pid_of(r, e.rank)},
+                    {"tid", e.stream},
+                    {"ts", e.start_s * 1e6}});
+}
+
+}  // namespace
+
+nlohmann::json chrome_trace(const Result& r, int streams) {
+  using nlohmann::json;
+  json events = json::array();
+  add_names(r, streams, events);
   // (rank, step, task) -> event, to anchor the flows.
   std::map<std::tuple<int, int, int>, const TraceEvent*> by_task;
   for (const TraceEvent& e : r.trace)
@@ -104,34 +135,14 @@ nlohmann::json chrome_trace(const Result& r, int streams) {
     events.push_back({{"name", e.name},
                       {"cat", kCategory},
                       {"ph", "X"},
-                      {"pid", pid_of(e.rank)},
+                      {"pid", pid_of(r, e.rank)},
                       {"tid", e.stream},
                       {"ts", e.start_s * 1e6},
                       {"dur", e.duration_s * 1e6},
                       {"args", args}});
-    // Flow events (Trace Event Format, "Flow Events"): "s" and "f" with one id; Perfetto binds each to the slice
-    // of its thread that encloses its ts ("bp": "e" for the end), Chrome DevTools to the slice with the same cat,
-    // pid, tid and ts (front_end/models/trace/handlers/FlowsHandler.ts). So both sit at their slice's start.
     for (int from : e.flow_from) {
       const auto it = by_task.find({e.rank, e.step, from});
-      if (it == by_task.end()) continue;
-      const TraceEvent& src = *it->second;
-      ++flow_id;
-      events.push_back({{"name", "gradients"},
-                        {"cat", kCategory},
-                        {"ph", "s"},
-                        {"id", flow_id},
-                        {"pid", pid_of(src.rank)},
-                        {"tid", src.stream},
-                        {"ts", src.start_s * 1e6}});
-      events.push_back({{"name", "gradients"},
-                        {"cat", kCategory},
-                        {"ph", "f"},
-                        {"bp", "e"},
-                        {"id", flow_id},
-                        {"pid", pid_of(e.rank)},
-                        {"tid", e.stream},
-                        {"ts", e.start_s * 1e6}});
+      if (it != by_task.end()) add_flow(r, *it->second, e, ++flow_id, events);
     }
   }
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};

@@ -61,7 +61,8 @@ std::vector<Target> mpi_targets(const Plan& plan, const StepPlan& step) {
   return out;
 }
 
-std::vector<Target> nccl_targets(const Plan& plan, const nccl::LaunchProgram& program, const nccl::LaunchStep& step) {
+std::vector<Target> nccl_targets(const Plan& plan, const nccl::LaunchProgram& program, const nccl::LaunchStep& step,
+                                 const StepPlan& plan_step) {
   using nccl::Call;
   using nccl::OpKind;
   std::vector<Target> out;
@@ -80,7 +81,10 @@ std::vector<Target> nccl_targets(const Plan& plan, const nccl::LaunchProgram& pr
     t.op = op.call == Call::ReduceScatter ? Collective::ReduceScatter
            : op.call == Call::AllGather   ? Collective::AllGather
                                           : Collective::AllReduce;
+    // A piece (partition_mb) runs on its tensor group's buffer: its elements are the piece's, its count NCCL's.
+    const ElementRange piece = plan_step.tasks[static_cast<std::size_t>(op.task)].piece;
     for (int tensor : buffer.tensors) t.elements += plan.model.tensors[static_cast<std::size_t>(tensor)].elements;
+    if (piece.count > 0) t.elements = piece.count;
     t.per_rank = op.count;
     t.buffer = buffer.holds;
     out.push_back(t);
@@ -121,6 +125,11 @@ std::vector<Case> cases() {
   out.push_back({"localsgd_fp16", base, {"strategy.comm_dtype=fp16", R"(strategy.localsgd={"k_steps":3})"}});
   out.push_back({"sharded2", base, {R"(strategy.sharding={"stage":2})", "strategy.nccl_comm_num=2"}});
   out.push_back({"sharded3_fp8", base, {R"(strategy.sharding={"stage":3})", "strategy.comm_dtype=fp8"}});
+  // ByteScheduler: 4 MiB pieces (cut inside tensors and across them), each cast to fp16, on two streams.
+  out.push_back({"partitioned_fp16",
+                 base,
+                 {"strategy.partition_mb=4", "strategy.priority=forward_order", "strategy.comm_dtype=fp16",
+                  "strategy.nccl_comm_num=2"}});
   return out;
 }
 
@@ -130,13 +139,13 @@ TEST_P(BackendAgreement, SameCollectivesSizesBuffersAndOrder) {
   const Case& c = GetParam();
   const Scenario scenario = load_scenario(c.file, c.sets);
   const std::unique_ptr<Topology> topology = load_topology(scenario.topology_path, scenario.nodes);
-  const Plan plan = build_plan(scenario, *topology);
+  const Plan plan = build_plan(scenario, *topology, load_model(scenario.model_path));
   const nccl::LaunchProgram program = nccl::translate_plan(plan, topology->ranks_per_node());
   ASSERT_EQ(program.step_plans.size(), plan.step_plans.size());
   std::size_t collectives = 0;
   for (std::size_t k = 0; k < plan.step_plans.size(); ++k) {
     const std::vector<Target> mpi = mpi_targets(plan, plan.step_plans[k]);
-    const std::vector<Target> nccl = nccl_targets(plan, program, program.step_plans[k]);
+    const std::vector<Target> nccl = nccl_targets(plan, program, program.step_plans[k], plan.step_plans[k]);
     ASSERT_EQ(mpi.size(), nccl.size()) << c.name << " step kind " << k;
     for (std::size_t i = 0; i < mpi.size(); ++i) EXPECT_EQ(mpi[i], nccl[i]) << c.name << " step kind " << k;
     // Each side agrees with the Plan task it came from: the task's purpose fixes the buffer and the sparse form.
@@ -164,7 +173,7 @@ TEST(BackendAgreement, VariantsCoverEveryTaskKindAndPurpose) {
   for (const Case& c : cases()) {
     const Scenario scenario = load_scenario(c.file, c.sets);
     const std::unique_ptr<Topology> topology = load_topology(scenario.topology_path, scenario.nodes);
-    for (const StepPlan& step : build_plan(scenario, *topology).step_plans)
+    for (const StepPlan& step : build_plan(scenario, *topology, load_model(scenario.model_path)).step_plans)
       for (const Task& t : step.tasks)
         seen.insert({t.kind, t.kind == TaskKind::Collective ? t.purpose : Purpose::DenseGradients});
   }

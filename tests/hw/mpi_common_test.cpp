@@ -302,7 +302,7 @@ TEST(PlanBuffers, BucketsAreContiguousAndMemoryIsChecked) {
   const Json document = read_json_file("scenarios/emulated-tiny.json");
   const Scenario scenario = parse_scenario(document, "scenarios/emulated-tiny.json");
   const auto topology = load_topology(scenario.topology_path, scenario.nodes);
-  const Plan plan = build_plan(scenario, *topology);
+  const Plan plan = build_plan(scenario, *topology, load_model(scenario.model_path));
   const GradientLayout layout = gradient_layout(plan);
   EXPECT_EQ(layout.elements, 669706u);
   for (const Bucket& b : plan.buckets) EXPECT_EQ(layout.ranges(b.tensors, plan.model).size(), 1u);
@@ -318,6 +318,22 @@ TEST(PlanBuffers, BucketsAreContiguousAndMemoryIsChecked) {
     EXPECT_NE(message.find("memory"), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
+}
+
+// A piece (strategy.partition_mb) is cut out of its tensors' ranges in their listed order. The 3-layer test model in
+// one bucket (backward order: l2, l1, l0 of 786 432 elements each) lays l2 at 0, l1 at 786 432, l0 at 1 572 864.
+// A task over tensors {0, 2} (l0, then l2: two separate ranges) with piece [700 000, 900 000): the last 86 432
+// elements of l0 (from 1 572 864 + 700 000), then the first 113 568 of l2 (from 0).
+TEST(PlanBuffers, APieceIsCutFromItsTensorsInTheirOrder) {
+  const SimulationRun run =
+      prepare_run("tests/data/training/priority-3layer.json", {R"(strategy.fusion={"mode":"size","size_mb":1000})"}, 0);
+  const GradientLayout layout = gradient_layout(run.plan);
+  Task task;
+  task.tensors = {0, 2};
+  task.piece = {700000, 200000};
+  EXPECT_EQ(layout.task_ranges(task, run.plan.model), (std::vector<Range>{{2272864, 86432}, {0, 113568}}));
+  task.piece = {};  // not a piece: the tensors whole
+  EXPECT_EQ(layout.task_ranges(task, run.plan.model), (std::vector<Range>{{1572864, 786432}, {0, 786432}}));
 }
 
 // The emulated-cpu-cluster topology is what hw/cluster builds: 4 nodes x 2 ranks, NICs at its tcp class's 125e6 B/s.

@@ -32,7 +32,7 @@ TEST(NcclRuntime, RunWithoutAGpuThrowsOneLineInputError) {
   if (gpu_present()) GTEST_SKIP() << "a usable GPU is present";
   const Scenario sc = load_scenario("scenarios/resnet50-dgx-a100.json", {"nodes=1"});
   const auto topo = topology_of(sc);
-  const Plan plan = build_plan(sc, *topo);
+  const Plan plan = build_plan(sc, *topo, load_model(sc.model_path));
   try {
     run_nccl(plan, *topo, NcclOptions{});
     FAIL() << "run_nccl ran without a GPU";
@@ -59,7 +59,7 @@ TEST(NcclRuntime, BenchWithoutAGpuThrowsOneLineInputError) {
 TEST(NcclRuntime, OptionsAreCheckedFirst) {
   const Scenario sc = load_scenario("scenarios/resnet50-dgx-a100.json", {"nodes=1"});
   const auto topo = topology_of(sc);
-  const Plan plan = build_plan(sc, *topo);
+  const Plan plan = build_plan(sc, *topo, load_model(sc.model_path));
   NcclOptions o;
   o.repeats = 0;
   try {
@@ -118,7 +118,7 @@ TEST_P(NcclOnGpus, RunsAndChecks) {
   if (!gpu_present() || gpus < 2) GTEST_SKIP() << "needs 2 or more GPUs";
   const Scenario sc = load_scenario(write_machine(gpus), GetParam());
   const auto topo = topology_of(sc);
-  const Plan plan = build_plan(sc, *topo);
+  const Plan plan = build_plan(sc, *topo, load_model(sc.model_path));
   NcclOptions o;
   o.launch = Launch::SingleProcess;
   o.check = true;

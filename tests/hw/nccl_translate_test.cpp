@@ -41,7 +41,7 @@ Loaded load(const std::vector<std::string>& sets) {
   Loaded l;
   l.scenario = load_scenario(kScenario, sets);
   l.topology = load_topology(l.scenario.topology_path, l.scenario.nodes);
-  l.plan = build_plan(l.scenario, *l.topology);
+  l.plan = build_plan(l.scenario, *l.topology, load_model(l.scenario.model_path));
   l.program = translate_plan(l.plan, l.topology->ranks_per_node());
   return l;
 }
