@@ -30,7 +30,7 @@ SimulationRun simulate_with(const Json& document, const std::string& scenario_fi
   run.scenario = parse_scenario(document, scenario_file);
   if (reduce_Bps > 0) run.scenario.device.memory_Bps = 3 * reduce_Bps;
   run.topology = load_topology_document(topology, topology_name, run.scenario.nodes);
-  run.plan = build_plan(run.scenario, *run.topology);
+  run.plan = build_plan(run.scenario, *run.topology, load_model(run.scenario.model_path));
   try {
     run.result = simulate_plan(run.plan, *run.topology, Fidelity::Flow);
   } catch (const TimeRangeError& e) {  // a rate out of proportion: name both documents
