@@ -10,6 +10,8 @@
 namespace commsim {
 namespace flow_detail {
 
+// The link bookkeeping is inline: called from this file only, on every flow's every link.
+
 FlowNetwork::FlowNetwork(const Topology& topology, EventQueue& queue, const LinkQuotient* quotient)
     : topology_(topology), queue_(queue), quotient_(quotient) {
   const std::size_t link_count = topology.link_count();
@@ -83,7 +85,7 @@ void FlowNetwork::on_event(std::uint64_t p) {
   finish(id);
 }
 
-void FlowNetwork::add_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
+inline void FlowNetwork::add_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
   LinkState& link = links_[l];
   link.load += weight;
   if (link.flow_count == 0) {
@@ -97,7 +99,7 @@ void FlowNetwork::add_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
   ++link.flow_count;
 }
 
-void FlowNetwork::remove_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
+inline void FlowNetwork::remove_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
   LinkState& link = links_[l];
   link.load -= weight;
   if (link.flow_count == 1) {
@@ -115,7 +117,7 @@ void FlowNetwork::remove_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
         ps_to_seconds(queue_.now() - busy_since_[l]) * (quotient_ ? quotient_->orbit_size[l] : 1);
 }
 
-void FlowNetwork::widen_routes(std::size_t stride) {
+inline void FlowNetwork::widen_routes(std::size_t stride) {
   std::vector<LinkId> wider(flows_.size() * stride);
   std::vector<std::int32_t> wider_weights(quotient_ ? wider.size() : 0);
   for (std::size_t id = 0; id < flows_.size(); ++id) {
@@ -128,7 +130,7 @@ void FlowNetwork::widen_routes(std::size_t stride) {
   route_stride_ = stride;
 }
 
-void FlowNetwork::to_quotient(std::vector<LinkId>& links) {
+inline void FlowNetwork::to_quotient(std::vector<LinkId>& links) {
   quotient_weights_.clear();
   std::size_t kept = 0;
   for (LinkId l : links) {
@@ -146,14 +148,14 @@ void FlowNetwork::to_quotient(std::vector<LinkId>& links) {
   links.resize(kept);
 }
 
-void FlowNetwork::finish(std::uint32_t id) {
+inline void FlowNetwork::finish(std::uint32_t id) {
   Flow& f = flows_[id];
   ++f.version;
   free_.push_back(id);
   f.listener->on_transfer_done(f.tag);
 }
 
-void FlowNetwork::mark_dirty(LinkId l) {
+inline void FlowNetwork::mark_dirty(LinkId l) {
   dirty_.push_back(l);
   if (!recompute_pending_) {
     recompute_pending_ = true;

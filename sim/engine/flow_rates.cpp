@@ -7,6 +7,8 @@
 
 namespace commsim::flow_detail {
 
+// The pieces of recompute() are inline: each is called from one place in this file, on every instant.
+
 void FlowNetwork::recompute() {
   recompute_pending_ = false;
   gather_component();
@@ -14,7 +16,7 @@ void FlowNetwork::recompute() {
   apply_new_rates();
 }
 
-void FlowNetwork::gather_component() {
+inline void FlowNetwork::gather_component() {
   const std::uint32_t mark = next_mark();
   component_links_.clear();
   component_flows_.clear();
@@ -41,14 +43,14 @@ void FlowNetwork::gather_component() {
   }
 }
 
-void FlowNetwork::join(LinkId l, std::uint32_t mark) {
+inline void FlowNetwork::join(LinkId l, std::uint32_t mark) {
   if (component_mark_[l] == mark) return;
   component_mark_[l] = mark;
   reset_scratch(l);
   component_links_.push_back(l);
 }
 
-bool FlowNetwork::gather_flow(std::uint32_t id, std::uint32_t mark) {
+inline bool FlowNetwork::gather_flow(std::uint32_t id, std::uint32_t mark) {
   LinkId own = kNoLink;
   bool shares = false;
   for (LinkId l : links_of(id)) {
@@ -68,7 +70,7 @@ bool FlowNetwork::gather_flow(std::uint32_t id, std::uint32_t mark) {
   return shares;
 }
 
-void FlowNetwork::fill_shared_parts() {
+inline void FlowNetwork::fill_shared_parts() {
   for (std::uint32_t seed : shared_flows_) {
     if (flows_[seed].new_rate >= 0) continue;
     const std::uint32_t part = next_mark();
@@ -82,7 +84,7 @@ void FlowNetwork::fill_shared_parts() {
   }
 }
 
-void FlowNetwork::take_into_part(std::uint32_t id, std::uint32_t part, std::size_t& part_flows) {
+inline void FlowNetwork::take_into_part(std::uint32_t id, std::uint32_t part, std::size_t& part_flows) {
   flows_[id].mark = part;
   ++part_flows;
   for (LinkId l : links_of(id)) {
@@ -94,7 +96,7 @@ void FlowNetwork::take_into_part(std::uint32_t id, std::uint32_t part, std::size
   if (flows_[id].own_link != kNoLink) part_links_.push_back(flows_[id].own_link);
 }
 
-void FlowNetwork::apply_new_rates() {
+inline void FlowNetwork::apply_new_rates() {
   const TimePs now = queue_.now();
   for (std::uint32_t id : component_flows_) {
     Flow& f = flows_[id];
@@ -108,7 +110,7 @@ void FlowNetwork::apply_new_rates() {
   }
 }
 
-void FlowNetwork::fill(std::size_t part_flows) {
+inline void FlowNetwork::fill(std::size_t part_flows) {
   heap_.clear();
   for (LinkId l : part_links_) heap_.push_back({links_[l].capacity_left / links_[l].unfrozen, l});
   // A part of a few links keeps its entries unordered and takes the smallest by a scan: each link has at most one
@@ -131,7 +133,7 @@ void FlowNetwork::fill(std::size_t part_flows) {
   }
 }
 
-auto FlowNetwork::take_smallest_entry() -> ShareEntry {
+inline auto FlowNetwork::take_smallest_entry() -> ShareEntry {
   std::size_t smallest = 0;
   for (std::size_t i = 1; i < heap_.size(); ++i)
     if (later_entry(heap_[smallest], heap_[i])) smallest = i;
@@ -141,14 +143,14 @@ auto FlowNetwork::take_smallest_entry() -> ShareEntry {
   return top;
 }
 
-auto FlowNetwork::take_heap_top() -> ShareEntry {
+inline auto FlowNetwork::take_heap_top() -> ShareEntry {
   std::pop_heap(heap_.begin(), heap_.end(), later_entry);
   const ShareEntry top = heap_.back();
   heap_.pop_back();
   return top;
 }
 
-std::size_t FlowNetwork::freeze_flows_on(LinkId bottleneck, double rate) {
+inline std::size_t FlowNetwork::freeze_flows_on(LinkId bottleneck, double rate) {
   std::size_t frozen = 0;
   for (std::uint32_t id : flows_on(bottleneck)) {
     if (flows_[id].new_rate >= 0) continue;
