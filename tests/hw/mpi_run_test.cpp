@@ -149,7 +149,7 @@ TEST(MpiRun, LoopbackFourRanksCheckIsExact) {
   const std::string json = temp_file("loopback.json"), trace = temp_file("loopback-trace.json"),
                     predicted_trace = temp_file("predicted-trace.json");
   const Output o = run(
-      commsim({"run", "--backend", "mpi", kTiny, "--check", "--json", json, "--trace", trace, "--timeout-s", "45"}));
+      commsim({"run", "--backend", "mpi", kTiny, "--check", "--json", json, "--trace", trace, "--timeout-s", "120"}));
   ASSERT_EQ(o.exit_code, 0) << o.text;
   EXPECT_NE(o.text.find("check: 0 wrong"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("compute is emulated by waiting"), std::string::npos) << o.text;
@@ -230,7 +230,7 @@ TEST(MpiRun, UnwritableOutputIsFoundBeforeTheJob) {
 // --json - writes the measured Result to standard output, and nothing else goes there (the table moves to standard
 // error), so `commsim run ... --json - | jq` works: stdout parses as one JSON document of the 4 ranks' run.
 TEST(MpiRun, JsonToStandardOutputIsTheDocumentAlone) {
-  const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--json", "-", "--timeout-s", "45"}));
+  const Output o = run(commsim({"run", "--backend", "mpi", kTiny, "--json", "-", "--timeout-s", "120"}));
   ASSERT_EQ(o.exit_code, 0) << o.text;
   const nlohmann::json r = nlohmann::json::parse(o.out);  // throws (fails the test) on anything but one document
   EXPECT_EQ(r["backend"], "mpi");
@@ -408,7 +408,7 @@ TEST(MpiCluster, UpThenDownLeavesNothing) {
 TEST(MpiBench, LoopbackSamplesReachTheJson) {
   const std::string json = temp_file("bench.json");
   const Output o = run(commsim({"bench", "--backend", "mpi", "topologies/emulated-cpu-cluster.json", "--nodes", "1",
-                                "--max-bytes", "64K", "--json", json, "--timeout-s", "45"}));
+                                "--max-bytes", "64K", "--json", json, "--timeout-s", "120"}));
   ASSERT_EQ(o.exit_code, 0) << o.text;
   EXPECT_NE(o.text.find("algbw"), std::string::npos) << o.text;
   const nlohmann::json r = read_json(json);
@@ -428,7 +428,7 @@ TEST(MpiBench, EmulatedClusterTcpPingPongMatchesTheShapedNic) {
   if (!commsim::hw::has_net_admin(&why)) GTEST_SKIP() << why;
   const std::string json = temp_file("bench-cluster.json");
   const Output o = run(commsim({"bench", "--backend", "mpi", "topologies/emulated-cpu-cluster.json", "--nodes", "2",
-                                "--cluster", "--max-bytes", "8M", "--json", json, "--timeout-s", "45"}));
+                                "--cluster", "--max-bytes", "8M", "--json", json, "--timeout-s", "120"}));
   ASSERT_EQ(o.exit_code, 0) << o.text;
   const nlohmann::json r = read_json(json);
   fs::remove(json);
