@@ -20,7 +20,7 @@
 #include "sim/engine/symmetry.hpp"
 #include "sim/topology/astra_topology.hpp"
 #include "sim/topology/topology.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 
 namespace commsim {
 namespace {
