@@ -58,7 +58,7 @@ void BM_FlowRingAllReduce(benchmark::State& state) {
   double simulated = 0, wall = 0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
-    const ScheduleResult r = simulate_schedule(schedule, t, Fidelity::Flow, 0);
+    const ScheduleResult r = simulate_schedule(schedule, t, 0);
     wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     events += r.events;
     simulated = r.seconds;
@@ -100,7 +100,7 @@ void BM_FlowRingAllReduceAggregated(benchmark::State& state) {
   std::vector<OpId> frontier(t.ranks(), kNoOp);
   generate(spec, t, schedule, frontier);
   double simulated = 0;
-  for (auto _ : state) simulated = simulate_schedule(schedule, t, Fidelity::Flow, 0).seconds;
+  for (auto _ : state) simulated = simulate_schedule(schedule, t, 0).seconds;
   state.counters["gpus"] = t.ranks();
   state.counters["simulated_ms"] = simulated * 1e3;
 }

@@ -66,15 +66,19 @@ void ScheduleRun::complete(OpId id) {
   }
 }
 
-ScheduleResult simulate_schedule(const Schedule& schedule, const Topology& topology, Fidelity fidelity,
+ScheduleResult simulate_schedule(const Schedule& schedule, NetworkModel& network, EventQueue& queue,
                                  double reduce_Bps) {
-  EventQueue queue;
-  auto network = make_network(fidelity, topology, queue);
-  ScheduleRun run(schedule, reduce_Bps, *network, queue, nullptr);
+  ScheduleRun run(schedule, reduce_Bps, network, queue, nullptr);
   run.start();
   queue.run();
   COMMSIM_CHECK(run.done(), "schedule did not finish: a dependency cycle");
-  return {ps_to_seconds(run.finished_at()), queue.processed(), network->usage()};
+  return {ps_to_seconds(run.finished_at()), queue.processed(), network.usage()};
+}
+
+ScheduleResult simulate_schedule(const Schedule& schedule, const Topology& topology, double reduce_Bps) {
+  EventQueue queue;
+  const std::unique_ptr<NetworkModel> network = make_flow_network(topology, queue);
+  return simulate_schedule(schedule, *network, queue, reduce_Bps);
 }
 
 }  // namespace commsim

@@ -47,7 +47,9 @@ struct ScheduleResult {
   std::uint64_t events = 0;
   LinkUsage usage;
 };
-ScheduleResult simulate_schedule(const Schedule& schedule, const Topology& topology, Fidelity fidelity,
-                                 double reduce_Bps);
+// On the given network (made on `queue`, whose time is 0).
+ScheduleResult simulate_schedule(const Schedule& schedule, NetworkModel& network, EventQueue& queue, double reduce_Bps);
+// On the flow network.
+ScheduleResult simulate_schedule(const Schedule& schedule, const Topology& topology, double reduce_Bps);
 
 }  // namespace commsim

@@ -45,11 +45,13 @@ const std::vector<FidelityInfo>& fidelities();
 bool parse_fidelity(std::string_view name, Fidelity& out);
 std::string_view to_string(Fidelity f);
 
-// Both models run every transfer of a collective: more than kMaxFlowRanks ranks (sim/core/limits.hpp) is an
-// InputError, raised by make_network and by whoever generates a schedule for one of them, before allocating it.
+// The flow network runs every transfer of a collective: more than kMaxFlowRanks ranks (sim/core/limits.hpp) is an
+// InputError, raised by make_flow_network and by whoever generates a schedule for it, before allocating it.
 void check_network_size(Fidelity fidelity, const Topology& topology);
+std::unique_ptr<NetworkModel> make_flow_network(const Topology& topology, EventQueue& queue);
+// The network of a fidelity: only flow has one (analytical is the closed form, no schedule runs); kept for callers
+// that hold a Fidelity.
 std::unique_ptr<NetworkModel> make_network(Fidelity fidelity, const Topology& topology, EventQueue& queue);
-std::unique_ptr<NetworkModel> make_analytical_network(const Topology& topology, EventQueue& queue);
 
 // The links of a topology in the orbits of a symmetry of order `multiplicity` (sim/engine/symmetry.hpp). A flow
 // network over the quotient takes each flow started as the representative of `multiplicity` flows, its images, and

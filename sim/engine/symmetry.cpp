@@ -168,9 +168,8 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
   result.full_transfers = result.transfers * static_cast<std::uint64_t>(result.multiplicity);
 
   EventQueue queue;
-  const std::unique_ptr<NetworkModel> network = symmetry
-                                                    ? make_quotient_flow_network(topology, queue, symmetry->quotient)
-                                                    : make_network(Fidelity::Flow, topology, queue);
+  const std::unique_ptr<NetworkModel> network =
+      symmetry ? make_quotient_flow_network(topology, queue, symmetry->quotient) : make_flow_network(topology, queue);
   std::vector<std::unique_ptr<ScheduleRun>> runs;
   for (std::size_t i = 0; i < resolved.size(); ++i)
     runs.push_back(std::make_unique<ScheduleRun>(schedules[i], resolved[i].reduce_Bps, *network, queue, nullptr));

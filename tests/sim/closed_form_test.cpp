@@ -1,10 +1,10 @@
 // Closed forms of every schedule on small uniform networks: the hand-derived alpha-beta-gamma formula, the model's
-// closed_form_seconds, and the engine (Analytical: no contention; Flow: max-min sharing) must agree to 1e-9
+// closed_form_seconds, and the engine (contention-free: no contention; Flow: max-min sharing) must agree to 1e-9
 // relative wherever the network is uncontended.
 //
 // Notation: p ranks, alpha = path latency, beta = path bandwidth (bytes/s), gamma = reduction rate (bytes/s),
 // m = bytes of the full vector, k = pipeline pieces. Every test uses one channel (channels > 1 share the links in
-// the closed form and in Flow, but not in the Analytical engine, which never shares).
+// the closed form and in Flow, but not in the contention-free engine, which never shares).
 //
 // Path latency: in the cluster format a path's latency is the MAX of its links' latencies (cluster_topology.cpp,
 // chain(): each class gives the end-to-end latency of one step); in the ASTRA-sim format latencies add per hop.
@@ -34,17 +34,17 @@ constexpr double kGamma = 20e9;  // gamma = 20 GB/s
 constexpr double kRel = 1e-9;    // agreement asked for on uncontended uniform networks
 
 // Checks the closed form and both engine fidelities against the hand formula (seconds).
-// The step closed form and the Analytical engine (neither shares links) must equal the hand formula; the closed form
-// (which adds the busiest-link bound) equals it too where no link is shared, and is never below it.
+// The step closed form and the contention-free engine (neither shares links) must equal the hand formula; the closed
+// form (which adds the busiest-link bound) equals it too where no link is shared, and is never below it.
 void expect_all(const CollectiveSpec& spec, const Topology& t, double hand_s, bool flow_uncontended = true) {
   const double cf = step_closed_form_seconds(spec, t);
-  const double an = simulate(spec, t, Fidelity::Analytical);
+  const double an = simulate(spec, t, Network::ContentionFree);
   EXPECT_NEAR(cf, hand_s, hand_s * kRel) << "step closed form vs hand formula";
   EXPECT_GE(closed_form_seconds(spec, t), cf * (1 - kRel));
-  EXPECT_NEAR(an, hand_s, hand_s * kRel) << "analytical engine vs hand formula";
+  EXPECT_NEAR(an, hand_s, hand_s * kRel) << "contention-free engine vs hand formula";
   if (flow_uncontended) {
     EXPECT_NEAR(closed_form_seconds(spec, t), hand_s, hand_s * kRel) << "closed form vs hand formula";
-    const double fl = simulate(spec, t, Fidelity::Flow);
+    const double fl = simulate(spec, t, Network::Flow);
     EXPECT_NEAR(fl, hand_s, hand_s * kRel) << "flow engine vs hand formula";
   }
 }
@@ -184,7 +184,8 @@ TEST(ClosedForm, DoubleTreeFourRanks) {
   // Without gamma: (2D + k - 1) h = 7 * 51 = 357 us.
   // With gamma: up(1) = h + g; up(0) = max(max(0, up(1) + h) + g, h) + g = 2h + 3g; total 2h + 3g + (D + k - 1) h
   // = 7h + 3g = 357 + 75 = 432 us.
-  // On the star, flows do share links (below), so only the step closed form and the Analytical engine are compared.
+  // On the star, flows do share links (below), so only the step closed form and the contention-free engine are
+  // compared.
   auto t = load_topology(fixture("star4.json"));
   expect_all(make_spec(*t, Collective::AllReduce, Algorithm::Tree, kM), *t, 357 * kUs, false);
   expect_all(make_spec(*t, Collective::AllReduce, Algorithm::Tree, kM, kGamma), *t, 432 * kUs, false);
@@ -199,7 +200,7 @@ TEST(ClosedForm, DoubleTreeFourRanks) {
 TEST(ClosedForm, DoubleTreeOnAStarIsALowerBoundOfFlow) {
   // On a star each rank has one down-link: both children of a parent send their pieces up into it at once, and the
   // two trees' edges meet on the same links, so the flow model shares bandwidth and is slower than the
-  // uncontended step closed form (which the Analytical engine still matches exactly). The closed form takes the
+  // uncontended step closed form (which the contention-free engine still matches exactly). The closed form takes the
   // busiest link's load into account: above the step form, and still no faster than flow (a link drains at most
   // its rate in every execution).
   for (const char* file : {"star4.json", "star8.json", "astra-switch8.json"}) {
@@ -207,8 +208,8 @@ TEST(ClosedForm, DoubleTreeOnAStarIsALowerBoundOfFlow) {
     auto t = load_topology(fixture(file));
     for (double gamma : {0.0, kGamma}) {
       const CollectiveSpec s = make_spec(*t, Collective::AllReduce, Algorithm::Tree, kM, gamma);
-      const double steps = step_closed_form_seconds(s, *t), flow = simulate(s, *t, Fidelity::Flow);
-      EXPECT_NEAR(simulate(s, *t, Fidelity::Analytical), steps, steps * kRel);
+      const double steps = step_closed_form_seconds(s, *t), flow = simulate(s, *t, Network::Flow);
+      EXPECT_NEAR(simulate(s, *t, Network::ContentionFree), steps, steps * kRel);
       EXPECT_GT(flow, steps * (1 + 1e-3));
       EXPECT_GT(closed_form_seconds(s, *t), steps * (1 + 1e-3));
       EXPECT_LE(closed_form_seconds(s, *t), flow * (1 + kRel));
@@ -278,7 +279,7 @@ TEST(ClosedForm, UnevenSplitsAreBoundedByOneBytePerHop) {
         std::vector<OpId> frontier(t->ranks(), kNoOp);
         generate(s, *t, sched, frontier);
         const double cf = step_closed_form_seconds(s, *t);
-        const double an = simulate_schedule(sched, *t, Fidelity::Analytical, s.reduce_Bps).seconds;
+        const double an = run_schedule(sched, *t, Network::ContentionFree, s.reduce_Bps).seconds;
         const double slack = static_cast<double>(sched.ops.size()) * (1 / beta + 1 / kGamma + 2e-12);
         EXPECT_GE(cf, an);
         EXPECT_LE(cf - an, slack);

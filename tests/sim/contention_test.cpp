@@ -45,7 +45,7 @@ constexpr double kTol = 1e-12;  // 1 ps: the engine's quantum
 TEST(Contention, TwoFlowsOnOneLinkEachTakeTwiceAsLong) {
   auto t = load_topology(fixture("astra-switch4.json"));
   EventQueue queue;
-  auto net = make_network(Fidelity::Flow, *t, queue);
+  auto net = make_test_network(Network::Flow, *t, queue);
   Recorder rec(queue);
   // Alone: alpha + m/beta = 1 us + 1e6 B / 1e10 B/s = 1 + 100 = 101 us.
   net->start(0, 2, 1e6, &rec, 1);
@@ -54,7 +54,7 @@ TEST(Contention, TwoFlowsOnOneLinkEachTakeTwiceAsLong) {
 
   // Together on down(2): each gets 10/2 = 5 GB/s, so the bandwidth part doubles: 1 + 1e6/5e9 s = 1 + 200 = 201 us.
   EventQueue q2;
-  auto net2 = make_network(Fidelity::Flow, *t, q2);
+  auto net2 = make_test_network(Network::Flow, *t, q2);
   Recorder rec2(q2);
   net2->start(0, 2, 1e6, &rec2, 1);
   net2->start(1, 2, 1e6, &rec2, 2);
@@ -69,7 +69,7 @@ TEST(Contention, FlowsOnDisjointLinksDoNotInterfere) {
   // 1 -> 0: opposite directions of a full-duplex link are independent resources.
   auto t = load_topology(fixture("astra-switch4.json"));
   EventQueue queue;
-  auto net = make_network(Fidelity::Flow, *t, queue);
+  auto net = make_test_network(Network::Flow, *t, queue);
   Recorder rec(queue);
   net->start(0, 1, 1e6, &rec, 1);
   net->start(2, 3, 1e6, &rec, 2);
@@ -78,11 +78,11 @@ TEST(Contention, FlowsOnDisjointLinksDoNotInterfere) {
   for (std::uint64_t tag : {1, 2, 3}) EXPECT_NEAR(rec.done_at[tag], 101e-6, kTol) << tag;
 }
 
-TEST(Contention, AnalyticalNetworkNeverShares) {
-  // The analytical model prices each transfer alone: the two flows into NPU 2 both take 101 us.
+TEST(Contention, ContentionFreeNetworkNeverShares) {
+  // The contention-free oracle prices each transfer alone: the two flows into NPU 2 both take 101 us.
   auto t = load_topology(fixture("astra-switch4.json"));
   EventQueue queue;
-  auto net = make_network(Fidelity::Analytical, *t, queue);
+  auto net = make_test_network(Network::ContentionFree, *t, queue);
   Recorder rec(queue);
   net->start(0, 2, 1e6, &rec, 1);
   net->start(1, 2, 1e6, &rec, 2);
@@ -98,7 +98,7 @@ TEST(Contention, AFlowJoiningLaterSlowsTheFirstFromThatInstant) {
   // done at 301 us (= 1 us + all 3e6 B through down(2) at 10 GB/s: the link never idles).
   auto t = load_topology(fixture("astra-switch4.json"));
   EventQueue queue;
-  auto net = make_network(Fidelity::Flow, *t, queue);
+  auto net = make_test_network(Network::Flow, *t, queue);
   Recorder rec(queue);
   net->start(0, 2, 2e6, &rec, 1);
   StartLater later(*net, 1, 2, 1e6, &rec, 2);
@@ -135,7 +135,7 @@ TEST(Contention, AFlowJoiningLaterSlowsTheFirstFromThatInstant) {
 TEST(Contention, MaxMinFairSharingOverThreeLinks) {
   auto t = load_topology(fixture("maxmin-star.json"));
   EventQueue queue;
-  auto net = make_network(Fidelity::Flow, *t, queue);
+  auto net = make_test_network(Network::Flow, *t, queue);
   Recorder rec(queue);
   net->start(0, 2, 4e5, &rec, 1);
   net->start(0, 3, 1.2e6, &rec, 2);
@@ -156,8 +156,8 @@ TEST(Contention, ScheduleOnASharedLinkSerializesThroughput) {
   auto t = load_topology(fixture("astra-switch4.json"));
   Schedule s;
   for (int r = 1; r < 4; ++r) s.transfer(r, 0, 1'000'000, {});
-  EXPECT_NEAR(simulate_schedule(s, *t, Fidelity::Flow, 0).seconds, 301e-6, kTol);
-  EXPECT_NEAR(simulate_schedule(s, *t, Fidelity::Analytical, 0).seconds, 101e-6, kTol);
+  EXPECT_NEAR(run_schedule(s, *t, Network::Flow, 0).seconds, 301e-6, kTol);
+  EXPECT_NEAR(run_schedule(s, *t, Network::ContentionFree, 0).seconds, 101e-6, kTol);
 }
 
 }  // namespace

@@ -44,9 +44,9 @@ TEST(Determinism, SimulateTwiceIsBitIdentical) {
     Schedule sched;
     std::vector<OpId> frontier(t->ranks(), kNoOp);
     generate(s, *t, sched, frontier);
-    for (Fidelity f : {Fidelity::Analytical, Fidelity::Flow}) {
-      const ScheduleResult r1 = simulate_schedule(sched, *t, f, s.reduce_Bps);
-      const ScheduleResult r2 = simulate_schedule(sched, *t, f, s.reduce_Bps);
+    for (Network f : {Network::ContentionFree, Network::Flow}) {
+      const ScheduleResult r1 = run_schedule(sched, *t, f, s.reduce_Bps);
+      const ScheduleResult r2 = run_schedule(sched, *t, f, s.reduce_Bps);
       EXPECT_EQ(std::memcmp(&r1.seconds, &r2.seconds, sizeof(double)), 0) << to_string(a);
       EXPECT_EQ(r1.events, r2.events);
       EXPECT_EQ(std::memcmp(&r1.usage, &r2.usage, sizeof(LinkUsage)), 0);

@@ -120,7 +120,7 @@ void expect_engine_matches_reference(const CollectiveSpec& spec, const Topology&
   Schedule s;
   std::vector<OpId> frontier(t.ranks(), kNoOp);
   generate(spec, t, s, frontier);
-  const double engine = simulate_schedule(s, t, Fidelity::Flow, spec.reduce_Bps).seconds;
+  const double engine = run_schedule(s, t, Network::Flow, spec.reduce_Bps).seconds;
   const double reference = reference_flow_seconds(s, t, spec.reduce_Bps);
   // The engine rounds each completion up to a whole picosecond; the reference does not.
   EXPECT_NEAR(engine, reference, 1e-7 * reference + 1e-12 * static_cast<double>(s.ops.size()));
@@ -189,7 +189,7 @@ TEST(FlowReference, RandomContendedSchedules) {
         const OpId b = n > 0 && rng() % 3 == 0 ? static_cast<OpId>(rng() % n) : kNoOp;
         s.transfer(src, dst, bytes, {a, b != a ? b : kNoOp});
       }
-      const double engine = simulate_schedule(s, *t, Fidelity::Flow, 0).seconds;
+      const double engine = run_schedule(s, *t, Network::Flow, 0).seconds;
       const double reference = reference_flow_seconds(s, *t, 0);
       EXPECT_NEAR(engine, reference, 1e-7 * reference + 1e-12 * static_cast<double>(s.ops.size()));
     }
@@ -212,7 +212,7 @@ TEST(FlowReference, RandomContendedSchedules) {
       if (dst == src) dst = (dst + 1) % 16;
       last[i % 8] = s.transfer(src, dst, 10'000 + rng() % 2'000'000, {last[i % 8]});  // 8 chains of transfers
     }
-    const double engine = simulate_schedule(s, *t, Fidelity::Flow, 0).seconds;
+    const double engine = run_schedule(s, *t, Network::Flow, 0).seconds;
     const double reference = reference_flow_seconds(s, *t, 0);
     EXPECT_NEAR(engine, reference, 5e-6 * reference);
   }

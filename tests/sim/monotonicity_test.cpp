@@ -1,4 +1,4 @@
-// Monotonicity over algorithms x topologies x fidelities (closed form, Analytical engine, Flow engine): more
+// Monotonicity over algorithms x topologies x fidelities (closed form, contention-free engine, Flow engine): more
 // bandwidth is never slower, more latency is never faster. The variants of a topology are made by scaling the
 // numbers in its JSON file (every class at once, and one class or dimension at a time) and loading the result.
 #include <nlohmann/json.hpp>
@@ -73,8 +73,8 @@ std::vector<double> times(const Topology& t) {
       CollectiveSpec s = make_spec(t, Collective::AllReduce, a, m, 50e9);
       s.channels = t.default_channels();
       out.push_back(closed_form_seconds(s, t));
-      out.push_back(simulate(s, t, Fidelity::Analytical));
-      out.push_back(simulate(s, t, Fidelity::Flow));
+      out.push_back(simulate(s, t, Network::ContentionFree));
+      out.push_back(simulate(s, t, Network::Flow));
     }
   return out;
 }
@@ -82,11 +82,11 @@ std::vector<double> times(const Topology& t) {
 std::string label(std::size_t i) {
   static const char* algos[] = {"ring", "tree", "hd", "hierarchical", "2d-ring"};
   static const char* sizes[] = {"64K", "8M"};
-  static const char* fid[] = {"closed-form", "analytical", "flow"};
+  static const char* fid[] = {"closed-form", "contention-free", "flow"};
   return std::string(algos[i / 6]) + " " + sizes[(i / 3) % 2] + " " + fid[i % 3];
 }
 
-// How much a case may move the wrong way, relative: the closed form and the Analytical engine price each operation
+// How much a case may move the wrong way, relative: the closed form and the contention-free engine price each operation
 // by a formula monotone in every bandwidth and latency (whole picoseconds rounded up), so they get none. The flow
 // engine gets 1e-9 (its rates are doubles) when every bandwidth is scaled together, and kFlowAnomaly otherwise:
 // max-min sharing with dependencies has timing anomalies (see FlowAnomaly below), up to 7.4 % observed here.
@@ -163,14 +163,14 @@ double flow_both(const CollectiveSpec& s, const Topology& t, double& reference) 
   std::vector<OpId> frontier(t.ranks(), kNoOp);
   generate(s, t, sched, frontier);
   reference = reference_flow_seconds(sched, t, s.reduce_Bps);
-  return simulate_schedule(sched, t, Fidelity::Flow, s.reduce_Bps).seconds;
+  return run_schedule(sched, t, Network::Flow, s.reduce_Bps).seconds;
 }
 
 // The flow model is not monotone: with dependencies between transfers, making one link faster (or slower) shifts
 // when later transfers start, and they may then meet other flows on a shared link that they used to miss (the
 // timing anomalies of list scheduling, Graham 1969). Two such cases, reproduced by the naive reference model of
 // flow_reference_test.cpp, so they belong to the model and not to the engine's optimizations. The closed form and
-// the Analytical engine, which share nothing, stay monotone in both cases.
+// the contention-free engine, which share nothing, stay monotone in both cases.
 TEST(FlowAnomaly, LowerNvlinkLatencyMakesTheDoubleTreeSlowerOnDgx1) {
   // dgx1-v100, double tree allreduce of 32 KiB over 3 channels: NVLink latency 0.6 us is ~13 % faster than 0 us
   // (found by scanning 1-8 channels x 16 KiB-16 MiB; with the channels' rotation spread over the node).
@@ -187,7 +187,7 @@ TEST(FlowAnomaly, LowerNvlinkLatencyMakesTheDoubleTreeSlowerOnDgx1) {
   EXPECT_NEAR(t_zero, ref_zero, 1e-6 * ref_zero);  // whole picoseconds vs doubles
   EXPECT_NEAR(t_base, ref_base, 1e-6 * ref_base);
   EXPECT_LE(closed_form_seconds(s, *zero), closed_form_seconds(s, *base));
-  EXPECT_LT(simulate(s, *zero, Fidelity::Analytical), simulate(s, *base, Fidelity::Analytical));
+  EXPECT_LT(simulate(s, *zero, Network::ContentionFree), simulate(s, *base, Network::ContentionFree));
 }
 
 TEST(FlowAnomaly, MorePcieBandwidthMakesTheDoubleTreeSlowerOnAPcieServer) {
@@ -206,7 +206,7 @@ TEST(FlowAnomaly, MorePcieBandwidthMakesTheDoubleTreeSlowerOnAPcieServer) {
   EXPECT_NEAR(t_base, ref_base, 1e-6 * ref_base);
   EXPECT_NEAR(t_half, ref_half, 1e-6 * ref_half);
   EXPECT_LE(closed_form_seconds(s, *base), closed_form_seconds(s, *half));
-  EXPECT_LT(simulate(s, *base, Fidelity::Analytical), simulate(s, *half, Fidelity::Analytical));
+  EXPECT_LT(simulate(s, *base, Network::ContentionFree), simulate(s, *half, Network::ContentionFree));
 }
 
 }  // namespace

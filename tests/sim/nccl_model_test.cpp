@@ -274,7 +274,7 @@ TEST(NicSharing, ChannelsSpreadOverTheNicsInBothFidelities) {
     CollectiveSpec s = make_spec(*t, Collective::AllReduce, Algorithm::Ring, Bytes{1} << 30);
     s.channels = t->default_channels();
     ASSERT_EQ(s.channels, 4) << name;
-    const double closed = closed_form_seconds(s, *t), flow = simulate(s, *t, Fidelity::Flow);
+    const double closed = closed_form_seconds(s, *t), flow = simulate(s, *t, Network::Flow);
     EXPECT_NEAR(flow, closed, 1e-3 * closed) << name;
     const nccl::Machine m = nccl::machine_of(*t);
     Route r;

@@ -3,10 +3,10 @@
 //  1. every byte is delivered: the flow engine delivers each transfer once, all of its bytes, the total is the
 //     algorithm's byte formula, and every rank's result depends on every rank's input;
 //  2. flow time is never below the bandwidth lower bound (derived below);
-//  3. the Analytical engine (no sharing) is never slower than Flow (sharing only slows a transfer down, and an
+//  3. the contention-free engine (no sharing) is never slower than Flow (sharing only slows a transfer down, and an
 //     operation starts when its dependencies end, so every end time can only move later), within 1e-9;
-//  4. the closed form is never below the Analytical engine (it prices each hop of a step as the slowest hop of
-//     that step, and shares a rank's links among channels, which the Analytical engine never does), within 1e-9;
+//  4. the closed form is never below the contention-free engine (it prices each hop of a step as the slowest hop of
+//     that step, and shares a rank's links among channels, which the contention-free engine never does), within 1e-9;
 //  5. the closed form is never below the bandwidth bound of 2. either.
 #include <filesystem>
 #include <set>
@@ -58,7 +58,7 @@ TEST_P(EveryAlgorithmOnEveryTopology, Properties) {
     // 1. Every byte delivered, every input reaches every rank.
     const Bytes total = g.schedule.bytes_transferred();
     EXPECT_EQ(total, expected_bytes(s, p, m));
-    const CountedRun flow = run_counted(g.schedule, *t, Fidelity::Flow, 0);
+    const CountedRun flow = run_counted(g.schedule, *t, Network::Flow, 0);
     EXPECT_TRUE(flow.finished);
     EXPECT_EQ(flow.delivered, flow.started);
     EXPECT_EQ(flow.delivered_bytes, static_cast<double>(total));
@@ -71,12 +71,12 @@ TEST_P(EveryAlgorithmOnEveryTopology, Properties) {
     const double bound = 2.0 * (p - 1) * static_cast<double>(m) / injection;
     EXPECT_GE(flow.seconds, bound);
 
-    // 3. Analytical engine <= flow.
-    const double analytical = run_counted(g.schedule, *t, Fidelity::Analytical, 0).seconds;
-    EXPECT_LE(analytical, flow.seconds * (1 + 1e-9));
+    // 3. contention-free engine <= flow.
+    const double contention_free = run_counted(g.schedule, *t, Network::ContentionFree, 0).seconds;
+    EXPECT_LE(contention_free, flow.seconds * (1 + 1e-9));
 
-    // 4. Closed form >= analytical engine.
-    EXPECT_GE(closed_form_seconds(s, *t), analytical * (1 - 1e-9));
+    // 4. Closed form >= contention-free engine.
+    EXPECT_GE(closed_form_seconds(s, *t), contention_free * (1 - 1e-9));
 
     // 5. The closed form, too, is never below the bandwidth bound: the busbw it reports cannot exceed what the
     //    ranks' links inject (the step-by-step forms of tree and halving-doubling were, where transfers share a
@@ -116,8 +116,8 @@ TEST_P(RingOnEveryTopology, ClosedFormEqualsTheEngines) {
   for (Bytes m : {Bytes(1) << 20, Bytes(1) << 30}) {
     const CollectiveSpec s = make_spec(*t, Collective::AllReduce, Algorithm::Ring, m);
     const double cf = closed_form_seconds(s, *t);
-    EXPECT_NEAR(simulate(s, *t, Fidelity::Analytical), cf, cf * 1e-9);
-    EXPECT_NEAR(simulate(s, *t, Fidelity::Flow), cf, cf * 1e-9);
+    EXPECT_NEAR(simulate(s, *t, Network::ContentionFree), cf, cf * 1e-9);
+    EXPECT_NEAR(simulate(s, *t, Network::Flow), cf, cf * 1e-9);
   }
 }
 
@@ -134,7 +134,7 @@ TEST_P(RingOnEveryTopology, ClosedFormSharesChannelsAsFlowDoes) {
       name == "dgx-h100" || name == "hgx-h200" || name == "h100-pcie-nvlink-pairs" || name == "gb200-nvl72";
   auto t = load_topology(shipped(name));
   CollectiveSpec s = cli_spec(*t, Algorithm::Ring, Bytes(64) << 20);
-  const double cf = closed_form_seconds(s, *t), flow = simulate(s, *t, Fidelity::Flow);
+  const double cf = closed_form_seconds(s, *t), flow = simulate(s, *t, Network::Flow);
   if (known_gap)
     EXPECT_GT(std::abs(flow - cf), cf * 1e-9) << "the gap closed: drop " << name << " from the known gaps";
   else
@@ -148,10 +148,10 @@ INSTANTIATE_TEST_SUITE_P(Shipped, RingOnEveryTopology, ::testing::ValuesIn(kShip
                            return n;
                          });
 
-TEST(UniformRings, ClosedFormEqualsAnalyticalEngine) {
+TEST(UniformRings, ClosedFormEqualsContentionFreeEngine) {
   // Uniform rings, where every hop has the same alpha and beta: dgx-a100 on one node (every hop GPU -> NVSwitch ->
   // GPU), the ASTRA-sim Ring(8) dimension of astra-ring-switch on its own (--nodes 1), cloud-tcp-10gbe (every hop
-  // GPU -> CPU -> NIC -> switch -> NIC -> CPU -> GPU), and the test fixtures. Closed form == analytical engine.
+  // GPU -> CPU -> NIC -> switch -> NIC -> CPU -> GPU), and the test fixtures. Closed form == contention-free engine.
   std::vector<std::unique_ptr<Topology>> uniform;
   uniform.push_back(load_topology(shipped("dgx-a100"), 1));
   uniform.push_back(load_topology(shipped("astra-ring-switch"), 1));
@@ -163,7 +163,7 @@ TEST(UniformRings, ClosedFormEqualsAnalyticalEngine) {
     for (Collective op : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
       const CollectiveSpec s = make_spec(*t, op, Algorithm::Ring, Bytes(8) << 20);
       const double cf = closed_form_seconds(s, *t);
-      EXPECT_NEAR(simulate(s, *t, Fidelity::Analytical), cf, cf * 1e-9);
+      EXPECT_NEAR(simulate(s, *t, Network::ContentionFree), cf, cf * 1e-9);
     }
   }
 }

@@ -127,7 +127,7 @@ TEST_P(EverySchedule, DependsOnEveryInputAndConservesBytes) {
                 EXPECT_EQ(total, expected_bytes(s, p, m));
               }
               // Every transfer is delivered, once, with all its bytes, and every operation runs.
-              for (Fidelity f : {Fidelity::Analytical, Fidelity::Flow}) {
+              for (Network f : {Network::ContentionFree, Network::Flow}) {
                 const CountedRun run = run_counted(g.schedule, t, f, s.reduce_Bps);
                 EXPECT_TRUE(run.finished);
                 EXPECT_EQ(run.delivered, run.started);

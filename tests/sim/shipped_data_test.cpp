@@ -111,7 +111,7 @@ TEST(ShippedTopologies, RingHopsListEveryDistinctHopOfTheRing) {
 }
 
 // busbw as nccl-tests reports it: algbw * 2(p-1)/p for allreduce.
-double busbw_GBps(const Topology& t, Bytes m, Fidelity f, bool closed_form) {
+double busbw_GBps(const Topology& t, Bytes m, Network f, bool closed_form) {
   CollectiveSpec s = make_spec(t, Collective::AllReduce, Algorithm::Ring, m);
   s.channels = t.default_channels();  // as the CLI: one ring per NIC
   const double seconds = closed_form ? closed_form_seconds(s, t) : simulate(s, t, f);
@@ -130,7 +130,7 @@ TEST(Published, DgxA100OneNodeRingAllReduce1GiB) {
   auto t = load_topology(shipped("dgx-a100"), 1);
   const Bytes m = Bytes(1) << 30;
   for (bool closed : {true, false}) {
-    const double busbw = busbw_GBps(*t, m, Fidelity::Flow, closed);
+    const double busbw = busbw_GBps(*t, m, Network::Flow, closed);
     EXPECT_NEAR(busbw, 231.6, 0.05 * 231.6) << (closed ? "closed form" : "flow");
     EXPECT_NEAR(busbw, 228.10, 0.05 * 228.10) << "the 1 GB point of the same run";
   }
@@ -147,7 +147,7 @@ TEST(Published, DgxA100TwoNodesRingAllReduce1GiB) {
   auto t = load_topology(shipped("dgx-a100"), 2);
   const Bytes m = Bytes(1) << 30;
   for (bool closed : {true, false}) {
-    const double busbw = busbw_GBps(*t, m, Fidelity::Flow, closed);
+    const double busbw = busbw_GBps(*t, m, Network::Flow, closed);
     EXPECT_NEAR(busbw, 192, 0.05 * 192) << (closed ? "closed form" : "flow");
   }
 }

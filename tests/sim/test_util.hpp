@@ -22,6 +22,7 @@
 #include "sim/engine/executor.hpp"
 #include "sim/topology/astra_topology.hpp"
 #include "sim/topology/topology.hpp"
+#include "tests/sim/contention_free_network.hpp"
 
 namespace commsim::test {
 
@@ -114,11 +115,24 @@ inline std::vector<bool> depends_on_inputs(const Generated& g, OpId from) {
   return ranks;
 }
 
-inline double simulate(const CollectiveSpec& spec, const Topology& t, Fidelity f) {
+// The network a test executes a schedule on: the product's flow network, or the contention-free oracle (no fidelity
+// of the product: tests/sim/contention_free_network.hpp).
+enum class Network { ContentionFree, Flow };
+inline std::unique_ptr<NetworkModel> make_test_network(Network n, const Topology& t, EventQueue& queue) {
+  if (n == Network::Flow) return make_flow_network(t, queue);
+  return std::make_unique<ContentionFreeNetwork>(t, queue);
+}
+inline ScheduleResult run_schedule(const Schedule& s, const Topology& t, Network n, double reduce_Bps) {
+  EventQueue queue;
+  const std::unique_ptr<NetworkModel> network = make_test_network(n, t, queue);
+  return simulate_schedule(s, *network, queue, reduce_Bps);
+}
+
+inline double simulate(const CollectiveSpec& spec, const Topology& t, Network n) {
   Schedule s;
   std::vector<OpId> frontier(t.ranks(), kNoOp);
   generate(spec, t, s, frontier);
-  return simulate_schedule(s, t, f, spec.reduce_Bps).seconds;
+  return run_schedule(s, t, n, spec.reduce_Bps).seconds;
 }
 
 // Bytes every schedule must transfer in total, summed over channels (each channel moves its share, and the
@@ -201,9 +215,9 @@ struct CountedRun {
   std::uint64_t started = 0, delivered = 0;
 };
 
-inline CountedRun run_counted(const Schedule& s, const Topology& t, Fidelity f, double reduce_Bps) {
+inline CountedRun run_counted(const Schedule& s, const Topology& t, Network n, double reduce_Bps) {
   EventQueue queue;
-  CountingNetwork net(make_network(f, t, queue));
+  CountingNetwork net(make_test_network(n, t, queue));
   ScheduleRun run(s, reduce_Bps, net, queue, nullptr);
   run.start();
   queue.run();
