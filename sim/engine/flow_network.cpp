@@ -177,9 +177,4 @@ std::unique_ptr<NetworkModel> make_flow_network(const Topology& topology, EventQ
   return std::make_unique<FlowNetwork>(topology, queue);
 }
 
-std::unique_ptr<NetworkModel> make_network(Fidelity fidelity, const Topology& topology, EventQueue& queue) {
-  COMMSIM_CHECK(fidelity == Fidelity::Flow, "the analytical fidelity is the closed form: it runs no network");
-  return make_flow_network(topology, queue);
-}
-
 }  // namespace commsim

@@ -49,9 +49,6 @@ std::string_view to_string(Fidelity f);
 // InputError, raised by make_flow_network and by whoever generates a schedule for it, before allocating it.
 void check_network_size(Fidelity fidelity, const Topology& topology);
 std::unique_ptr<NetworkModel> make_flow_network(const Topology& topology, EventQueue& queue);
-// The network of a fidelity: only flow has one (analytical is the closed form, no schedule runs); kept for callers
-// that hold a Fidelity.
-std::unique_ptr<NetworkModel> make_network(Fidelity fidelity, const Topology& topology, EventQueue& queue);
 
 // The links of a topology in the orbits of a symmetry of order `multiplicity` (sim/engine/symmetry.hpp). A flow
 // network over the quotient takes each flow started as the representative of `multiplicity` flows, its images, and

@@ -34,7 +34,7 @@ class StepRunner final : public EventHandler {
         fidelity_(fidelity),
         shared_(queue_, [this](int t) { collective_done(t); }),
         compute_(queue_, topo.library().sms, [this](int t) { finish(t); }) {
-    if (fidelity == Fidelity::Flow) network_ = make_network(Fidelity::Flow, topo, queue_);
+    if (fidelity == Fidelity::Flow) network_ = make_flow_network(topo, queue_);
   }
 
   // Runs one step to completion; returns its duration.
