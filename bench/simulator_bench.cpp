@@ -17,7 +17,7 @@
 
 #include "sim/collective/collective.hpp"
 #include "sim/engine/executor.hpp"
-#include "sim/engine/symmetry.hpp"
+#include "sim/network/symmetry.hpp"
 #include "sim/topology/astra_topology.hpp"
 #include "sim/topology/topology.hpp"
 #include "sim/step/simulation.hpp"

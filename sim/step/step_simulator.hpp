@@ -3,7 +3,7 @@
 // (`analytical`, concurrent collectives sharing bandwidth as processor sharing) or as schedules on the flow network.
 #pragma once
 
-#include "sim/engine/network.hpp"
+#include "sim/network/network.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/result/result.hpp"
 #include "sim/result/trace.hpp"

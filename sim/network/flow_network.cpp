@@ -1,6 +1,6 @@
 // The flow network's events: flows start on their routes, enter their links after the path latency, and leave them
 // when delivered; every change marks its links for the recompute of that instant (flow_rates.cpp).
-#include "sim/engine/flow_network.hpp"
+#include "sim/network/flow_network.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // The registry of fidelities: analytical is the closed form (sim/collective/cost_model), flow the flow network.
 #include "sim/core/error.hpp"
 #include "sim/core/limits.hpp"
-#include "sim/engine/network.hpp"
+#include "sim/network/network.hpp"
 
 namespace commsim {
 

@@ -1,4 +1,4 @@
-// The flow network's state (sim/engine/flow_network.cpp: flows entering and leaving links; flow_rates.cpp: their
+// The flow network's state (sim/network/flow_network.cpp: flows entering and leaving links; flow_rates.cpp: their
 // max-min rates), internal to sim/engine: the rest of the program reaches it through make_flow_network (network.hpp).
 // Each transfer is a flow on its route; concurrent flows share every link max-min fairly (progressive filling,
 // Bertsekas & Gallager, "Data Networks" 6.5.2; as SimGrid's lmm solver does). Rates are recomputed only when the set
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/engine/network.hpp"
+#include "sim/network/network.hpp"
 
 namespace commsim::flow_detail {
 

@@ -50,7 +50,7 @@ std::string_view to_string(Fidelity f);
 void check_network_size(Fidelity fidelity, const Topology& topology);
 std::unique_ptr<NetworkModel> make_flow_network(const Topology& topology, EventQueue& queue);
 
-// The links of a topology in the orbits of a symmetry of order `multiplicity` (sim/engine/symmetry.hpp). A flow
+// The links of a topology in the orbits of a symmetry of order `multiplicity` (sim/network/symmetry.hpp). A flow
 // network over the quotient takes each flow started as the representative of `multiplicity` flows, its images, and
 // each link as its orbit: a link of an orbit of k links that the representative's route crosses n times (counting
 // the route's links of that orbit) carries multiplicity x n / k of the images, all at the representative's rate.

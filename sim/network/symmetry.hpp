@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sim/collective/representatives.hpp"
-#include "sim/engine/network.hpp"
+#include "sim/network/network.hpp"
 
 namespace commsim {
 

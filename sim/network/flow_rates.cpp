@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "sim/core/error.hpp"
-#include "sim/engine/flow_network.hpp"
+#include "sim/network/flow_network.hpp"
 
 namespace commsim::flow_detail {
 

@@ -1,4 +1,4 @@
-#include "sim/engine/symmetry.hpp"
+#include "sim/network/symmetry.hpp"
 
 #include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
