@@ -17,10 +17,10 @@
 
 #include "sim/collective/collective.hpp"
 #include "sim/engine/executor.hpp"
-#include "sim/engine/symmetry.hpp"
+#include "sim/network/symmetry.hpp"
 #include "sim/topology/astra_topology.hpp"
 #include "sim/topology/topology.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 
 namespace commsim {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "sim/core/limits.hpp"
 #include "sim/core/units.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 
 namespace commsim::cli {
 

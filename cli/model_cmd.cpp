@@ -4,9 +4,9 @@
 
 #include "cli/commands.hpp"
 #include "sim/core/error.hpp"
-#include "sim/training/hf_config.hpp"
-#include "sim/training/kineto_trace.hpp"
-#include "sim/training/model_json.hpp"
+#include "sim/model/hf_config.hpp"
+#include "sim/model/kineto_trace.hpp"
+#include "sim/model/model_json.hpp"
 
 namespace commsim::cli {
 namespace {

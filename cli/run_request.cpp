@@ -8,7 +8,7 @@
 #include "hw/common/plan_buffers.hpp"
 #include "sim/core/error.hpp"
 #include "sim/topology/topology.hpp"
-#include "sim/training/kineto_export.hpp"
+#include "sim/result/kineto_export.hpp"
 
 #ifdef COMMSIM_HAVE_MPI
 #include <mpi.h>

@@ -9,8 +9,8 @@
 #include "cli/commands.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/limits.hpp"
-#include "sim/training/kineto_export.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/result/kineto_export.hpp"
+#include "sim/step/simulation.hpp"
 
 namespace commsim::cli {
 namespace {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/training/result.hpp"
+#include "sim/result/result.hpp"
 
 namespace commsim::explore {
 

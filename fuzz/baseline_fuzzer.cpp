@@ -2,7 +2,7 @@
 // settings, as `commsim regress` loads them. The input sits in baselines/, so "../scenarios/..." resolves.
 #include "explore/baseline.hpp"
 #include "fuzz/sandbox.hpp"
-#include "sim/training/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string file = commsim::fuzz::write_input("baselines/baseline.json", data, size);

@@ -1,9 +1,9 @@
-// libFuzzer harness: the scenario loader (sim/training/scenario.cpp) and what a loaded scenario feeds, the training
-// plan and the analytical step simulation (sim/training/plan.cpp, simulation.cpp). The input sits in scenarios/
+// libFuzzer harness: the scenario loader (sim/scenario/scenario.cpp) and what a loaded scenario feeds, the training
+// plan and the analytical step simulation (sim/plan/plan.cpp, simulation.cpp). The input sits in scenarios/
 // beside the shipped scenarios, so "../topologies/..." and "models/..." resolve to the shipped files.
 #include "fuzz/sandbox.hpp"
 #include "sim/core/json_fields.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string file = commsim::fuzz::write_input("scenarios/fuzz-input.json", data, size);

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "sim/collective/nccl_model.hpp"
-#include "sim/engine/symmetry.hpp"
+#include "sim/network/symmetry.hpp"
 
 namespace commsim::reports {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "sim/collective/collective.hpp"
 #include "sim/engine/executor.hpp"
-#include "sim/engine/symmetry.hpp"
+#include "sim/network/symmetry.hpp"
 #include "sim/topology/topology.hpp"
 
 namespace commsim::reports {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/training/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace commsim::reports {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "sim/training/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace commsim::reports {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "hw/common/hardware_request.hpp"
-#include "sim/training/result.hpp"
+#include "sim/result/result.hpp"
 
 namespace commsim::validate {
 

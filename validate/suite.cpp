@@ -5,8 +5,8 @@
 #include <set>
 
 #include "sim/core/data_path.hpp"
-#include "sim/training/plan.hpp"
-#include "sim/training/scenario.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace commsim::validate {
 namespace {

@@ -1,13 +1,13 @@
 // `commsim validate --trace TRACE.json SCENARIO`: a prediction against one traced PyTorch step (Kineto trace,
-// sim/training/kineto_trace.hpp): step time, exposed communication (step minus compute, as Result defines it) and
+// sim/model/kineto_trace.hpp): step time, exposed communication (step minus compute, as Result defines it) and
 // each collective of the step (the n-th traced one against the n-th predicted one, both in start order).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "sim/training/kineto_trace.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/model/kineto_trace.hpp"
+#include "sim/step/simulation.hpp"
 
 namespace commsim::validate {
 

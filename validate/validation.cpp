@@ -7,8 +7,8 @@
 
 #include "sim/core/statistics.hpp"
 #include "sim/topology/topology_document.hpp"
-#include "sim/training/result.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/result/result.hpp"
+#include "sim/step/simulation.hpp"
 #include "validate/hardware_run.hpp"
 
 namespace commsim::validate {

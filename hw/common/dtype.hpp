@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sim/training/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace commsim::hw {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "hw/common/schedule_program.hpp"
-#include "sim/training/plan.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace commsim::hw {
 

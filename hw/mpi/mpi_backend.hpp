@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 
 namespace commsim::hw {
 

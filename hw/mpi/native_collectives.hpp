@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "sim/training/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace commsim::hw {
 

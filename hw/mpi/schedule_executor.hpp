@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "hw/common/schedule_program.hpp"
-#include "sim/training/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace commsim::hw {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "hw/mpi/rank_context.hpp"
-#include "sim/training/step_metrics.hpp"
+#include "sim/result/step_metrics.hpp"
 
 namespace commsim::hw {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "hw/common/plan_buffers.hpp"
-#include "sim/training/plan.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace commsim::hw {
 

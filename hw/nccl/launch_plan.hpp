@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/training/plan.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace commsim::nccl {
 

@@ -19,8 +19,8 @@
 
 #include "sim/collective/collective.hpp"
 #include "sim/core/error.hpp"
-#include "sim/training/plan.hpp"
-#include "sim/training/result.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/result/result.hpp"
 
 namespace commsim::nccl {
 

@@ -20,7 +20,7 @@
 #include "hw/nccl/result_check.hpp"
 #include "hw/nccl/step_marks.hpp"
 #include "sim/core/statistics.hpp"
-#include "sim/training/step_metrics.hpp"
+#include "sim/result/step_metrics.hpp"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
 #error "the NCCL backend needs NCCL 2.18 or newer (ncclCommSplit)"

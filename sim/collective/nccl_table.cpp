@@ -89,6 +89,66 @@ long version_number(std::string_view v) {
 }
 
 // The table is part of the program (compiled in), so a malformed table is an internal fault, not bad input.
+// tuning.cc's latencies, caps, corrections, factors and thresholds.
+void read_core(const nlohmann::json& c, Table& t) {
+  t.base_latency_us = read_per_algo(c.at("base_latency_us"));
+  t.hw_latency_us = {read_per_algo(c.at("hw_latency_us").at("nvlink")), read_per_algo(c.at("hw_latency_us").at("pci")),
+                     read_per_algo(c.at("hw_latency_us").at("net"))};
+  t.ll_max_bw_single_node = read_per_arch(c.at("ll_max_bw_GBps").at("single_node"));
+  t.ll_max_bw_multi_node = {read_array<3>(c.at("ll_max_bw_GBps").at("multi_node_intel")),
+                            read_array<3>(c.at("ll_max_bw_GBps").at("multi_node_amd"))};
+  t.ring_ll128_per_channel_GBps = read_per_arch(c.at("per_channel_max_ring_ll128_GBps"));
+  t.tree_ll128_per_channel_GBps = read_per_arch(c.at("per_channel_max_tree_ll128_GBps"));
+  t.tree_per_channel_GBps = read_per_arch(c.at("per_channel_max_tree_GBps"));
+  const nlohmann::json& corr = c.at("tree_correction");
+  t.tree_correction = {read_array<kCorrectionSizes>(corr.at("ll")), read_array<kCorrectionSizes>(corr.at("ll128")),
+                       read_array<kCorrectionSizes>(corr.at("simple"))};
+  t.max_threads = read_per_proto(c.at("max_threads"));
+  t.thread_threshold = read_per_proto(c.at("thread_threshold"));
+  t.net_overhead_intel_us = c.at("net_overhead_us").at("intel").get<double>();
+  t.net_overhead_amd_us = c.at("net_overhead_us").at("amd").get<double>();
+  t.ring_plateau_pre_ampere = c.at("ring_simple_plateau").at("pre_ampere").get<double>();
+  t.ring_plateau = c.at("ring_simple_plateau").at("ampere_and_later").get<double>();
+  t.ring_ll_factor_allreduce_or_multi_node = c.at("ring_ll_factor").at("allreduce_reduce_or_multi_node").get<double>();
+  t.ring_ll_factor_other = c.at("ring_ll_factor").at("other").get<double>();
+  t.ring_ll128_factor_one_gpu_per_node = c.at("ring_ll128_factor_one_gpu_per_node").get<double>();
+  t.ring_inter_steps_exclude_one_node =
+      c.at("ring_allreduce_inter_steps_per_node").get<std::string>() == "2 (nodes - 1)";
+  t.one_gpu_per_node_inter_latency_from_tree = c.at("one_gpu_per_node_inter_latency_from_tree").get<bool>();
+  t.collnet_arity_us = c.at("collnet_arity_us").get<double>();
+}
+
+// How the version prices NVLS and NVLS-tree, its channels and chunks.
+void read_nvls(const nlohmann::json& c, Table& t) {
+  if (!c.at("per_channel_max_nvls_tree_GBps").is_null()) {
+    t.nvls_tree_per_channel_GBps = read_per_arch(c.at("per_channel_max_nvls_tree_GBps"));
+    t.nvls_tree_capped = true;
+  }
+  const nlohmann::json& nvls = c.at("nvls");
+  const std::string bw = nvls.at("bandwidth").get<std::string>();
+  t.nvls_bandwidth = bw == "intra"             ? NvlsBandwidth::Intra
+                     : bw == "min_intra_inter" ? NvlsBandwidth::MinIntraInter
+                                               : NvlsBandwidth::Efficiency;
+  t.nvls_ring_ratio = nvls.at("ratio").get<std::string>() == "ring";
+  t.nvls_latency_from_hw = nvls.at("latency").get<std::string>() == "hw";
+  for (int a = 0; a < kArchs; ++a)
+    t.nvls_efficiency[a] = nvls.at("efficiency").at(std::string(to_string(static_cast<GpuArch>(a)))).get<double>();
+  t.nvls_channels = read_per_arch(nvls.at("channels"));
+  t.nvls_chunk_bytes = nvls.at("chunk_bytes").get<Bytes>();
+  t.nvls_tree_chunk_bytes = read_array<3>(nvls.at("tree_chunk_bytes"));
+}
+
+// PAT (2.23 and later; null before).
+void read_pat(const nlohmann::json& c, Table& t) {
+  if (const nlohmann::json& pat = c.at("pat"); !pat.is_null()) {
+    t.pat = true;
+    t.pat_bandwidth_factor = pat.at("bandwidth_factor").get<double>();
+    t.pat_base_latency_us = pat.at("base_latency_us").get<double>();
+    t.pat_inter_latency_divisor = pat.at("inter_latency_divisor").get<double>();
+    t.pat_latency_per_rank_us = pat.at("latency_per_rank_us").get<double>();
+  }
+}
+
 std::vector<Table> load_tables() {
   const nlohmann::json doc = nlohmann::json::parse(embedded_table_json());
   std::vector<Table> tables;
@@ -97,55 +157,9 @@ std::vector<Table> load_tables() {
     Table t;
     t.version = v.at("version").get<std::string>();
     t.number = version_number(t.version);
-    t.base_latency_us = read_per_algo(c.at("base_latency_us"));
-    t.hw_latency_us = {read_per_algo(c.at("hw_latency_us").at("nvlink")),
-                       read_per_algo(c.at("hw_latency_us").at("pci")), read_per_algo(c.at("hw_latency_us").at("net"))};
-    t.ll_max_bw_single_node = read_per_arch(c.at("ll_max_bw_GBps").at("single_node"));
-    t.ll_max_bw_multi_node = {read_array<3>(c.at("ll_max_bw_GBps").at("multi_node_intel")),
-                              read_array<3>(c.at("ll_max_bw_GBps").at("multi_node_amd"))};
-    t.ring_ll128_per_channel_GBps = read_per_arch(c.at("per_channel_max_ring_ll128_GBps"));
-    t.tree_ll128_per_channel_GBps = read_per_arch(c.at("per_channel_max_tree_ll128_GBps"));
-    t.tree_per_channel_GBps = read_per_arch(c.at("per_channel_max_tree_GBps"));
-    const nlohmann::json& corr = c.at("tree_correction");
-    t.tree_correction = {read_array<kCorrectionSizes>(corr.at("ll")), read_array<kCorrectionSizes>(corr.at("ll128")),
-                         read_array<kCorrectionSizes>(corr.at("simple"))};
-    t.max_threads = read_per_proto(c.at("max_threads"));
-    t.thread_threshold = read_per_proto(c.at("thread_threshold"));
-    t.net_overhead_intel_us = c.at("net_overhead_us").at("intel").get<double>();
-    t.net_overhead_amd_us = c.at("net_overhead_us").at("amd").get<double>();
-    t.ring_plateau_pre_ampere = c.at("ring_simple_plateau").at("pre_ampere").get<double>();
-    t.ring_plateau = c.at("ring_simple_plateau").at("ampere_and_later").get<double>();
-    t.ring_ll_factor_allreduce_or_multi_node =
-        c.at("ring_ll_factor").at("allreduce_reduce_or_multi_node").get<double>();
-    t.ring_ll_factor_other = c.at("ring_ll_factor").at("other").get<double>();
-    t.ring_ll128_factor_one_gpu_per_node = c.at("ring_ll128_factor_one_gpu_per_node").get<double>();
-    t.ring_inter_steps_exclude_one_node =
-        c.at("ring_allreduce_inter_steps_per_node").get<std::string>() == "2 (nodes - 1)";
-    t.one_gpu_per_node_inter_latency_from_tree = c.at("one_gpu_per_node_inter_latency_from_tree").get<bool>();
-    t.collnet_arity_us = c.at("collnet_arity_us").get<double>();
-    if (!c.at("per_channel_max_nvls_tree_GBps").is_null()) {
-      t.nvls_tree_per_channel_GBps = read_per_arch(c.at("per_channel_max_nvls_tree_GBps"));
-      t.nvls_tree_capped = true;
-    }
-    const nlohmann::json& nvls = c.at("nvls");
-    const std::string bw = nvls.at("bandwidth").get<std::string>();
-    t.nvls_bandwidth = bw == "intra"             ? NvlsBandwidth::Intra
-                       : bw == "min_intra_inter" ? NvlsBandwidth::MinIntraInter
-                                                 : NvlsBandwidth::Efficiency;
-    t.nvls_ring_ratio = nvls.at("ratio").get<std::string>() == "ring";
-    t.nvls_latency_from_hw = nvls.at("latency").get<std::string>() == "hw";
-    for (int a = 0; a < kArchs; ++a)
-      t.nvls_efficiency[a] = nvls.at("efficiency").at(std::string(to_string(static_cast<GpuArch>(a)))).get<double>();
-    t.nvls_channels = read_per_arch(nvls.at("channels"));
-    t.nvls_chunk_bytes = nvls.at("chunk_bytes").get<Bytes>();
-    t.nvls_tree_chunk_bytes = read_array<3>(nvls.at("tree_chunk_bytes"));
-    if (const nlohmann::json& pat = c.at("pat"); !pat.is_null()) {
-      t.pat = true;
-      t.pat_bandwidth_factor = pat.at("bandwidth_factor").get<double>();
-      t.pat_base_latency_us = pat.at("base_latency_us").get<double>();
-      t.pat_inter_latency_divisor = pat.at("inter_latency_divisor").get<double>();
-      t.pat_latency_per_rank_us = pat.at("latency_per_rank_us").get<double>();
-    }
+    read_core(c, t);
+    read_nvls(c, t);
+    read_pat(c, t);
     t.ll128_enabled = ll128_generations(c.at("ll128_compute_capabilities").get<std::string>());
     for (int a = 0; a < kArchs; ++a) {
       const std::string arch(to_string(static_cast<GpuArch>(a)));

@@ -88,31 +88,15 @@ double nvls_bus_bw(int a, Collective op, const Machine& m, const CommLibrary& li
   return heads * bw;
 }
 
-}  // namespace
-
-bool is_network(LinkClass c) {
-  return c == LinkClass::Rdma || c == LinkClass::Tcp || c == LinkClass::Efa || c == LinkClass::Tcpx ||
-         c == LinkClass::Fabric;
-}
-
-int log2i(Bytes n) {
-  int l = -1;
-  while (n > 0) n >>= 1, ++l;
-  return l;
-}
-
-Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
-  Evaluation e;
-  if (m.ranks < 2 || !applies(a, p, op, m, lib, t)) return e;
-  const int n = m.ranks, nodes = m.nodes, ppn = n / nodes;
+// Bus bandwidth: the graph's (the slower of the node's ring and its network share), refined per protocol.
+double bus_bandwidth_GBps(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+  const int nodes = m.nodes, ppn = m.ranks / m.nodes;
   const int arch = arch_index(lib.gpu_arch);
   const int nodes_index = nodes_index_of(nodes);
   const double ll_max_bw = nodes == 1 ? t.ll_max_bw_single_node[arch][nodes_index]
                                       : t.ll_max_bw_multi_node[lib.cpu_amd ? 1 : 0][nodes_index];
   // The tuning model counts the search's channels; NCCL runs twice as many (each search ring used by two CTAs).
   const double search_channels = std::max(1, m.channels / 2);
-
-  // Bus bandwidth: the graph's (the slower of the node's ring and its network share), refined per protocol.
   double bus = a == kNvls || a == kNvlsTree ? nvls_bus_bw(a, op, m, lib, t)
                : nodes == 1                 ? m.intra_GBps
                                             : std::min(m.intra_GBps, m.inter_GBps);
@@ -135,68 +119,87 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
     if (factor > 0) bus /= factor;
     if (lib.gpu_arch >= GpuArch::Hopper) bus *= 0.85;
   }
-  // Bus bandwidth to the algorithm bandwidth NCCL stores.
-  const int steps = steps_of(op, n);
+  return bus;
+}
+
+// Bus bandwidth to the algorithm bandwidth NCCL stores.
+double algbw_ratio(int a, Collective op, const Machine& m, const Table& t) {
+  const int n = m.ranks, steps = steps_of(op, n);
   const bool gather_or_scatter = op == Collective::ReduceScatter || op == Collective::AllGather;
   double ratio = 0.5;
   if (a == kRing)
     ratio = static_cast<double>(n) / steps;
   else if (a == kNvls || a == kNvlsTree)
     ratio = t.nvls_ring_ratio                             ? static_cast<double>(n) / steps
-            : (a == kNvlsTree && !t.nvls_latency_from_hw) ? 0.7 * nodes / (2.0 * (nodes - 1))
+            : (a == kNvlsTree && !t.nvls_latency_from_hw) ? 0.7 * m.nodes / (2.0 * (m.nodes - 1))
                                                           : 5.0 / 6;
   if (gather_or_scatter && a != kRing && newer_than_2_23(t)) ratio = 1;
-  e.algbw_GBps = bus * ratio;
+  return ratio;
+}
 
-  // Latency.
-  const Hw intra_hw = m.nvlink_intra ? kNvlinkHw : kPciHw;
-  const double base = t.base_latency_us[a][p];
-  double intra_lat = t.hw_latency_us[intra_hw][a][p];
+// A ring's latency: its steps inside nodes at the intra-node latency (or the network's per-step CPU overhead, the
+// larger), its steps between nodes at the network's.
+double ring_latency_us(int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t, double intra_lat,
+                       double inter_lat) {
+  const int nodes = m.nodes, steps = steps_of(op, m.ranks);
+  if (op == Collective::Broadcast || op == Collective::Reduce)
+    return steps * t.hw_latency_us[nodes == 1 ? (m.nvlink_intra ? kNvlinkHw : kPciHw) : kNetHw][kRing][p];
+  const int inter_steps = op == Collective::AllReduce
+                              ? (nodes > 1 ? 2 * (nodes - (t.ring_inter_steps_exclude_one_node ? 1 : 0)) : 0)
+                              : nodes - 1;
+  double net_overhead = 0;
+  if (nodes > 1) net_overhead = (lib.cpu_amd ? t.net_overhead_amd_us : t.net_overhead_intel_us) * (p == 2 ? 3 : 1);
+  return (steps - inter_steps) * std::max(intra_lat, net_overhead) + inter_steps * inter_lat;
+}
+
+double latency_us(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+  const int n = m.ranks, nodes = m.nodes, ppn = n / nodes;
+  const double intra_lat = t.hw_latency_us[m.nvlink_intra ? kNvlinkHw : kPciHw][a][p];
   double inter_lat = t.hw_latency_us[kNetHw][ppn == 1 && t.one_gpu_per_node_inter_latency_from_tree ? kTree : a][p] +
                      m.transport_latency_us;
   if (p == proto_index(Protocol::Simple)) inter_lat += m.transport_latency_us;  // the flush after a receive
   const int log_nodes = log2i(static_cast<Bytes>(nodes));
-  double lat = base;
+  const double base = t.base_latency_us[a][p];
   switch (a) {
     case kRing:
-      if (op == Collective::Broadcast || op == Collective::Reduce) {
-        lat += steps * t.hw_latency_us[nodes == 1 ? intra_hw : kNetHw][a][p];
-      } else {
-        const int inter_steps = op == Collective::AllReduce
-                                    ? (nodes > 1 ? 2 * (nodes - (t.ring_inter_steps_exclude_one_node ? 1 : 0)) : 0)
-                                    : nodes - 1;
-        double net_overhead = 0;
-        if (nodes > 1)
-          net_overhead = (lib.cpu_amd ? t.net_overhead_amd_us : t.net_overhead_intel_us) * (p == 2 ? 3 : 1);
-        lat += (steps - inter_steps) * std::max(intra_lat, net_overhead) + inter_steps * inter_lat;
-      }
-      break;
+      return base + ring_latency_us(p, op, m, lib, t, intra_lat, inter_lat);
     case kTree:
-      lat += 2 * ((ppn - 1) * intra_lat + log_nodes * inter_lat);
-      break;
+      return base + 2 * ((ppn - 1) * intra_lat + log_nodes * inter_lat);
     case kCollNetDirect:
-      lat += 2 * (std::min(1, ppn - 1) * intra_lat + (ppn - 1) * t.collnet_arity_us) + inter_lat;
-      break;
+      return base + 2 * (std::min(1, ppn - 1) * intra_lat + (ppn - 1) * t.collnet_arity_us) + inter_lat;
     case kCollNetChain:
-      lat += 2 * (ppn - 1) * intra_lat + inter_lat;
-      break;
+      return base + 2 * (ppn - 1) * intra_lat + inter_lat;
     case kNvls:
-      if (t.nvls_latency_from_hw)
-        lat = intra_lat + (nodes > 1 ? inter_lat : 0);
-      else
-        lat += nodes > 1 ? t.hw_latency_us[kNetHw][a][p] : 0;
-      break;
+      if (t.nvls_latency_from_hw) return intra_lat + (nodes > 1 ? inter_lat : 0);
+      return base + (nodes > 1 ? t.hw_latency_us[kNetHw][a][p] : 0);
     case kNvlsTree:
-      if (t.nvls_latency_from_hw)
-        lat += intra_lat + 2 * log_nodes * inter_lat;
-      else
-        lat += 2 * (nodes - 1) * t.hw_latency_us[kNetHw][a][p];
-      break;
+      if (t.nvls_latency_from_hw) return base + intra_lat + 2 * log_nodes * inter_lat;
+      return base + 2 * (nodes - 1) * t.hw_latency_us[kNetHw][a][p];
     case kPat:
-      lat = t.pat_base_latency_us + log_nodes * inter_lat / t.pat_inter_latency_divisor + t.pat_latency_per_rank_us * n;
-      break;
+      return t.pat_base_latency_us + log_nodes * inter_lat / t.pat_inter_latency_divisor +
+             t.pat_latency_per_rank_us * n;
   }
-  e.latency_us = lat;
+  return base;
+}
+
+}  // namespace
+
+bool is_network(LinkClass c) {
+  return c == LinkClass::Rdma || c == LinkClass::Tcp || c == LinkClass::Efa || c == LinkClass::Tcpx ||
+         c == LinkClass::Fabric;
+}
+
+int log2i(Bytes n) {
+  int l = -1;
+  while (n > 0) n >>= 1, ++l;
+  return l;
+}
+
+Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+  Evaluation e;
+  if (m.ranks < 2 || !applies(a, p, op, m, lib, t)) return e;
+  e.algbw_GBps = bus_bandwidth_GBps(a, p, op, m, lib, t) * algbw_ratio(a, op, m, t);
+  e.latency_us = latency_us(a, p, op, m, lib, t);
   e.applicable = e.algbw_GBps > 0;
   return e;
 }

@@ -1,7 +1,7 @@
 // Ring collectives generated once per orbit of a symmetry: when rotating the ring by `positions` (or mapping each
 // channel onto the next) is an automorphism of the schedule and of the topology's routes, every flow of an orbit
 // does exactly what its representative does, shifted, and the flow engine simulates the representatives alone
-// (sim/engine/symmetry.hpp finds the symmetry, checks it on the links, and falls back to the full schedule).
+// (sim/network/symmetry.hpp finds the symmetry, checks it on the links, and falls back to the full schedule).
 #pragma once
 
 #include <vector>

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "sim/collective/schedule.hpp"
-#include "sim/engine/network.hpp"
+#include "sim/network/network.hpp"
 
 namespace commsim {
 

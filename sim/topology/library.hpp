@@ -36,7 +36,7 @@ struct CommLibrary {
   bool nvls = false;     // NVLink SHARP: NVSwitch gen3+ reduces in the switch (NCCL's NVLS algorithms)
   bool collnet = false;  // SHARP in the network switches (NCCL's CollNet algorithms)
   int sms = 0;           // streaming multiprocessors per GPU: a collective's channels take SMs from compute
-                         // (sim/training/interference.hpp); 0 = not stated, compute is not slowed
+                         // (sim/step/interference.hpp); 0 = not stated, compute is not slowed
   // Fitted scales by "collective/algorithm/protocol" (e.g. "allreduce/ring/ll128"), from `commsim calibrate
   // --from-nccl-tests`; they replace the library table's fitted scales for this GPU generation.
   std::map<std::string, ModelScale> fitted;

@@ -15,7 +15,7 @@
 
 #include "hw/mpi/task_work.hpp"
 #include "hw/nccl/launch_plan.hpp"
-#include "sim/training/plan.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace commsim {
 namespace {

@@ -20,7 +20,7 @@
 #include "sim/collective/collective.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/statistics.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 
 namespace {
 

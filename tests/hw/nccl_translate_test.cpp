@@ -22,7 +22,7 @@
 
 #include "hw/nccl/launch_plan.hpp"
 #include "sim/core/error.hpp"
-#include "sim/training/plan.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace commsim::nccl {
 namespace {

@@ -13,7 +13,7 @@
 #include "reports/format.hpp"
 #include "reports/result_report.hpp"
 #include "reports/svg.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 #include "tests/reports/test_helpers.hpp"
 
 namespace commsim::reports {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "reports/result_report.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 
 namespace commsim::reports {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "sim/core/json_fields.hpp"
 #include "sim/topology/calibration_band.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim::test {

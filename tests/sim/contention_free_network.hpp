@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/engine/network.hpp"
+#include "sim/network/network.hpp"
 
 namespace commsim::test {
 

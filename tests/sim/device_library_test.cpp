@@ -1,7 +1,7 @@
 // The device library (devices/*.json, compiled in) and scenarios that name a device instead of giving numbers.
-#include "sim/training/device_library.hpp"
+#include "sim/model/device_library.hpp"
 
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim::test {

@@ -15,7 +15,7 @@
 #include <fstream>
 
 #include "sim/collective/nccl_model.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim {

@@ -2,11 +2,11 @@
 // config.json named in its _source_url). For every config the parameter count is derived here from the
 // architecture's formula, must equal the importer's count exactly, and must match the published total within one
 // unit of the published figure's last digit (the published figures are the exact counts rounded).
-#include "sim/training/hf_config.hpp"
+#include "sim/model/hf_config.hpp"
 
 #include <cmath>
 
-#include "sim/training/model_json.hpp"
+#include "sim/model/model_json.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim::test {

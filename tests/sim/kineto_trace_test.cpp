@@ -6,11 +6,11 @@
 //       commsim run --backend mpi scenarios/emulated-tiny.json --cluster --trace F --trace-format kineto
 //   tests/data/trace/ddp-gloo-mlp-small.json recorded with PyTorch by scripts/trace_ddp_gloo.py (see the test)
 //   a trace of a prediction, written and read back here.
-#include "sim/training/kineto_trace.hpp"
+#include "sim/model/kineto_trace.hpp"
 
-#include "sim/training/kineto_export.hpp"
-#include "sim/training/model_json.hpp"
-#include "sim/training/simulation.hpp"
+#include "sim/result/kineto_export.hpp"
+#include "sim/model/model_json.hpp"
+#include "sim/step/simulation.hpp"
 #include "tests/sim/test_util.hpp"
 #include "validate/trace_check.hpp"
 

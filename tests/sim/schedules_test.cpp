@@ -1,12 +1,12 @@
 // DGC's ramp-up and (adaptive) Local SGD's averaging schedule, step by step, as Paddle computes them. Each expected
-// step is derived in the comment above it from the formulas in sim/training/schedules.cpp, which cite the Paddle
+// step is derived in the comment above it from the formulas in sim/scenario/schedules.cpp, which cite the Paddle
 // source they were read from:
 //   DGC (paddle/phi/kernels/gpu/dgc_kernel.cu, get_period_sparcity): dense while step < rampup_begin_step, then
 //     sparsity[min(len - 1, int((step - rampup_begin_step) * len / rampup_step))]; Paddle's DGC counter starts at 0.
 //   Local SGD (python/paddle/distributed/fleet/meta_optimizers/localsgd_optimizer.py): Paddle step p = s + 1;
 //     average when p <= begin_step or p - last_step == k; last_step starts at begin_step (plain) or 0 (adaptive);
 //     adaptive k starts at init_k_steps and is recomputed, clamped to [1, 16], only when it averages.
-#include "sim/training/schedules.hpp"
+#include "sim/scenario/schedules.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-// The one aggregation (sim/training/step_metrics.hpp): task intervals -> step breakdown -> steady state -> Result.
-#include "sim/training/step_metrics.hpp"
+// The one aggregation (sim/result/step_metrics.hpp): task intervals -> step breakdown -> steady state -> Result.
+#include "sim/result/step_metrics.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-// The flow engine over a symmetry's quotient (sim/engine/symmetry.hpp) against the full schedule. Why the results
+// The flow engine over a symmetry's quotient (sim/network/symmetry.hpp) against the full schedule. Why the results
 // must be identical: when sigma maps every ring edge's route onto its image's (checked link by link), the full
 // simulation is invariant under sigma, so the m images of each flow start, share and finish in the same picosecond
 // as their representative, and a link of an orbit carries exactly the images the quotient counts on it. Any
 // difference would be a bug in the quotient (weights, orbit sizes, the representatives' dependencies), so the
 // makespans, being whole picoseconds, are compared with ==, and so are the bytes per link class (sums of whole
 // bytes, exact in a double). Busy time is a sum of seconds in another order: equal to 1e-12 relative.
-#include "sim/engine/symmetry.hpp"
+#include "sim/network/symmetry.hpp"
 
 #include <filesystem>
 

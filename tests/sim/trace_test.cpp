@@ -1,18 +1,18 @@
-// Traces (sim/training/trace.hpp): the steps and ranks asked for, the slow rank under its own id, the details of
+// Traces (sim/result/trace.hpp): the steps and ranks asked for, the slow rank under its own id, the details of
 // each event and the flows from a bucket's gradient computations to its collective; `--json -` / `--trace -`.
 //
 // scenarios/emulated-tiny.json: mlp-small (fc1 401 408 + 512, fc2 262 144 + 512, fc3 5 120 + 10 elements) on
 // 2 nodes x 2 ranks, two buckets on two streams. Bucket 0 holds fc3.bias, fc3.weight, fc2.bias, fc2.weight (backward
 // order): 267 786 elements = 1 071 144 bytes of fp32, its gradients made by "bwd fc3" and "bwd fc2"; bucket 1
 // holds fc1's two tensors, made by "bwd fc1".
-#include "sim/training/trace.hpp"
+#include "sim/result/trace.hpp"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim::test {

@@ -15,9 +15,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "sim/training/plan.hpp"
-#include "sim/training/simulation.hpp"
-#include "sim/training/step_simulator.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/step/simulation.hpp"
+#include "sim/step/step_simulator.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim {

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 #include "tests/validate/test_helpers.hpp"
 #include "validate/calibration.hpp"
 #include "validate/suite.hpp"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "sim/training/simulation.hpp"
+#include "sim/step/simulation.hpp"
 #include "tests/validate/test_helpers.hpp"
 #include "validate/calibration.hpp"
 #include "validate/suite.hpp"

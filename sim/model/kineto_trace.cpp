@@ -1,0 +1,374 @@
+#include "sim/model/kineto_trace.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "sim/core/json_fields.hpp"
+
+namespace commsim {
+namespace {
+
+constexpr double kUs = 1e-6;  // Chrome trace times are microseconds
+// Spans that touch (one ends where the next begins) may overlap by a rounding error of their microsecond times:
+// nesting is decided with this slack (1 ns, below any profiler's resolution).
+constexpr double kSlack_s = 1e-9;
+const std::string kModulePrefix = "nn.Module: ";
+const std::string kBackwardPrefix = "autograd::engine::evaluate_function: ";
+
+struct Span {
+  std::size_t event = 0;  // index in traceEvents
+  std::string name, cat;
+  std::int64_t pid = 0, tid = 0;
+  double start_s = 0, end_s = 0;
+  const Json* args = nullptr;
+};
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// c10::ScalarType names as record_param_comms writes them ("dtype"), and their sizes.
+int dtype_bytes(const std::string& dtype) {
+  static const std::map<std::string, int> sizes{{"Float", 4}, {"Half", 2}, {"BFloat16", 2},      {"Double", 8},
+                                                {"Int", 4},   {"Long", 8}, {"Short", 2},         {"Byte", 1},
+                                                {"Char", 1},  {"Bool", 1}, {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}};
+  const auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+// A thread id may be a number or a string ("stream 7" in some exports); only equality matters.
+std::int64_t id_of(const Json* v) {
+  if (!v) return 0;
+  if (v->is_number_integer()) return v->get<std::int64_t>();
+  return static_cast<std::int64_t>(std::hash<std::string>{}(v->dump()));
+}
+
+std::vector<Span> complete_events(const Json& events, const std::string& path) {
+  std::vector<Span> spans;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const std::string where = "traceEvents[" + std::to_string(i) + "]";
+    if (!events[i].is_object()) throw InputError(path, where, "an event must be a JSON object");
+    const Json& e = events[i];
+    if (!e.contains("ph") || e.at("ph") != "X") continue;  // metadata, flows, counters, instants
+    JsonFields f(e, path, where);
+    Span s;
+    s.event = i;
+    s.name = f.string("name");
+    s.cat = f.string_or("cat", "");
+    const double ts = f.number("ts");
+    const double dur = f.number("dur");
+    if (dur < 0) f.fail("dur", "must be >= 0");
+    s.start_s = ts * kUs;
+    s.end_s = (ts + dur) * kUs;
+    s.pid = id_of(e.contains("pid") ? &e.at("pid") : nullptr);
+    s.tid = id_of(e.contains("tid") ? &e.at("tid") : nullptr);
+    if (e.contains("args")) {
+      if (!e.at("args").is_object()) f.fail("args", "must be an object");
+      s.args = &e.at("args");
+    }
+    spans.push_back(std::move(s));
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.start_s != b.start_s ? a.start_s < b.start_s : a.end_s > b.end_s;  // parents before children
+  });
+  return spans;
+}
+
+const Json* arg(const Span& s, const std::string& key) {
+  return s.args && s.args->contains(key) ? &s.args->at(key) : nullptr;
+}
+
+std::uint64_t count_arg(const Span& s, const std::string& key, const std::string& path) {
+  const Json* v = arg(s, key);
+  if (!v || !v->is_number_integer() || v->get<std::int64_t>() < 0)
+    throw InputError(path, "traceEvents[" + std::to_string(s.event) + "].args." + key,
+                     v ? "must be a non-negative integer" : "missing: the collective's size is needed");
+  return v->get<std::uint64_t>();
+}
+
+TracedCollective collective_of(const Span& s, const std::string& path) {
+  TracedCollective c;
+  const std::string where = "traceEvents[" + std::to_string(s.event) + "].args.";
+  const Json* name = arg(s, "Collective name");
+  const Json* dtype = arg(s, "dtype");
+  if (!name || !name->is_string()) throw InputError(path, where + "Collective name", "missing (a string)");
+  if (!dtype || !dtype->is_string()) throw InputError(path, where + "dtype", "missing (a string)");
+  c.name = name->get<std::string>();
+  c.dtype = dtype->get<std::string>();
+  c.bytes_per_element = dtype_bytes(c.dtype);
+  if (c.bytes_per_element == 0) throw InputError(path, where + "dtype", "unknown dtype \"" + c.dtype + "\"");
+  c.elements = std::max(count_arg(s, "In msg nelems", path), count_arg(s, "Out msg nelems", path));
+  const Json* group = arg(s, "Group size");
+  c.group_size = group && group->is_number_integer() ? group->get<int>() : 0;
+  c.start_s = s.start_s;
+  c.duration_s = s.end_s - s.start_s;
+  return c;
+}
+
+double union_within(std::vector<std::pair<double, double>> spans, double from, double to) {
+  std::sort(spans.begin(), spans.end());
+  double covered = 0, reach = from;
+  for (auto [a, b] : spans) {
+    a = std::max(a, reach);
+    b = std::min(b, to);
+    if (b > a) covered += b - a, reach = b;
+  }
+  return covered;
+}
+
+bool is_nccl_kernel(const Span& s) {
+  return s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") || starts_with(s.name, "ncclKernel_"));
+}
+
+// The collectives of the traced steps. Durations: NCCL kernels when there are any; else the gloo work spans
+// ("gloo:all_reduce", on gloo's threads), which run the collective where record_param_comms only enqueues it; else
+// record_param_comms (the MPI backend's traces, whose spans cover the collective). Sizes: from the args of the
+// same span, or for gloo of the n-th record_param_comms span; a trace without them (PyTorch before 2.1, or without
+// Kineto) leaves the size unknown (0).
+template <typename StepOf>
+void add_collectives(const std::vector<Span>& spans, const std::string& path, const StepOf& step_of,
+                     KinetoTrace& trace) {
+  bool nccl = false, gloo = false;
+  for (const Span& s : spans) {
+    nccl |= is_nccl_kernel(s);
+    gloo |= starts_with(s.name, "gloo:");
+  }
+  trace.collective_source = nccl ? "nccl kernels" : gloo ? "gloo work spans" : "record_param_comms";
+  std::vector<const Span*> described;  // record_param_comms, in time order (gloo sizes)
+  for (const Span& s : spans)
+    if (s.name == "record_param_comms" && step_of(s.start_s) >= 0) described.push_back(&s);
+  std::size_t next_described = 0;
+  for (const Span& s : spans) {
+    const int step = step_of(s.start_s);
+    const bool take = nccl ? is_nccl_kernel(s) : gloo ? starts_with(s.name, "gloo:") : s.name == "record_param_comms";
+    if (!take || step < 0) continue;
+    TracedCollective c;
+    if (!gloo) {
+      c = collective_of(s, path);
+    } else if (next_described < described.size()) {
+      c = collective_of(*described[next_described++], path);
+    } else {
+      c.name = s.name.substr(5);  // size not in the trace
+      c.bytes_per_element = 0;
+    }
+    c.start_s = s.start_s;
+    c.duration_s = s.end_s - s.start_s;
+    c.step = step;
+    trace.collectives.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
+double KinetoTrace::mean_step_s() const {
+  double sum = 0;
+  for (const TracedStep& s : steps) sum += s.duration_s;
+  return sum / static_cast<double>(steps.size());
+}
+
+double KinetoTrace::mean_exposed_comm_s() const {
+  double sum = 0;
+  for (const TracedStep& s : steps) sum += std::max(0.0, s.duration_s - s.compute_s);
+  return sum / static_cast<double>(steps.size());
+}
+
+std::size_t KinetoTrace::collectives_per_step() const {
+  return static_cast<std::size_t>(
+      std::count_if(collectives.begin(), collectives.end(), [](const TracedCollective& c) { return c.step == 0; }));
+}
+
+double KinetoTrace::mean_collective_s(std::size_t index) const {
+  std::vector<std::size_t> seen(steps.size(), 0);
+  double sum = 0;
+  int n = 0;
+  for (const TracedCollective& c : collectives)
+    if (seen[static_cast<std::size_t>(c.step)]++ == index) sum += c.duration_s, ++n;
+  return n ? sum / n : 0;
+}
+
+namespace {
+
+// The complete events of the document read from `path` (the spans point into it): Kineto's {"traceEvents": [...]},
+// or the bare array of events that builds without Kineto (the legacy profiler, e.g. Debian's python3-torch 1.13)
+// write, without categories or args.
+std::vector<Span> trace_spans(const Json& root, const std::string& path) {
+  if (!root.is_object() && !root.is_array())
+    throw InputError(path, "", "a profiler trace is a JSON object with traceEvents (or the legacy array of events)");
+  if (root.is_array()) return complete_events(root, path);
+  JsonFields top(root, path, "");
+  return complete_events(top.array("traceEvents"), path);
+}
+
+// The "ProfilerStep#N" spans as the trace's steps; returns the first of them (its thread runs the steps).
+const Span& add_steps(const std::vector<Span>& spans, const std::string& path, KinetoTrace& trace) {
+  const Span* main_thread = nullptr;
+  for (const Span& s : spans)
+    if (starts_with(s.name, "ProfilerStep#")) {
+      trace.steps.push_back({s.name, s.start_s, s.end_s - s.start_s, 0});
+      main_thread = main_thread ? main_thread : &s;
+    }
+  if (!main_thread)
+    throw InputError(path, "traceEvents",
+                     "no \"ProfilerStep#N\" span (profile with a schedule and call prof.step() every step)");
+  return *main_thread;
+}
+
+// The step a time falls in (the last one starting at or before it), -1 before the first.
+struct StepOf {
+  const KinetoTrace& trace;
+  int operator()(double t) const {
+    int k = -1;
+    for (std::size_t i = 0; i < trace.steps.size() && trace.steps[i].start_s <= t; ++i) k = static_cast<int>(i);
+    return k;
+  }
+};
+
+// Leaf modules: module spans inside a step with no module span inside them on the same thread.
+std::vector<const Span*> leaf_modules(const std::vector<Span>& spans, const StepOf& step_of) {
+  std::vector<const Span*> modules;
+  for (const Span& s : spans)
+    if (starts_with(s.name, kModulePrefix)) modules.push_back(&s);
+  std::vector<const Span*> leaves;
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    bool leaf = true;
+    for (std::size_t j = i + 1; j < modules.size() && modules[j]->start_s < modules[i]->end_s - kSlack_s; ++j)
+      leaf &= !(modules[j]->tid == modules[i]->tid && modules[j]->pid == modules[i]->pid &&
+                modules[j]->end_s <= modules[i]->end_s + kSlack_s);
+    if (leaf && step_of(modules[i]->start_s) >= 0) leaves.push_back(modules[i]);
+  }
+  return leaves;
+}
+
+// The leaf modules' forward times (mean per step) into trace.modules and their spans into `compute`; returns the
+// module of each forward op's "Sequence number", by which backward ops find their module.
+std::map<std::int64_t, std::size_t> add_forward_modules(const std::vector<Span>& spans,
+                                                        const std::vector<const Span*>& leaves, KinetoTrace& trace,
+                                                        std::vector<std::pair<double, double>>& compute) {
+  const double steps = static_cast<double>(trace.steps.size());
+  std::map<std::string, std::size_t> module_index;
+  std::map<std::int64_t, std::size_t> module_of_sequence;
+  for (const Span* m : leaves) {
+    const std::string name = m->name.substr(kModulePrefix.size());
+    auto [it, added] = module_index.try_emplace(name, trace.modules.size());
+    if (added) trace.modules.push_back({name, 0, 0, -1});
+    trace.modules[it->second].forward_s += (m->end_s - m->start_s) / steps;
+    compute.push_back({m->start_s, m->end_s});
+    // Forward ops inside this module on its thread (spans are sorted by start).
+    auto first =
+        std::lower_bound(spans.begin(), spans.end(), m->start_s, [](const Span& x, double t) { return x.start_s < t; });
+    for (auto it_span = first; it_span != spans.end() && it_span->start_s <= m->end_s; ++it_span) {
+      const Span& s = *it_span;
+      const Json* seq = arg(s, "Sequence number");
+      if (s.tid == m->tid && s.pid == m->pid && seq && seq->is_number_integer() && s.end_s <= m->end_s + kSlack_s)
+        module_of_sequence.try_emplace(seq->get<std::int64_t>(), it->second);
+    }
+  }
+  return module_of_sequence;
+}
+
+// Backward ops into their modules' backward times; with GPU kernels, the non-NCCL kernels are the compute, else
+// the backward ops are. Returns whether the trace has GPU kernels.
+bool add_backward_and_kernels(const std::vector<Span>& spans, const StepOf& step_of,
+                              const std::map<std::int64_t, std::size_t>& module_of_sequence, KinetoTrace& trace,
+                              std::vector<std::pair<double, double>>& compute) {
+  const double steps = static_cast<double>(trace.steps.size());
+  bool gpu_kernels = false;
+  for (const Span& s : spans) gpu_kernels |= s.cat == "kernel";
+  for (const Span& s : spans) {
+    if (step_of(s.start_s) < 0) continue;
+    const bool nccl =
+        s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") || starts_with(s.name, "ncclKernel_"));
+    if (starts_with(s.name, kBackwardPrefix)) {
+      const Json* seq = arg(s, "Sequence number");
+      if (seq && seq->is_number_integer()) {
+        auto it = module_of_sequence.find(seq->get<std::int64_t>());
+        if (it != module_of_sequence.end()) {
+          TracedModule& module = trace.modules[it->second];
+          module.backward_s += (s.end_s - s.start_s) / steps;
+          if (step_of(s.start_s) == 0) module.first_backward_end_s = std::max(module.first_backward_end_s, s.end_s);
+        }
+      }
+      if (!gpu_kernels) compute.push_back({s.start_s, s.end_s});
+    } else if (gpu_kernels && s.cat == "kernel" && !nccl) {
+      compute.push_back({s.start_s, s.end_s});
+    }
+  }
+  return gpu_kernels;
+}
+
+}  // namespace
+
+KinetoTrace read_kineto_trace(const std::string& path) {
+  const Json root = read_json_file(path);
+  const std::vector<Span> spans = trace_spans(root, path);
+  KinetoTrace trace;
+  const Span& main_thread = add_steps(spans, path, trace);
+  const StepOf step_of{trace};
+  const std::vector<const Span*> leaves = leaf_modules(spans, step_of);
+  std::vector<std::pair<double, double>> compute;
+  const auto module_of_sequence = add_forward_modules(spans, leaves, trace, compute);
+  const bool gpu_kernels = add_backward_and_kernels(spans, step_of, module_of_sequence, trace, compute);
+  // Without kernels and without module spans (a legacy CPU trace), compute is what the steps' thread runs, less the
+  // communication calls on it: the gaps are waits.
+  if (!gpu_kernels && leaves.empty())
+    for (const Span& s : spans)
+      if (s.tid == main_thread.tid && s.pid == main_thread.pid && step_of(s.start_s) >= 0 &&
+          !starts_with(s.name, "ProfilerStep#") && !starts_with(s.name, "c10d::") && !starts_with(s.name, "gloo:") &&
+          s.name != "record_param_comms")
+        compute.push_back({s.start_s, s.end_s});
+  add_collectives(spans, path, step_of, trace);
+  for (TracedStep& st : trace.steps) st.compute_s = union_within(compute, st.start_s, st.start_s + st.duration_s);
+  return trace;
+}
+
+Model model_from_trace(const KinetoTrace& trace, const std::string& path, const std::string& name, int batch) {
+  if (trace.modules.empty())
+    throw InputError(path, "traceEvents",
+                     "no \"nn.Module: NAME\" span (profile with with_stack=True or with_modules=True)");
+  if (trace.collectives_per_step() == 0)
+    throw InputError(path, "traceEvents", "the first step has no collective (NCCL kernel or record_param_comms)");
+  for (const TracedCollective& c : trace.collectives)
+    if (c.elements == 0)
+      throw InputError(path, "traceEvents",
+                       "the collectives' sizes are not in the trace (record_param_comms args: PyTorch 2.1 or later, "
+                       "with Kineto)");
+  Model m;
+  m.name = name.empty() ? std::filesystem::path(path).stem().string() : name;
+  m.source = "PyTorch profiler trace " + std::filesystem::path(path).filename().string() + ", " +
+             std::to_string(trace.steps.size()) + " steps; collectives from " + trace.collective_source +
+             "; imported by commsim model from-trace";
+  m.sample = batch == 1 ? "the traced batch (times are per batch: simulate with batch_per_gpu 1)"
+                        : "one of the " + std::to_string(batch) + " samples of the traced batch";
+  m.description = "Measured: forward and backward time per leaf module (mean over the traced steps" +
+                  (batch == 1 ? std::string(")") : ", divided by " + std::to_string(batch) + " samples)") +
+                  "; gradients as the trace communicates them, one tensor per collective of the first step, on the " +
+                  "layer whose backward had ended when it started (simulate with fusion none to keep these buckets).";
+  for (const TracedModule& t : trace.modules) {
+    Layer l;
+    l.name = t.name;
+    l.forward_s_per_sample = t.forward_s / batch;
+    l.backward_s_per_sample = t.backward_s / batch;
+    m.layers.push_back(l);
+  }
+  // Each collective's gradients: the layer whose backward ended last before the collective started (backward runs
+  // in reverse forward order, so that is the lowest forward index among the layers already done).
+  std::vector<std::vector<int>> buckets_of_layer(m.layers.size());
+  int k = 0;
+  for (const TracedCollective& c : trace.collectives) {
+    if (c.step != 0) continue;
+    std::size_t layer = m.layers.size() - 1;
+    for (std::size_t i = m.layers.size(); i-- > 0;) {
+      const double end = trace.modules[i].first_backward_end_s;
+      if (end >= 0 && end <= c.start_s) layer = i;
+    }
+    buckets_of_layer[layer].push_back(k++);
+  }
+  for (std::size_t l = 0; l < m.layers.size(); ++l)
+    for (auto it = buckets_of_layer[l].rbegin(); it != buckets_of_layer[l].rend(); ++it) {
+      m.layers[l].tensors.push_back(static_cast<int>(m.tensors.size()));
+      const std::uint64_t elements = trace.collectives[static_cast<std::size_t>(*it)].elements;
+      m.tensors.push_back({"bucket." + std::to_string(*it), elements, static_cast<int>(l), {}});
+    }
+  return m;
+}
+
+}  // namespace commsim

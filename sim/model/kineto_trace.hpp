@@ -1,0 +1,71 @@
+// PyTorch profiler (Kineto) Chrome traces: what `torch.profiler.profile(...).export_chrome_trace()` writes for one
+// rank, read for `commsim model from-trace` and `commsim validate --trace` (docs/model-format.md, "From a profiler
+// trace"). What is read, with the names PyTorch gives it:
+//   - steps: "ProfilerStep#N" spans (cat user_annotation; cpu_op in older releases), one per prof.step();
+//   - forward per module: "nn.Module: NAME" spans (cat python_function, with_stack=True / with_modules=True); the
+//     innermost (leaf) modules are the layers;
+//   - backward per module: "autograd::engine::evaluate_function: ..." cpu_op spans, joined to the module whose
+//     forward op carried the same "Sequence number" arg (how autograd links the two in the profiler);
+//   - collectives: NCCL kernels (cat kernel, "ncclDevKernel_*" / "ncclKernel_*") where there are any, otherwise the
+//     "record_param_comms" cpu_op spans (CPU process groups); sizes from their args "Collective name",
+//     "In msg nelems", "Out msg nelems", "dtype", "Group size" (torch/csrc/profiler/util.h kCommsName ... kGroupSize;
+//     libkineto/src/output_json.cpp copies them from record_param_comms onto the NCCL kernel).
+// Times in the trace are microseconds (ts, dur); here seconds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/model/model.hpp"
+
+namespace commsim {
+
+struct TracedModule {
+  std::string name;                  // as in the trace, without "nn.Module: "
+  double forward_s = 0;              // per step, mean over the traced steps
+  double backward_s = 0;             // per step, mean
+  double first_backward_end_s = -1;  // when its backward ended in the first step (-1: it has none)
+};
+
+struct TracedCollective {
+  std::string name;            // "Collective name" (allreduce, _allgather_base, ...)
+  std::string dtype;           // "Float", "BFloat16", ...
+  std::uint64_t elements = 0;  // max(In msg nelems, Out msg nelems)
+  int bytes_per_element = 4;
+  int group_size = 0;
+  int step = 0;  // index into KinetoTrace::steps
+  double start_s = 0, duration_s = 0;
+};
+
+struct TracedStep {
+  std::string name;  // ProfilerStep#N
+  double start_s = 0, duration_s = 0;
+  double compute_s = 0;  // union of the step's compute spans
+};
+
+struct KinetoTrace {
+  std::vector<TracedStep> steps;              // in time order
+  std::vector<TracedModule> modules;          // leaf modules, forward order of the first step
+  std::vector<TracedCollective> collectives;  // every traced step, in time order
+  std::string collective_source;              // "nccl kernels" or "record_param_comms"
+
+  double mean_step_s() const;
+  // Step time minus compute, per step, mean: the simulator's exposed communication (Result::exposed_comm_s).
+  double mean_exposed_comm_s() const;
+  // The n-th collective of every step, mean duration; collectives_per_step() of them (the first step's count).
+  std::size_t collectives_per_step() const;
+  double mean_collective_s(std::size_t index) const;
+};
+
+// Reads a trace; a trace without steps, or a collective without its size, is an InputError naming the file and the
+// event's field (traceEvents[i].args.In msg nelems).
+KinetoTrace read_kineto_trace(const std::string& path);
+
+// A model with measured times: one layer per leaf module (forward_s, backward_s per sample = per-step time / batch),
+// and the gradients as the trace communicates them: one tensor per collective of the first step ("bucket.K", its
+// element count), attached to the layer whose backward had ended last when that collective started (so the same
+// bucket size re-creates the same buckets). Needs at least one module and one collective.
+Model model_from_trace(const KinetoTrace& trace, const std::string& path, const std::string& name, int batch = 1);
+
+}  // namespace commsim

@@ -1,0 +1,87 @@
+#include "sim/model/model.hpp"
+
+#include "sim/core/json_document_cache.hpp"
+#include "sim/core/json_fields.hpp"
+
+namespace commsim {
+
+std::uint64_t Model::parameters() const {
+  std::uint64_t total = 0;
+  for (const Tensor& t : tensors) total += t.elements;
+  return total;
+}
+
+namespace {
+
+// A tensor's shape: positive dimensions whose product is its element count.
+std::vector<std::uint64_t> read_shape(JsonFields& p, std::uint64_t elements) {
+  const Json& dims = p.array("shape");
+  std::vector<std::uint64_t> shape;
+  std::uint64_t product = 1;
+  for (const Json& d : dims) {
+    if (!d.is_number_integer() || d.get<std::int64_t>() < 1 || d.get<std::int64_t>() > (std::int64_t{1} << 50))
+      p.fail("shape", "every dimension must be an integer in [1, 2^50]");
+    shape.push_back(d.get<std::uint64_t>());
+    if (product > (std::uint64_t{1} << 50) / shape.back()) p.fail("shape", "the dimensions multiply past 2^50");
+    product *= shape.back();
+  }
+  if (shape.empty() || product != elements)
+    p.fail("shape",
+           "the dimensions multiply to " + std::to_string(product) + ", not elements = " + std::to_string(elements));
+  return shape;
+}
+
+}  // namespace
+
+Model load_model(const std::string& path) {
+  const std::shared_ptr<const Json> document = read_json_document(path);  // shared within a grid evaluation
+  const Json& root = *document;
+  JsonFields top(root, path, "");
+  Model model;
+  model.name = top.string("name");
+  model.source = top.string("source");
+  model.description = top.string_or("description", "");
+  model.sample = top.string_or("sample", "");
+  const Json& layers = top.array("layers");
+  if (layers.empty()) top.fail("layers", "a model needs at least one layer");
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    JsonFields f(layers[i], path, "layers[" + std::to_string(i) + "]");
+    Layer layer;
+    layer.name = f.string("name");
+    layer.forward_flops_per_sample = f.number_or("forward_flops_per_sample", 0);
+    if (layer.forward_flops_per_sample < 0) f.fail("forward_flops_per_sample", "must be >= 0");
+    layer.backward_flops_per_sample = f.number_or("backward_flops_per_sample", 2 * layer.forward_flops_per_sample);
+    if (layer.backward_flops_per_sample < 0) f.fail("backward_flops_per_sample", "must be >= 0");
+    // Measured times, when given, replace the FLOP-derived ones; absent is -1 (Layer), never a negative input.
+    layer.forward_s_per_sample = f.has("forward_s") ? f.duration_s("forward_s") : -1;
+    layer.backward_s_per_sample = f.has("backward_s") ? f.duration_s("backward_s") : -1;
+    const Json& params = f.array("params");
+    for (std::size_t j = 0; j < params.size(); ++j) {
+      JsonFields p(params[j], path, f.field_path("params[" + std::to_string(j) + "]"));
+      Tensor t{p.string("name"),
+               static_cast<std::uint64_t>(p.integer("elements", 1, std::int64_t{1} << 50)),
+               static_cast<int>(i),
+               {}};
+      if (p.has("shape")) t.shape = read_shape(p, t.elements);
+      p.reject_unknown();
+      layer.tensors.push_back(static_cast<int>(model.tensors.size()));
+      model.tensors.push_back(t);
+    }
+    f.reject_unknown();
+    model.layers.push_back(layer);
+  }
+  const std::uint64_t declared =
+      static_cast<std::uint64_t>(top.integer_or("total_parameters", 0, 0, std::int64_t{1} << 50));
+  if (declared && declared != model.parameters())
+    top.fail("total_parameters", std::to_string(declared) + " does not match the sum of the tensors, " +
+                                     std::to_string(model.parameters()));
+  const auto tensors = top.integer_or("parameter_tensors", 0, 0, 1 << 30);
+  if (tensors && static_cast<std::size_t>(tensors) != model.tensors.size())
+    top.fail("parameter_tensors", std::to_string(tensors) + " does not match the " +
+                                      std::to_string(model.tensors.size()) + " tensors listed");
+  top.reject_unknown();
+  if (model.tensors.empty()) top.fail("layers", "the model has no parameter tensors");
+  return model;
+}
+
+}  // namespace commsim

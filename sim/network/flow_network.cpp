@@ -1,0 +1,180 @@
+// The flow network's events: flows start on their routes, enter their links after the path latency, and leave them
+// when delivered; every change marks its links for the recompute of that instant (flow_rates.cpp).
+#include "sim/network/flow_network.hpp"
+
+#include <algorithm>
+
+#include "sim/core/error.hpp"
+#include "sim/core/limits.hpp"
+
+namespace commsim {
+namespace flow_detail {
+
+// The link bookkeeping is inline: called from this file only, on every flow's every link.
+
+FlowNetwork::FlowNetwork(const Topology& topology, EventQueue& queue, const LinkQuotient* quotient)
+    : topology_(topology), queue_(queue), quotient_(quotient) {
+  const std::size_t link_count = topology.link_count();
+  links_.resize(link_count);
+  link_class_.resize(link_count);
+  busy_since_.resize(link_count);
+  part_mark_.resize(link_count);
+  spilled_flows_.resize(link_count);
+  component_mark_.resize(link_count);
+  route_cache_.resize(static_cast<std::size_t>(topology.ranks()));
+  // Each link's capacity and class, read once: Topology::link() computes them from the id (a division per call).
+  for (std::size_t l = 0; l < link_count; ++l) {
+    const LinkParams& p = topology.link(static_cast<LinkId>(l));
+    links_[l].capacity = p.effective_Bps();
+    link_class_[l] = static_cast<std::uint8_t>(p.link_class);
+  }
+}
+
+void FlowNetwork::start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) {
+  std::uint32_t id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else {
+    id = static_cast<std::uint32_t>(flows_.size());
+    flows_.emplace_back();
+    route_links_.resize(flows_.size() * route_stride_);
+    if (quotient_) route_weights_.resize(route_links_.size());
+  }
+  const CachedRoute& route = route_from(src, dst);
+  if (route.links.size() > route_stride_) widen_routes(route.links.size());
+  Flow& f = flows_[id];
+  std::copy(route.links.begin(), route.links.end(), route_links_.begin() + std::ptrdiff_t(id * route_stride_));
+  if (quotient_)
+    std::copy(route.weights.begin(), route.weights.end(), route_weights_.begin() + std::ptrdiff_t(id * route_stride_));
+  f.hops = static_cast<std::uint32_t>(route.links.size());
+  f.remaining = bytes;
+  f.rate = 0;
+  f.listener = listener;
+  f.tag = tag;
+  ++f.version;
+  // Every link of an orbit carries weight images of the flow: weight x orbit size crossings in all.
+  for (std::uint32_t h = 0; h < f.hops; ++h) {
+    const LinkId l = links_of(id)[h];
+    usage_.bytes[link_class_[l]] += quotient_ ? bytes * weight(id, h) * quotient_->orbit_size[l] : bytes;
+  }
+  queue_.schedule(add_ps(queue_.now(), route.latency_ps), this, payload(kEnter, id, f.version));
+}
+
+void FlowNetwork::on_event(std::uint64_t p) {
+  const auto kind = static_cast<EventKind>(p & 3);
+  const auto id = static_cast<std::uint32_t>((p >> 2) & 0xffffffffu);
+  const auto version = static_cast<std::uint32_t>(p >> 34);
+  if (kind == kRecompute) return recompute();
+  Flow& f = flows_[id];
+  if ((f.version & 0x3fffffffu) != version) return;  // superseded completion (the rate changed since)
+  if (kind == kEnter) {
+    f.last_update = queue_.now();
+    if (f.remaining <= 0) return finish(id);
+    for (std::uint32_t h = 0; h < f.hops; ++h) {
+      add_flow(links_of(id)[h], id, weight(id, h));
+      mark_dirty(links_of(id)[h]);
+    }
+    f.rate = 0;  // set by the recompute of this instant
+    return;
+  }
+  for (std::uint32_t h = 0; h < f.hops; ++h) {
+    remove_flow(links_of(id)[h], id, weight(id, h));
+    mark_dirty(links_of(id)[h]);
+  }
+  finish(id);
+}
+
+inline void FlowNetwork::add_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
+  LinkState& link = links_[l];
+  link.load += weight;
+  if (link.flow_count == 0) {
+    link.only_flow = id;
+    busy_since_[l] = queue_.now();
+  } else {
+    std::vector<std::uint32_t>& spilled = spilled_flows_[l];
+    if (link.flow_count == 1) spilled.assign(1, link.only_flow);
+    spilled.push_back(id);
+  }
+  ++link.flow_count;
+}
+
+inline void FlowNetwork::remove_flow(LinkId l, std::uint32_t id, std::int32_t weight) {
+  LinkState& link = links_[l];
+  link.load -= weight;
+  if (link.flow_count == 1) {
+    COMMSIM_CHECK(link.only_flow == id, "flow missing from its link");
+  } else {
+    std::vector<std::uint32_t>& spilled = spilled_flows_[l];
+    auto it = std::find(spilled.begin(), spilled.end(), id);
+    COMMSIM_CHECK(it != spilled.end(), "flow missing from its link");
+    *it = spilled.back();
+    spilled.pop_back();
+    if (spilled.size() == 1) link.only_flow = spilled.front();
+  }
+  if (--link.flow_count == 0)
+    usage_.busy_s[link_class_[l]] +=
+        ps_to_seconds(queue_.now() - busy_since_[l]) * (quotient_ ? quotient_->orbit_size[l] : 1);
+}
+
+inline void FlowNetwork::widen_routes(std::size_t stride) {
+  std::vector<LinkId> wider(flows_.size() * stride);
+  std::vector<std::int32_t> wider_weights(quotient_ ? wider.size() : 0);
+  for (std::size_t id = 0; id < flows_.size(); ++id) {
+    const auto from = std::ptrdiff_t(id * route_stride_), to = std::ptrdiff_t(id * stride);
+    std::copy_n(route_links_.begin() + from, flows_[id].hops, wider.begin() + to);
+    if (quotient_) std::copy_n(route_weights_.begin() + from, flows_[id].hops, wider_weights.begin() + to);
+  }
+  route_links_.swap(wider);
+  route_weights_.swap(wider_weights);
+  route_stride_ = stride;
+}
+
+inline void FlowNetwork::to_quotient(std::vector<LinkId>& links) {
+  quotient_weights_.clear();
+  std::size_t kept = 0;
+  for (LinkId l : links) {
+    const LinkId r = quotient_->representative[l];
+    COMMSIM_CHECK(r != kNoLinkInQuotient, "a route leaves the links of the symmetry");
+    const auto seen = std::find(links.begin(), links.begin() + std::ptrdiff_t(kept), r);
+    const std::int32_t images = quotient_->multiplicity / static_cast<std::int32_t>(quotient_->orbit_size[l]);
+    if (seen != links.begin() + std::ptrdiff_t(kept)) {
+      quotient_weights_[std::size_t(seen - links.begin())] += images;
+    } else {
+      links[kept++] = r;
+      quotient_weights_.push_back(images);
+    }
+  }
+  links.resize(kept);
+}
+
+inline void FlowNetwork::finish(std::uint32_t id) {
+  Flow& f = flows_[id];
+  ++f.version;
+  free_.push_back(id);
+  f.listener->on_transfer_done(f.tag);
+}
+
+inline void FlowNetwork::mark_dirty(LinkId l) {
+  dirty_.push_back(l);
+  if (!recompute_pending_) {
+    recompute_pending_ = true;
+    queue_.schedule(queue_.now(), this, payload(kRecompute, 0, 0), 1);
+  }
+}
+
+}  // namespace flow_detail
+
+using flow_detail::FlowNetwork;
+
+std::unique_ptr<NetworkModel> make_quotient_flow_network(const Topology& topology, EventQueue& queue,
+                                                         const LinkQuotient& quotient) {
+  return std::make_unique<FlowNetwork>(topology, queue, &quotient);
+}
+
+std::unique_ptr<NetworkModel> make_flow_network(const Topology& topology, EventQueue& queue) {
+  check_network_size(Fidelity::Flow, topology);
+  return std::make_unique<FlowNetwork>(topology, queue);
+}
+
+}  // namespace commsim

@@ -1,0 +1,216 @@
+// The flow network's state (sim/network/flow_network.cpp: flows entering and leaving links; flow_rates.cpp: their
+// max-min rates), internal to sim/engine: the rest of the program reaches it through make_flow_network (network.hpp).
+// Each transfer is a flow on its route; concurrent flows share every link max-min fairly (progressive filling,
+// Bertsekas & Gallager, "Data Networks" 6.5.2; as SimGrid's lmm solver does). Rates are recomputed only when the set
+// of flows changes, once per timestamp (a class-1 event batches all the changes of that instant), and only over the
+// connected component of links and flows that the changes touch.
+#pragma once
+
+#include <cstring>
+#include <limits>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "sim/network/network.hpp"
+
+namespace commsim::flow_detail {
+
+// Rounds a rate to 40 significant bits. Flows that are symmetric get rates that differ only by the order of
+// floating-point subtractions; snapping makes them equal, so they finish in the same picosecond and one rate update
+// serves them all (a 1e-12 relative change, far below the engine's picosecond quantum for any real transfer).
+// For a positive finite double this is round(ldexp(frexp(rate), 40)) scaled back, done on the bits: dropping the
+// low 13 of the 53 significand bits, rounding half away from zero (a carry moves into the exponent, as it should).
+inline double snap(double rate) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &rate, sizeof bits);
+  bits = (bits + (std::uint64_t{1} << 12)) & ~((std::uint64_t{1} << 13) - 1);
+  std::memcpy(&rate, &bits, sizeof bits);
+  return rate;
+}
+
+constexpr LinkId kNoLink = std::numeric_limits<LinkId>::max();
+
+enum EventKind : std::uint64_t { kEnter = 0, kComplete = 1, kRecompute = 2 };
+inline std::uint64_t payload(EventKind kind, std::uint32_t flow, std::uint32_t version) {
+  return (static_cast<std::uint64_t>(version) << 34) | (static_cast<std::uint64_t>(flow) << 2) | kind;
+}
+
+class FlowNetwork final : public NetworkModel, public EventHandler {
+ public:
+  // With a quotient, flows stand for their orbits (LinkQuotient); without, for themselves.
+  FlowNetwork(const Topology& topology, EventQueue& queue, const LinkQuotient* quotient = nullptr);
+
+  void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) override;
+
+  const LinkUsage& usage() const override { return usage_; }
+
+  void on_event(std::uint64_t p) override;
+
+ private:
+  // The last route from each rank: a ring sends from a rank to the same next rank at every step, so each route is
+  // computed (and mapped to the quotient) once per collective rather than once per transfer.
+  struct CachedRoute {
+    int dst = -1;
+    std::vector<LinkId> links;
+    std::vector<std::int32_t> weights;  // with a quotient
+    TimePs latency_ps = 0;
+  };
+  const CachedRoute& route_from(int src, int dst) {
+    CachedRoute& cached = route_cache_[static_cast<std::size_t>(src)];
+    if (cached.dst == dst) return cached;
+    route_.links.clear();
+    topology_.route(src, dst, route_);
+    if (quotient_) to_quotient(route_.links);
+    cached.dst = dst;
+    cached.links = route_.links;
+    cached.weights = quotient_weights_;
+    cached.latency_ps = seconds_to_ps(route_.cost.latency_s, "path latency");
+    return cached;
+  }
+
+  struct Flow {
+    double remaining = 0;  // bytes not yet sent at last_update
+    double rate = 0;       // bytes/s
+    double new_rate = 0;   // scratch of recompute(): the rate being computed, < 0 while not yet frozen
+    TimePs last_update = 0;
+    std::uint32_t version = 0;
+    std::uint32_t hops = 0;  // links of the route, in route_links_
+    std::uint32_t mark = 0;  // scratch: == the mark of the component or part being gathered when it is in it
+    LinkId own_link = 0;     // scratch: the link that carries it alone with the smallest (capacity, id), if any
+    TransferListener* listener = nullptr;
+    std::uint64_t tag = 0;
+  };
+  static_assert(sizeof(Flow) == 64);
+  // What every event reads of a link, in 32 bytes: the links that one instant touches then stay in cache (a ring
+  // over 8192 GPUs moves 8192 flows at once, over ~50 000 links). The flow list is in place while the link carries
+  // one flow, as most do; with more, all of them are in spilled_flows_[link], in the order they entered.
+  struct LinkState {
+    double capacity = 0;       // effective bandwidth, bytes/s
+    double capacity_left = 0;  // scratch for progressive filling
+    std::uint32_t flow_count = 0;
+    std::uint32_t only_flow = 0;  // the flow, while flow_count == 1
+    std::int32_t unfrozen = 0;    // scratch for progressive filling
+    std::int32_t load = 0;        // flows on it, a representative counting as the images it stands for here
+  };
+  static_assert(sizeof(LinkState) == 32);
+
+  std::span<const std::uint32_t> flows_on(LinkId l) const {
+    const LinkState& link = links_[l];
+    return {link.flow_count <= 1 ? &link.only_flow : spilled_flows_[l].data(), link.flow_count};
+  }
+  void add_flow(LinkId l, std::uint32_t id, std::int32_t weight);
+  // Removes by moving the last flow into the gap (the order progressive filling then visits them in).
+  void remove_flow(LinkId l, std::uint32_t id, std::int32_t weight);
+
+  // A flow's route, stored inline in route_links_ (route_stride_ links per flow slot) rather than in a vector per
+  // flow: recompute() walks the routes of thousands of flows per instant, and this saves a pointer chase each.
+  std::span<const LinkId> links_of(std::uint32_t id) const {
+    return {route_links_.data() + std::size_t{id} * route_stride_, flows_[id].hops};
+  }
+  void widen_routes(std::size_t stride);
+  // Flows on the link, counting each representative as the images it stands for on this link.
+  std::int32_t load(LinkId l) const { return links_[l].load; }
+  // How many images of the flow cross each link of the orbit of its h-th link (1 without a quotient).
+  std::int32_t weight(std::uint32_t id, std::uint32_t h) const {
+    return quotient_ ? route_weights_[std::size_t{id} * route_stride_ + h] : 1;
+  }
+  // Replaces a route by its orbits' representatives, each once, with its weight in quotient_weights_.
+  void to_quotient(std::vector<LinkId>& links);
+
+  // Marks tell gathered links and flows from the others without a pass that clears flags afterwards.
+  std::uint32_t next_mark() {
+    if (++mark_ == 0) {  // wrapped: clear the old marks once
+      for (Flow& f : flows_) f.mark = 0;
+      std::fill(component_mark_.begin(), component_mark_.end(), 0);
+      std::fill(part_mark_.begin(), part_mark_.end(), 0);
+      mark_ = 1;
+    }
+    return mark_;
+  }
+
+  void reset_scratch(LinkId l) {
+    links_[l].capacity_left = links_[l].capacity;
+    links_[l].unfrozen = load(l);
+  }
+
+  // A link may be listed twice in an instant; recompute() gathers it once.
+  void mark_dirty(LinkId l);
+
+  void finish(std::uint32_t id);
+
+  // Max-min rates of the flows that the changes of this instant can affect, then their completion events.
+  void recompute();
+
+  // Gathers the component reachable from the dirty links through shared flows into component_flows_, resetting each
+  // link's scratch for progressive filling as it joins. Progressive filling starts here: a flow alone on every link of
+  // its route gets its route's bottleneck, as progressive filling would give it, without the heap (the common case:
+  // a collective's flows rarely share links). Its links carry nothing else, so it is frozen as soon as it is gathered.
+  // The others go to shared_flows_.
+  void gather_component();
+  void join(LinkId l, std::uint32_t mark);
+  // Joins the flow's links and finds its own link: of the links that carry it alone, the one with the smallest
+  // (capacity, id). Returns whether it shares a link. A link that carries this flow alone has no other flow to
+  // gather: its scratch is reset here, and it stays out of component_links_ (a route is mostly such links).
+  bool gather_flow(std::uint32_t id, std::uint32_t mark);
+
+  // The flows left share links. Fill one connected part of them at a time: the component gathered above is the union
+  // of every part that the changes of this instant touched (thousands of links when a collective's flows change in
+  // step), and a heap per part costs O(log part) per pop instead of O(log union). Parts share no link, so each part
+  // sees the same sequence of saturations, and every rate comes out the same, as with one heap over the union. A part
+  // starts from a flow that no earlier part froze.
+  void fill_shared_parts();
+  // Adds an unfrozen flow and its links to the part. Of the links that carry the flow alone, only its own link can
+  // saturate: the heap pops it before the others (their shares never change), and it freezes the flow if nothing did
+  // before. The others would only be popped and dropped, so they stay out of the heap.
+  void take_into_part(std::uint32_t id, std::uint32_t part, std::size_t& part_flows);
+
+  // New rates take effect now: each flow whose rate changed gets a new completion event (the old one is superseded).
+  void apply_new_rates();
+
+  // Progressive filling over the part in part_links_ (every link of it has an unfrozen flow; part_flows of them):
+  // repeatedly saturate the link with the smallest fair share. A min-heap of links by fair share; a link's share only
+  // grows as flows elsewhere freeze (max-min), so an entry whose share has grown since it was pushed is pushed again
+  // with the new value instead of being used.
+  void fill(std::size_t part_flows);
+
+  using ShareEntry = std::pair<double, LinkId>;  // (fair share when pushed, link)
+  static constexpr std::size_t kScannedPartLinks = 16;
+  static bool later_entry(const ShareEntry& a, const ShareEntry& b) {
+    return a.first > b.first || (a.first == b.first && a.second > b.second);
+  }
+  ShareEntry take_heap_top();
+  ShareEntry take_smallest_entry();
+  // Freezes the unfrozen flows on the bottleneck at `rate`; returns how many.
+  std::size_t freeze_flows_on(LinkId bottleneck, double rate);
+
+  const Topology& topology_;
+  EventQueue& queue_;
+  const LinkQuotient* quotient_;
+  std::vector<std::int32_t> route_weights_;     // with a quotient: weight of route_links_'s entry
+  std::vector<std::int32_t> quotient_weights_;  // scratch of to_quotient()
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_;
+  std::vector<LinkId> route_links_;  // route of flow id at [id * route_stride_, + hops)
+  std::size_t route_stride_ = 0;
+  Route route_;                           // scratch for Topology::route
+  std::vector<CachedRoute> route_cache_;  // per source rank
+  std::vector<LinkState> links_;
+  // Read only when a link turns busy or idle, when its flows are counted, or when flows share it.
+  std::vector<std::uint8_t> link_class_;
+  std::vector<TimePs> busy_since_;
+  std::vector<std::uint32_t> component_mark_;  // scratch: == the component's mark when gathered into it
+  std::vector<std::uint32_t> part_mark_;       // scratch: == the part's mark when gathered into it
+  std::vector<std::vector<std::uint32_t>> spilled_flows_;
+  std::vector<LinkId> dirty_;
+  std::vector<LinkId> component_links_;
+  std::vector<std::uint32_t> component_flows_;
+  std::vector<std::uint32_t> shared_flows_;  // flows of the component that share a link
+  std::vector<LinkId> part_links_;
+  std::vector<ShareEntry> heap_;  // progressive filling's entries: a heap, or unordered in a small part
+  std::uint32_t mark_ = 0;
+  bool recompute_pending_ = false;
+  LinkUsage usage_;
+};
+
+}  // namespace commsim::flow_detail

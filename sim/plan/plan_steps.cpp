@@ -1,0 +1,88 @@
+// The data-parallel step kinds that synchronise buckets: Sync (allreduce every bucket), DgcSparse (DGC's top-k and
+// sparse gather for large tensors) and Local SGD's LocalOnly / LocalAverage.
+#include <cmath>
+
+#include "sim/plan/plan_builder.hpp"
+
+namespace commsim {
+
+namespace {
+
+// DGC on one bucket: tensors of at least min_elements are sparsified (top-k selection, then an all-gather of
+// (value, index) pairs); the rest are allreduced.
+void dgc_bucket(const StepBuilder& b, StepPlan& step, const Bucket& bucket, int index, const std::vector<int>& deps) {
+  const Strategy& st = b.sc.strategy;
+  const std::string name = "bucket " + std::to_string(index);
+  std::vector<int> sparse, dense;
+  for (int t : bucket.tensors) (b.model.tensors[t].elements >= st.dgc->min_elements ? sparse : dense).push_back(t);
+  if (!sparse.empty()) {
+    const std::uint64_t elements = elements_of(b.model, sparse);
+    const double kept = std::ceil((1 - step.sparsity) * static_cast<double>(elements));
+    Task select;
+    select.kind = TaskKind::TopK;
+    select.stream = bucket.stream;
+    // A rank's DGC work on the fp32 gradient, memory-bound: add it to the residual (read 2, write 1), one pass
+    // against a sampled threshold to select (DGC paper, sec. 3), and decoding the gathered pairs: clear the
+    // dense sum (1), average it into the gradient (2), plus p x kept scattered adds (~16 B each). Priced here,
+    // before the gather, on the same stream: the stream is busy for the same time.
+    select.seconds = (7.0 * 4.0 * static_cast<double>(elements) + 16.0 * b.ranks * kept) / b.sc.device.memory_Bps;
+    select.kept = static_cast<std::uint64_t>(kept);
+    select.deps = deps;
+    select.label = "top-k " + name;
+    select.bucket = index;
+    select.tensors = sparse;
+    const int s = b.add(step, select);
+    // Every rank contributes kept pairs of (value in comm dtype, int32 index): the gathered output is p times that.
+    Task gather;
+    gather.kind = TaskKind::Collective;
+    gather.purpose = Purpose::SparseGather;
+    gather.kept = select.kept;
+    gather.stream = bucket.stream;
+    gather.collective = b.collective(
+        Collective::AllGather, static_cast<Bytes>(kept * (dtype_bytes(st.comm_dtype) + 4) * b.ranks), Algorithm::Ring);
+    gather.bytes_sent_per_rank = b.sent_per_rank(gather.collective);
+    gather.deps = {s};
+    gather.label = "dgc allgather " + name;
+    gather.bucket = index;
+    gather.tensors = sparse;
+    step.tasks[static_cast<std::size_t>(s)].prepares = b.add(step, gather);
+  }
+  if (!dense.empty())
+    b.communicate(step, bucket.stream, Collective::AllReduce, elements_of(b.model, dense), deps, name + " dense", index,
+                  dense, st.algorithm, Purpose::DenseGradients);
+}
+
+}  // namespace
+
+StepPlan sync_step(const StepBuilder& b, const std::vector<Bucket>& buckets, StepKind kind, double sparsity) {
+  const Strategy& st = b.sc.strategy;
+  StepPlan step;
+  step.kind = kind;
+  step.sparsity = sparsity;
+  std::vector<int> backward = b.compute_pass(step);
+  const int backward_end = backward.front();
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    const Bucket& bucket = buckets[i];
+    const std::vector<int> deps = {st.overlap ? backward[bucket.ready_layer] : backward_end};
+    if (kind == StepKind::DgcSparse) {
+      dgc_bucket(b, step, bucket, static_cast<int>(i), deps);
+      continue;
+    }
+    allreduce_bucket(b, step, bucket, static_cast<int>(i), deps.front());
+  }
+  return step;
+}
+
+StepPlan local_step(const StepBuilder& b, const std::vector<Bucket>& buckets, bool average) {
+  StepPlan step;
+  step.kind = average ? StepKind::LocalAverage : StepKind::LocalOnly;
+  std::vector<int> backward = b.compute_pass(step);
+  if (!average) return step;
+  for (std::size_t i = 0; i < buckets.size(); ++i)
+    b.communicate(step, buckets[i].stream, Collective::AllReduce, buckets[i].elements, {backward.front()},
+                  "average " + std::to_string(i), static_cast<int>(i), buckets[i].tensors, b.sc.strategy.algorithm,
+                  Purpose::ParameterAverage);
+  return step;
+}
+
+}  // namespace commsim
