@@ -18,9 +18,9 @@
 #include "sim/collective/collective.hpp"
 #include "sim/engine/executor.hpp"
 #include "sim/network/symmetry.hpp"
+#include "sim/step/simulation.hpp"
 #include "sim/topology/astra_topology.hpp"
 #include "sim/topology/topology.hpp"
-#include "sim/step/simulation.hpp"
 
 namespace commsim {
 namespace {

@@ -7,8 +7,8 @@
 #include "hw/common/emulation.hpp"
 #include "hw/common/plan_buffers.hpp"
 #include "sim/core/error.hpp"
-#include "sim/topology/topology.hpp"
 #include "sim/result/kineto_export.hpp"
+#include "sim/topology/topology.hpp"
 
 #ifdef COMMSIM_HAVE_MPI
 #include <mpi.h>

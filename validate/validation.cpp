@@ -6,9 +6,9 @@
 #include <map>
 
 #include "sim/core/statistics.hpp"
-#include "sim/topology/topology_document.hpp"
 #include "sim/result/result.hpp"
 #include "sim/step/simulation.hpp"
+#include "sim/topology/topology_document.hpp"
 #include "validate/hardware_run.hpp"
 
 namespace commsim::validate {

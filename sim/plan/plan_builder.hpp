@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario/overheads.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/scenario/overheads.hpp"
 
 namespace commsim {
 

@@ -8,9 +8,9 @@
 #include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
+#include "sim/result/step_metrics.hpp"
 #include "sim/step/interference.hpp"
 #include "sim/step/shared_bandwidth.hpp"
-#include "sim/result/step_metrics.hpp"
 #include "sim/step/unrolled_steps.hpp"
 
 namespace commsim {

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "sim/core/json_fields.hpp"
-#include "sim/topology/calibration_band.hpp"
 #include "sim/step/simulation.hpp"
+#include "sim/topology/calibration_band.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim::test {

@@ -8,8 +8,8 @@
 //   a trace of a prediction, written and read back here.
 #include "sim/model/kineto_trace.hpp"
 
-#include "sim/result/kineto_export.hpp"
 #include "sim/model/model_json.hpp"
+#include "sim/result/kineto_export.hpp"
 #include "sim/step/simulation.hpp"
 #include "tests/sim/test_util.hpp"
 #include "validate/trace_check.hpp"

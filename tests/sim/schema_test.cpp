@@ -8,9 +8,9 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/json_fields.hpp"
-#include "sim/topology/topology.hpp"
 #include "sim/model/model.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/topology/topology.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim::test {
