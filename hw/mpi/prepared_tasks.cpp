@@ -26,10 +26,7 @@ class ScheduleCompiler {
     spec.aggregate = false;
     spec.reduce_Bps = 1;  // any rate > 0: reductions must appear as operations; their time is measured, not modelled
     if (spec.op != Collective::AllReduce || spec.algorithm == Algorithm::Ring2D) spec.channels = 1;
-    const std::string key = std::to_string(static_cast<int>(spec.op)) + "/" +
-                            std::to_string(static_cast<int>(spec.algorithm)) + "/" + std::to_string(elements) + "/" +
-                            std::to_string(spec.channels) + "/" + std::to_string(spec.hierarchy_groups) + "/" +
-                            std::to_string(spec.unit_bytes);
+    const CollectiveKey key = collective_key(spec);  // every field of the normalised spec
     if (auto it = compiled_.find(key); it != compiled_.end()) return it->second;
     Schedule schedule;
     std::vector<OpId> frontier(context_.topology.ranks(), kNoOp);
@@ -49,7 +46,7 @@ class ScheduleCompiler {
 
  private:
   const RankContext& context_;
-  std::map<std::string, std::shared_ptr<const CompiledSchedule>> compiled_;
+  std::map<CollectiveKey, std::shared_ptr<const CompiledSchedule>> compiled_;
   std::uint64_t staging_elements_ = 0;
 };
 
