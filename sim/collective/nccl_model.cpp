@@ -15,6 +15,7 @@
 #include <string>
 
 #include "sim/collective/nccl_tuning.hpp"
+#include "sim/collective/registry.hpp"
 #include "sim/core/error.hpp"
 
 namespace commsim::nccl {
@@ -161,7 +162,7 @@ Estimate choose_in(const Context& c, const CollectiveSpec& spec, const Topology&
   const Estimate* best = nullptr;
   for (const Estimate& e : all) {
     if (spec.algorithm != Algorithm::Auto && e.algorithm != spec.algorithm) continue;
-    if (schedulable_only && e.algorithm != Algorithm::Ring && e.algorithm != Algorithm::Tree) continue;
+    if (schedulable_only && !algorithm_entry(e.algorithm).has_schedule()) continue;
     if (spec.protocol != Protocol::Auto && e.protocol != spec.protocol) continue;
     if (best == nullptr || e.seconds < best->seconds) best = &e;  // ties keep NCCL's order
   }
