@@ -58,40 +58,31 @@ LossyMargin lossy_margin(const SimulationRun& given) {
   return m;
 }
 
-void run_recommend(const RecommendOptions& o) {
-  using namespace reports;  // the snippets and tables
-  using namespace explore;  // the search
-  const Fidelity fidelity = fidelity_option(o.fidelity);
-  const Json base = load_base(o.scenario, o.sets, o.steps);
-  // The scenario as given must simulate (strict loader; exit 2 otherwise); it also tells the cluster's shape.
-  const SimulationRun given = simulate_document(base, o.scenario, Fidelity::Analytical);
-  const std::vector<Knob> knobs = search_space(given.scenario, given.result.ranks, given.topology->nodes(),
-                                               o.allow_lossy, given.topology->library());
-  const auto search_start = std::chrono::steady_clock::now();
-  const Recommendation rec = recommend(base, o.scenario, knobs, fidelity, static_cast<std::size_t>(o.budget), o.jobs);
-  const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
-  // The search's speed goes to stderr: stdout stays the same from run to run (scripts and tests compare it).
-  const std::size_t simulations = rec.evaluated + rec.refined;
-  std::fprintf(stderr, "evaluated %zu configurations in %.2f s: %.1f configurations per second\n", simulations,
-               search_s, search_s > 0 ? static_cast<double>(simulations) / search_s : 0.0);
-
+// What was searched and how, and the given settings' step.
+void print_search(const SimulationRun& given, const std::vector<explore::Knob>& knobs,
+                  const explore::Recommendation& rec, const std::string& fidelity) {
   std::printf("%s on %s\n", given.scenario.name.c_str(), given.topology->summary().c_str());
   std::string searched;
-  for (const Knob& k : knobs)
+  for (const explore::Knob& k : knobs)
     searched += (searched.empty() ? "" : ", ") + k.name + " (" + std::to_string(k.choices.size()) + ")";
   std::printf("searched %s: %zu configurations in the full grid\n", searched.c_str(), rec.grid);
   std::printf("evaluated %zu of them with the analytical fidelity by %s", rec.evaluated, rec.method.c_str());
-  if (rec.refined)
-    std::printf(", then re-evaluated the best %zu with the %s fidelity", rec.refined, o.fidelity.c_str());
+  if (rec.refined) std::printf(", then re-evaluated the best %zu with the %s fidelity", rec.refined, fidelity.c_str());
   const Result& g = rec.given.result;
   std::printf("\ngiven settings: %.3f ms per step, exposed communication %s of the step\n\n", g.step_time_s * 1e3,
-              percent(g.exposed_comm_s / g.step_time_s).c_str());
+              reports::percent(g.exposed_comm_s / g.step_time_s).c_str());
   if (g.comm_band_rel > 0)  // a calibrated topology: a pick must win by more than the band to be a sure win
     std::printf("error band (calibrated topology): +-%.1f %% on communication, +-%.3f ms on the given step\n\n",
                 100 * g.comm_band_rel, g.step_band_s() * 1e3);
+}
 
+// The best distinct candidates, a row and a reason each.
+void print_top(const explore::Recommendation& rec, const std::vector<explore::Knob>& knobs,
+               const std::vector<const explore::Candidate*>& top) {
+  using namespace reports;
+  using namespace explore;
+  const Result& g = rec.given.result;
   TextTable table({"#", "step ms", "speedup", "settings (changes from the given ones)"});
-  const std::vector<const Candidate*> top = top_distinct(rec, knobs, 5);
   for (std::size_t i = 0; i < top.size(); ++i) {
     const Candidate& c = *top[i];
     table.add({std::to_string(i + 1), fixed(c.eval.result.step_time_s * 1e3, 3),
@@ -102,11 +93,13 @@ void run_recommend(const RecommendOptions& o) {
   std::printf("(near-duplicates within 0.1 %% of a listed time that change no fewer settings are left out)\n\n");
   for (std::size_t i = 0; i < top.size(); ++i)
     std::printf("%zu. %s\n", i + 1, reason(rec.given, *top[i], knobs).c_str());
-  if (top.empty()) {
-    std::printf("no configuration found that is faster than the given settings\n");
-    return;
-  }
+}
 
+// The settings whose snippets are printed: the fastest, unless it is lossy and wins by less than the band.
+const Strategy& print_pick(const SimulationRun& given, const explore::Recommendation& rec,
+                           const std::vector<explore::Knob>& knobs, const std::vector<const explore::Candidate*>& top) {
+  using namespace reports;
+  using namespace explore;
   // A lossy pick is printed only when it wins by more than the prediction's band (reports/tuner.hpp).
   const LossyMargin margin = lossy_margin(given);
   const SnippetChoice pick = snippet_choice(rec, top, margin.rel);
@@ -134,6 +127,12 @@ void run_recommend(const RecommendOptions& o) {
               : pick.candidate && changes(*pick.candidate, knobs) == "the given settings"
                   ? " (the given settings are the fastest found)"
                   : "");
+  return s;
+}
+
+// The settings as each framework and NCCL spell them.
+void print_snippets(const SimulationRun& given, const Strategy& s) {
+  using namespace reports;
   if (s.sharding.stage) {
     std::printf("\n# PyTorch FSDP\n%s", fsdp_snippet(s).c_str());
     std::uint64_t model_elements = 0;
@@ -160,6 +159,31 @@ void run_recommend(const RecommendOptions& o) {
       std::printf("%s  # %.0f %% faster than NCCL's choice by the fitted model\n",
                   nccl::tuner_line(r, *given.topology).c_str(), 100 * r.gain);
   }
+}
+
+void run_recommend(const RecommendOptions& o) {
+  using namespace explore;  // the search
+  const Fidelity fidelity = fidelity_option(o.fidelity);
+  const Json base = load_base(o.scenario, o.sets, o.steps);
+  // The scenario as given must simulate (strict loader; exit 2 otherwise); it also tells the cluster's shape.
+  const SimulationRun given = simulate_document(base, o.scenario, Fidelity::Analytical);
+  const std::vector<Knob> knobs = search_space(given.scenario, given.result.ranks, given.topology->nodes(),
+                                               o.allow_lossy, given.topology->library());
+  const auto search_start = std::chrono::steady_clock::now();
+  const Recommendation rec = recommend(base, o.scenario, knobs, fidelity, static_cast<std::size_t>(o.budget), o.jobs);
+  const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
+  // The search's speed goes to stderr: stdout stays the same from run to run (scripts and tests compare it).
+  const std::size_t simulations = rec.evaluated + rec.refined;
+  std::fprintf(stderr, "evaluated %zu configurations in %.2f s: %.1f configurations per second\n", simulations,
+               search_s, search_s > 0 ? static_cast<double>(simulations) / search_s : 0.0);
+  print_search(given, knobs, rec, o.fidelity);
+  const std::vector<const Candidate*> top = top_distinct(rec, knobs, 5);
+  print_top(rec, knobs, top);
+  if (top.empty()) {
+    std::printf("no configuration found that is faster than the given settings\n");
+    return;
+  }
+  print_snippets(given, print_pick(given, rec, knobs, top));
 }
 
 }  // namespace
