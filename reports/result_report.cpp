@@ -145,15 +145,9 @@ std::vector<TraceEvent> step_events(const Result& r, int* shown_step) {
   return {};
 }
 
-std::string results_html(const std::vector<ReportInput>& inputs, const std::string& title) {
-  HtmlPage page(title);
-  const std::vector<std::string> labels = input_labels(inputs);
-  std::string files;
-  for (const ReportInput& in : inputs)
-    files += (files.empty() ? "" : ", ") + in.file +
-             (in.trace_file.empty() || in.trace_file == in.file ? "" : " + " + in.trace_file);
-  page.paragraph(std::to_string(inputs.size()) + (inputs.size() == 1 ? " result: " : " results: ") + files + ".");
+namespace {
 
+void summary_section(HtmlPage& page, const std::vector<ReportInput>& inputs, const std::vector<std::string>& labels) {
   std::vector<std::string> header = {"quantity"};
   header.insert(header.end(), labels.begin(), labels.end());
   std::vector<std::vector<std::string>> rows;
@@ -177,7 +171,9 @@ std::string results_html(const std::vector<ReportInput>& inputs, const std::stri
   row("steps", [](const Result& r) { return std::to_string(r.steps_s.size()); });
   page.heading("Summary");
   page.table(header, rows);
+}
 
+void prediction_errors_section(HtmlPage& page, const std::vector<ReportInput>& inputs) {
   // Each measurement against the predictions of the same scenario.
   std::vector<std::vector<std::string>> errors;
   for (const ReportInput& hw : inputs) {
@@ -197,7 +193,9 @@ std::string results_html(const std::vector<ReportInput>& inputs, const std::stri
         {"scenario", "fidelity", "predicted (ms)", "backend", "measured (ms)", "prediction error", "within noise band"},
         errors);
   }
+}
 
+void breakdown_section(HtmlPage& page, const std::vector<ReportInput>& inputs, const std::vector<std::string>& labels) {
   StackedBars bars{
       "breakdown", "Step time: compute and exposed communication", "ms", {"compute", "exposed communication"}, {}, {}};
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -207,7 +205,10 @@ std::string results_html(const std::vector<ReportInput>& inputs, const std::stri
   }
   page.heading("Breakdown");
   page.figure(svg(bars));
+}
 
+void step_times_section(HtmlPage& page, const std::vector<ReportInput>& inputs,
+                        const std::vector<std::string>& labels) {
   LineChart steps{"step-times", "Time of each step", "step", "step time (ms)", false, {}};
   bool several = false;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -224,7 +225,10 @@ std::string results_html(const std::vector<ReportInput>& inputs, const std::stri
     page.heading("Step times");
     page.figure(svg(steps));
   }
+}
 
+void timelines_and_notes(HtmlPage& page, const std::vector<ReportInput>& inputs,
+                         const std::vector<std::string>& labels) {
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const ReportInput& in = inputs[i];
     if (in.result.trace.empty()) continue;
@@ -239,6 +243,23 @@ std::string results_html(const std::vector<ReportInput>& inputs, const std::stri
     page.heading("Notes: " + labels[&in - inputs.data()]);
     for (const std::string& n : in.result.notes) page.paragraph(n);
   }
+}
+
+}  // namespace
+
+std::string results_html(const std::vector<ReportInput>& inputs, const std::string& title) {
+  HtmlPage page(title);
+  const std::vector<std::string> labels = input_labels(inputs);
+  std::string files;
+  for (const ReportInput& in : inputs)
+    files += (files.empty() ? "" : ", ") + in.file +
+             (in.trace_file.empty() || in.trace_file == in.file ? "" : " + " + in.trace_file);
+  page.paragraph(std::to_string(inputs.size()) + (inputs.size() == 1 ? " result: " : " results: ") + files + ".");
+  summary_section(page, inputs, labels);
+  prediction_errors_section(page, inputs);
+  breakdown_section(page, inputs, labels);
+  step_times_section(page, inputs, labels);
+  timelines_and_notes(page, inputs, labels);
   return page.str();
 }
 
