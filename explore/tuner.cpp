@@ -167,72 +167,110 @@ std::size_t grid_size(const std::vector<Knob>& knobs) {
   return n;
 }
 
-Recommendation recommend(const Json& base, const std::string& file, const std::vector<Knob>& knobs, Fidelity fidelity,
-                         std::size_t budget, int jobs) {
-  Recommendation rec;
-  rec.grid = grid_size(knobs);
-  std::map<std::vector<std::size_t>, Evaluation> seen;  // analytical evaluations by choice vector
-  auto evaluate_batch = [&](std::vector<std::vector<std::size_t>> batch, const std::string& label) {
-    std::vector<std::vector<std::string>> variants;
-    for (const auto& c : batch) variants.push_back(sets_of(knobs, c));
-    std::vector<Evaluation> evals = evaluate_all(base, file, variants, Fidelity::Analytical, jobs, label);
-    for (std::size_t i = 0; i < batch.size(); ++i) seen[batch[i]] = std::move(evals[i]);
-  };
-  // Order: faster first; among equal step times, fewer changes from the given settings, then choice order.
-  auto better = [&](const std::vector<std::size_t>& a, const std::vector<std::size_t>& b) {
-    const double ta = seen[a].result.step_time_s, tb = seen[b].result.step_time_s;
-    if (ta != tb) return ta < tb;
-    if (changed(knobs, a) != changed(knobs, b)) return changed(knobs, a) < changed(knobs, b);
-    return a < b;
-  };
-  auto ranking = [&] {
-    std::vector<std::vector<std::size_t>> ok;
-    for (const auto& [c, e] : seen)
-      if (e.ok()) ok.push_back(c);
-    std::sort(ok.begin(), ok.end(), better);
-    return ok;
-  };
+namespace {
 
-  std::vector<std::size_t> given(knobs.size());
-  for (std::size_t k = 0; k < knobs.size(); ++k) given[k] = knobs[k].given;
-  if (rec.grid <= budget) {
-    std::vector<std::vector<std::size_t>> all;
-    for (std::size_t i = 0; i < rec.grid; ++i) {
-      std::vector<std::size_t> c(knobs.size());
+using Choices = std::vector<std::size_t>;  // one choice index per knob
+
+// The analytical evaluations of one search, by choice vector, and the order they rank in.
+class Search {
+ public:
+  Search(const Json& base, const std::string& file, const std::vector<Knob>& knobs, int jobs)
+      : base_(base), file_(file), knobs_(knobs), jobs_(jobs) {}
+
+  std::map<Choices, Evaluation>& seen() { return seen_; }
+
+  void evaluate_batch(const std::vector<Choices>& batch, const std::string& label) {
+    std::vector<std::vector<std::string>> variants;
+    for (const auto& c : batch) variants.push_back(sets_of(knobs_, c));
+    std::vector<Evaluation> evals = evaluate_all(base_, file_, variants, Fidelity::Analytical, jobs_, label);
+    for (std::size_t i = 0; i < batch.size(); ++i) seen_[batch[i]] = std::move(evals[i]);
+  }
+  // Order: faster first; among equal step times, fewer changes from the given settings, then choice order.
+  bool better(const Choices& a, const Choices& b) {
+    const double ta = seen_[a].result.step_time_s, tb = seen_[b].result.step_time_s;
+    if (ta != tb) return ta < tb;
+    if (changed(knobs_, a) != changed(knobs_, b)) return changed(knobs_, a) < changed(knobs_, b);
+    return a < b;
+  }
+  std::vector<Choices> ranking() {
+    std::vector<Choices> ok;
+    for (const auto& [c, e] : seen_)
+      if (e.ok()) ok.push_back(c);
+    std::sort(ok.begin(), ok.end(), [&](const Choices& a, const Choices& b) { return better(a, b); });
+    return ok;
+  }
+
+  void full_grid(std::size_t grid) {
+    std::vector<Choices> all;
+    for (std::size_t i = 0; i < grid; ++i) {
+      Choices c(knobs_.size());
       std::size_t rest = i;
-      for (std::size_t k = knobs.size(); k-- > 0;)
-        c[k] = rest % knobs[k].choices.size(), rest /= knobs[k].choices.size();
+      for (std::size_t k = knobs_.size(); k-- > 0;)
+        c[k] = rest % knobs_[k].choices.size(), rest /= knobs_[k].choices.size();
       all.push_back(c);
     }
     evaluate_batch(all, "configurations");
-    rec.method = "the full grid";
-  } else {
+  }
+
+  // Coordinate descent from the given settings keeping the best kBeam; returns the rounds run.
+  int coordinate_descent(const Choices& given, std::size_t budget) {
     evaluate_batch({given}, "given");
-    std::vector<std::vector<std::size_t>> beam = {given};
+    std::vector<Choices> beam = {given};
     int rounds = 0;
-    while (seen.size() < budget) {
-      std::vector<std::vector<std::size_t>> next;
-      for (const auto& b : beam)
-        for (std::size_t k = 0; k < knobs.size(); ++k)
-          for (std::size_t c = 0; c < knobs[k].choices.size(); ++c) {
-            std::vector<std::size_t> n = b;
-            n[k] = c;
-            if (!seen.count(n) && std::find(next.begin(), next.end(), n) == next.end()) next.push_back(n);
-          }
+    while (seen_.size() < budget) {
+      std::vector<Choices> next = single_knob_changes(beam);
       if (next.empty()) break;
-      if (next.size() > budget - seen.size()) next.resize(budget - seen.size());
+      if (next.size() > budget - seen_.size()) next.resize(budget - seen_.size());
       evaluate_batch(next, "round " + std::to_string(++rounds));
-      std::vector<std::vector<std::size_t>> ranked = ranking();
+      std::vector<Choices> ranked = ranking();
       ranked.resize(std::min(kBeam, ranked.size()));
       if (ranked == beam) break;  // no single-knob change enters the best kBeam: converged
       beam = ranked;
     }
+    return rounds;
+  }
+
+ private:
+  std::vector<Choices> single_knob_changes(const std::vector<Choices>& beam) const {
+    std::vector<Choices> next;
+    for (const auto& b : beam)
+      for (std::size_t k = 0; k < knobs_.size(); ++k)
+        for (std::size_t c = 0; c < knobs_[k].choices.size(); ++c) {
+          Choices n = b;
+          n[k] = c;
+          if (!seen_.count(n) && std::find(next.begin(), next.end(), n) == next.end()) next.push_back(n);
+        }
+    return next;
+  }
+
+  const Json& base_;
+  const std::string& file_;
+  const std::vector<Knob>& knobs_;
+  int jobs_;
+  std::map<Choices, Evaluation> seen_;
+};
+
+}  // namespace
+
+Recommendation recommend(const Json& base, const std::string& file, const std::vector<Knob>& knobs, Fidelity fidelity,
+                         std::size_t budget, int jobs) {
+  Recommendation rec;
+  rec.grid = grid_size(knobs);
+  Search search(base, file, knobs, jobs);
+  std::map<Choices, Evaluation>& seen = search.seen();
+  Choices given(knobs.size());
+  for (std::size_t k = 0; k < knobs.size(); ++k) given[k] = knobs[k].given;
+  if (rec.grid <= budget) {
+    search.full_grid(rec.grid);
+    rec.method = "the full grid";
+  } else {
+    const int rounds = search.coordinate_descent(given, budget);
     rec.method = "coordinate descent from the given settings keeping the best " + std::to_string(kBeam) + " (" +
                  std::to_string(rounds) + (rounds == 1 ? " round)" : " rounds)");
   }
   rec.evaluated = seen.size();
 
-  std::vector<std::vector<std::size_t>> order = ranking();
+  std::vector<Choices> order = search.ranking();
   if (fidelity != Fidelity::Analytical) {
     order.resize(std::min(kRefine, order.size()));
     std::vector<std::vector<std::string>> variants;
@@ -242,7 +280,8 @@ Recommendation recommend(const Json& base, const std::string& file, const std::v
     rec.given = evals.back();
     rec.refined = order.size();
     for (std::size_t i = 0; i < order.size(); ++i) seen[order[i]] = evals[i];
-    std::stable_sort(order.begin(), order.end(), better);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](const Choices& a, const Choices& b) { return search.better(a, b); });
   } else {
     rec.given = seen.count(given) ? seen[given] : evaluate(base, file, sets_of(knobs, given), fidelity);
   }
