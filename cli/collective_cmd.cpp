@@ -126,7 +126,8 @@ class FlowRunMonitor {
   std::chrono::steady_clock::time_point size_start_;
 };
 
-int run_collective(const CollectiveOptions& o) {
+// The collective, algorithm, protocol and fidelity named on the command line (exit 2 on an unknown name).
+CollectiveSpec parse_names(const CollectiveOptions& o, Fidelity& fidelity) {
   CollectiveSpec spec;
   if (!parse_collective(o.op, spec.op))
     throw InputError("--op", "",
@@ -135,9 +136,35 @@ int run_collective(const CollectiveOptions& o) {
     throw InputError("--algo", "", "unknown algorithm \"" + o.algo + "\" (" + algorithm_names(", ") + ")");
   if (!parse_protocol(o.proto, spec.protocol))
     throw InputError("--proto", "", "unknown protocol \"" + o.proto + "\" (ll, ll128, simple, auto)");
-  Fidelity fidelity;
   if (!parse_fidelity(o.fidelity, fidelity))
     throw InputError("--fidelity", "", "unknown fidelity \"" + o.fidelity + "\" (analytical, flow)");
+  return spec;
+}
+
+void write_collective_json(const CollectiveOptions& o, const CollectiveSpec& spec, int p,
+                           const reports::CollectivePrediction& prediction, const std::string& partial_note) {
+  const std::vector<reports::CollectiveRow>& rows = prediction.rows;
+  std::ofstream out(o.json);
+  if (!out) throw InputError("--json", "", "cannot write " + o.json);
+  nlohmann::json doc = {{"commsim_version", COMMSIM_VERSION},
+                        {"topology", o.topology},
+                        {"ranks", p},
+                        {"op", o.op},
+                        {"fidelity", o.fidelity},
+                        {"channels", spec.channels},
+                        {"rows", reports::collective_rows_json(rows)}};
+  if (!prediction.complete()) {  // as `sweep` marks a partial sweep.json
+    doc["partial"] = true;
+    doc["sizes_done"] = rows.size();
+    doc["sizes_total"] = prediction.sizes;
+    doc["note"] = partial_note;
+  }
+  out << doc.dump(2) << "\n";
+}
+
+int run_collective(const CollectiveOptions& o) {
+  Fidelity fidelity;
+  CollectiveSpec spec = parse_names(o, fidelity);
   auto topology = load_topology(o.topology, o.nodes);
   const bool nccl = topology->library().kind == LibraryKind::Nccl;
   if (spec.protocol != Protocol::Auto && !nccl)
@@ -180,24 +207,7 @@ int run_collective(const CollectiveOptions& o) {
     reports::print_commsim_table(stdout, header, *topology, rows);
   else
     reports::print_nccl_tests_table(stdout, header, *topology, rows);
-  if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    if (!out) throw InputError("--json", "", "cannot write " + o.json);
-    nlohmann::json doc = {{"commsim_version", COMMSIM_VERSION},
-                          {"topology", o.topology},
-                          {"ranks", p},
-                          {"op", o.op},
-                          {"fidelity", o.fidelity},
-                          {"channels", spec.channels},
-                          {"rows", reports::collective_rows_json(rows)}};
-    if (!prediction.complete()) {  // as `sweep` marks a partial sweep.json
-      doc["partial"] = true;
-      doc["sizes_done"] = rows.size();
-      doc["sizes_total"] = prediction.sizes;
-      doc["note"] = header.partial_note;
-    }
-    out << doc.dump(2) << "\n";
-  }
+  if (!o.json.empty()) write_collective_json(o, spec, p, prediction, header.partial_note);
   return prediction.complete() ? 0 : 128 + stopped_by_signal;
 }
 
