@@ -46,6 +46,28 @@ std::string tick_label(double v) { return number(std::abs(v) < 1e-12 ? 0 : v); }
 
 }  // namespace
 
+namespace {
+
+// One series: its polyline and a circle per point, its numbers in data-x / data-value and a tooltip.
+template <class ToX, class ToY>
+std::string series_svg(const LineChart& c, const Series& s, const std::string& colour, ToX X, ToY Y) {
+  std::string points;
+  for (std::size_t i = 0; i < s.x.size(); ++i) {
+    if (i) points += ' ';
+    points += px(X(s.x[i])) + "," + px(Y(s.y[i]));
+  }
+  std::string out = "<g class=\"series\" data-series=\"" + escape_xml(s.name) + "\">";
+  out += "<polyline points=\"" + points + "\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\"/>";
+  for (std::size_t i = 0; i < s.x.size(); ++i)
+    out += "<circle cx=\"" + px(X(s.x[i])) + "\" cy=\"" + px(Y(s.y[i])) + "\" r=\"3.5\" fill=\"" + colour +
+           "\" data-x=\"" + number(s.x[i]) + "\" data-value=\"" + number(s.y[i]) + "\"><title>" +
+           escape_xml(s.name + ": " + c.x_label + " " + number(s.x[i]) + ", " + c.y_label + " " + number(s.y[i])) +
+           "</title></circle>";
+  return out + "</g>";
+}
+
+}  // namespace
+
 std::string svg(const LineChart& c) {
   // the legend goes below the plot, one full name per line (names often differ only at their end)
   const double width = 760, left = 70, right = 30, top = 34, bottom = 50, plot_h = 236;
@@ -93,19 +115,7 @@ std::string svg(const LineChart& c) {
   for (std::size_t k = 0; k < c.series.size(); ++k) {
     const Series& s = c.series[k];
     const std::string& colour = palette(k);
-    std::string points;
-    for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (i) points += ' ';
-      points += px(X(s.x[i])) + "," + px(Y(s.y[i]));
-    }
-    out += "<g class=\"series\" data-series=\"" + escape_xml(s.name) + "\">";
-    out += "<polyline points=\"" + points + "\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\"/>";
-    for (std::size_t i = 0; i < s.x.size(); ++i)
-      out += "<circle cx=\"" + px(X(s.x[i])) + "\" cy=\"" + px(Y(s.y[i])) + "\" r=\"3.5\" fill=\"" + colour +
-             "\" data-x=\"" + number(s.x[i]) + "\" data-value=\"" + number(s.y[i]) + "\"><title>" +
-             escape_xml(s.name + ": " + c.x_label + " " + number(s.x[i]) + ", " + c.y_label + " " + number(s.y[i])) +
-             "</title></circle>";
-    out += "</g>";
+    out += series_svg(c, s, colour, X, Y);
     const double ly = top + plot_h + bottom + 14 + 18 * static_cast<double>(k);
     out +=
         "<rect x=\"" + px(left) + "\" y=\"" + px(ly - 10) + "\" width=\"12\" height=\"12\" fill=\"" + colour + "\"/>";
