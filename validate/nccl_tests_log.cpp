@@ -329,7 +329,8 @@ NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<N
 
 std::string describe(const NcclCalibration& cal) {
   std::string out =
-      "# NCCL model fitted to nccl-tests (time = latency_scale * latency + size / (bandwidth_scale * algbw))\n";
+      "# NCCL model fitted to nccl-tests (time = latency_scale * latency + (size + NVLS fill) / (bandwidth_scale * "
+      "algbw))\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-27s %7s %13s %15s %7s %9s %9s  %s\n", "collective/algorithm/protocol", "sizes",
                 "latency_scale", "bandwidth_scale", "R^2", "rms_rel", "max_rel", "trusted");

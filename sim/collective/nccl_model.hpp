@@ -10,7 +10,8 @@
 // that formula with the fitted per-(collective, a, p) scales of the GPU generation (libraries/nccl.json "fitted",
 // or the topology's own from calibration); it reports the channels NCCL launches for the size (fewer for small
 // messages), which leave the bandwidth term as it is (small sizes are latency-bound: published curves keep the
-// all-channel slope there).
+// all-channel slope there). The prediction's bandwidth term also carries what NCCL's estimate leaves out: NVLS and
+// NVLS-tree drain their last chunk through the kernel's stages, n + fill bytes (nccl_tuning.hpp, nvls_fill_bytes).
 #pragma once
 
 #include <string>
