@@ -54,13 +54,6 @@ std::string nccl_tests_number(double value, int width) {
   return text;
 }
 
-int floored_chunks(int chunks, Bytes bytes, int channels, int ranks) {
-  if (chunks <= 1) return chunks;
-  // The smallest share an algorithm pipelines is the ring's: bytes / (channels x ranks), cut into `chunks` pieces.
-  const Bytes share = bytes / static_cast<Bytes>(std::max(1, channels) * std::max(1, ranks));
-  return static_cast<int>(std::clamp<Bytes>(share / kMinPieceBytes, 1, static_cast<Bytes>(chunks)));
-}
-
 CollectivePrediction predict_collective(const CollectiveSpec& base, const Topology& topology, Fidelity fidelity,
                                         const std::vector<Bytes>& sizes, double band_rel,
                                         const CollectiveProgress& progress) {

@@ -64,14 +64,6 @@ struct CollectivePrediction {
   bool complete() const { return rows.size() == sizes; }
 };
 
-// The smallest pipeline piece --chunks may make: NCCL never cuts a channel's share finer (NVIDIA/nccl
-// src/collectives/device/all_reduce.h runRing, 2022 releases: a Simple chunk is rounded up to (nthreads - WARP_SIZE) x
-// 8 B, an LL chunk is whole grains of nthreads x 8 B; 3.75-4 KiB at 512 threads).
-inline constexpr Bytes kMinPieceBytes = 4096;
-// `chunks` (--chunks; 0 = the algorithm's default, kept) for a collective of `bytes`: at most as many as keep each
-// piece of the ring's share, bytes / (channels x ranks), at kMinPieceBytes or more; at least 1.
-int floored_chunks(int chunks, Bytes bytes, int channels, int ranks);
-
 // Predicts each size (nccl-tests' sizing; a size that rounds to 0 bytes is left out) at the fidelity asked for.
 // `band_rel` is the band a calibrated topology carries (0 if none); an NCCL model's own fitted band wins where it
 // has one. A size stopped part-way by `progress` gives no row: the simulated time it reached is only a lower bound.

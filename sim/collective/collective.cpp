@@ -74,4 +74,11 @@ Bytes Schedule::bytes_transferred() const {
   return total;
 }
 
+int floored_chunks(int chunks, Bytes bytes, int channels, int ranks) {
+  if (chunks <= 1) return chunks;
+  // The smallest share an algorithm pipelines is the ring's: bytes / (channels x ranks), cut into `chunks` pieces.
+  const Bytes share = bytes / static_cast<Bytes>(std::max(1, channels) * std::max(1, ranks));
+  return static_cast<int>(std::clamp<Bytes>(share / kMinPieceBytes, 1, static_cast<Bytes>(chunks)));
+}
+
 }  // namespace commsim

@@ -90,6 +90,14 @@ struct CollectiveKey {
 };
 CollectiveKey collective_key(const CollectiveSpec& spec);
 
+// The smallest pipeline piece --chunks may make: NCCL never cuts a channel's share finer (NVIDIA/nccl
+// src/collectives/device/all_reduce.h runRing, 2022 releases: a Simple chunk is rounded up to (nthreads - WARP_SIZE) x
+// 8 B, an LL chunk is whole grains of nthreads x 8 B; 3.75-4 KiB at 512 threads).
+inline constexpr Bytes kMinPieceBytes = 4096;
+// `chunks` (--chunks; 0 = the algorithm's default, kept) for a collective of `bytes`: at most as many as keep each
+// piece of the ring's share, bytes / (channels x ranks), at kMinPieceBytes or more; at least 1.
+int floored_chunks(int chunks, Bytes bytes, int channels, int ranks);
+
 // nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw * factor.
 double busbw_factor(Collective op, int ranks);
 
