@@ -255,6 +255,7 @@ BENCHMARK(BM_Gpt3TrainingStep)->ArgNames({"nodes", "flow"})->Args({2048, 0})->Un
 BENCHMARK(BM_Gpt3TrainingStep)
     ->ArgNames({"nodes", "flow"})
     ->Args({128, 1})
+    ->Args({8192, 1})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

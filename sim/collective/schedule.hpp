@@ -41,6 +41,9 @@ static_assert(sizeof(Op) == 32);
 struct Schedule {
   std::vector<Op> ops;
   std::vector<OpId> deps;
+  // Per operation, in a schedule lumped onto a flow network's quotient (flow_partition.hpp): the operations of the
+  // full schedule it stands for. Empty otherwise.
+  std::vector<std::uint32_t> copies;
 
   // kNoOp entries in `after` are ignored, so generators can pass "no predecessor" uniformly.
   OpId transfer(int src, int dst, Bytes bytes, std::initializer_list<OpId> after, Bytes offset = 0) {

@@ -30,7 +30,8 @@ FlowNetwork::FlowNetwork(const Topology& topology, EventQueue& queue, const Link
   }
 }
 
-void FlowNetwork::start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) {
+void FlowNetwork::start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag,
+                        std::uint32_t copies) {
   std::uint32_t id;
   if (!free_.empty()) {
     id = free_.back();
@@ -45,8 +46,7 @@ void FlowNetwork::start(int src, int dst, double bytes, TransferListener* listen
   if (route.links.size() > route_stride_) widen_routes(route.links.size());
   Flow& f = flows_[id];
   std::copy(route.links.begin(), route.links.end(), route_links_.begin() + std::ptrdiff_t(id * route_stride_));
-  if (quotient_)
-    std::copy(route.weights.begin(), route.weights.end(), route_weights_.begin() + std::ptrdiff_t(id * route_stride_));
+  if (quotient_) set_weights(id, route, copies > 0 ? static_cast<std::int64_t>(copies) : quotient_->multiplicity);
   f.hops = static_cast<std::uint32_t>(route.links.size());
   f.remaining = bytes;
   f.rate = 0;
@@ -131,21 +131,30 @@ inline void FlowNetwork::widen_routes(std::size_t stride) {
 }
 
 inline void FlowNetwork::to_quotient(std::vector<LinkId>& links) {
-  quotient_weights_.clear();
+  quotient_hops_.clear();
   std::size_t kept = 0;
   for (LinkId l : links) {
     const LinkId r = quotient_->representative[l];
     COMMSIM_CHECK(r != kNoLinkInQuotient, "a route leaves the links of the symmetry");
     const auto seen = std::find(links.begin(), links.begin() + std::ptrdiff_t(kept), r);
-    const std::int32_t images = quotient_->multiplicity / static_cast<std::int32_t>(quotient_->orbit_size[l]);
     if (seen != links.begin() + std::ptrdiff_t(kept)) {
-      quotient_weights_[std::size_t(seen - links.begin())] += images;
+      ++quotient_hops_[std::size_t(seen - links.begin())];
     } else {
       links[kept++] = r;
-      quotient_weights_.push_back(images);
+      quotient_hops_.push_back(1);
     }
   }
   links.resize(kept);
+}
+
+// A flow standing for `copies` flows whose route crosses n links of an orbit of k: each link of the orbit carries
+// copies x n / k of them (a whole number, since the copies cross the orbit's links evenly).
+inline void FlowNetwork::set_weights(std::uint32_t id, const CachedRoute& route, std::int64_t copies) {
+  for (std::size_t h = 0; h < route.links.size(); ++h) {
+    const std::int64_t crossings = copies * route.hops[h], orbit = quotient_->orbit_size[route.links[h]];
+    COMMSIM_CHECK(crossings % orbit == 0, "flows that do not cross their links' orbit evenly");
+    route_weights_[id * route_stride_ + h] = static_cast<std::int32_t>(crossings / orbit);
+  }
 }
 
 inline void FlowNetwork::finish(std::uint32_t id) {

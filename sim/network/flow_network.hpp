@@ -41,7 +41,8 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   // With a quotient, flows stand for their orbits (LinkQuotient); without, for themselves.
   FlowNetwork(const Topology& topology, EventQueue& queue, const LinkQuotient* quotient = nullptr);
 
-  void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) override;
+  void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag,
+             std::uint32_t copies = 0) override;
 
   const LinkUsage& usage() const override { return usage_; }
 
@@ -53,7 +54,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   struct CachedRoute {
     int dst = -1;
     std::vector<LinkId> links;
-    std::vector<std::int32_t> weights;  // with a quotient
+    std::vector<std::int32_t> hops;  // with a quotient: per link, the route's links in its orbit
     TimePs latency_ps = 0;
   };
   const CachedRoute& route_from(int src, int dst) {
@@ -64,7 +65,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     if (quotient_) to_quotient(route_.links);
     cached.dst = dst;
     cached.links = route_.links;
-    cached.weights = quotient_weights_;
+    cached.hops = quotient_hops_;
     cached.latency_ps = seconds_to_ps(route_.cost.latency_s, "path latency");
     return cached;
   }
@@ -115,8 +116,9 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   std::int32_t weight(std::uint32_t id, std::uint32_t h) const {
     return quotient_ ? route_weights_[std::size_t{id} * route_stride_ + h] : 1;
   }
-  // Replaces a route by its orbits' representatives, each once, with its weight in quotient_weights_.
+  // Replaces a route by its orbits' representatives, each once, with its links in that orbit in quotient_hops_.
   void to_quotient(std::vector<LinkId>& links);
+  void set_weights(std::uint32_t id, const CachedRoute& route, std::int64_t copies);
 
   // Marks tell gathered links and flows from the others without a pass that clears flags afterwards.
   std::uint32_t next_mark() {
@@ -187,8 +189,8 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   const Topology& topology_;
   EventQueue& queue_;
   const LinkQuotient* quotient_;
-  std::vector<std::int32_t> route_weights_;     // with a quotient: weight of route_links_'s entry
-  std::vector<std::int32_t> quotient_weights_;  // scratch of to_quotient()
+  std::vector<std::int32_t> route_weights_;  // with a quotient: weight of route_links_'s entry
+  std::vector<std::int32_t> quotient_hops_;  // scratch of to_quotient()
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_;
   std::vector<LinkId> route_links_;  // route of flow id at [id * route_stride_, + hops)

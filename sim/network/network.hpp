@@ -28,7 +28,9 @@ class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
   // Starts moving `bytes` from rank src to rank dst now; calls listener->on_transfer_done(tag) when delivered.
-  virtual void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) = 0;
+  // `copies`: over a quotient (LinkQuotient), the flows this one stands for; 0 = the quotient's multiplicity.
+  virtual void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag,
+                     std::uint32_t copies = 0) = 0;
   virtual const LinkUsage& usage() const = 0;
 };
 
@@ -54,6 +56,8 @@ std::unique_ptr<NetworkModel> make_flow_network(const Topology& topology, EventQ
 // network over the quotient takes each flow started as the representative of `multiplicity` flows, its images, and
 // each link as its orbit: a link of an orbit of k links that the representative's route crosses n times (counting
 // the route's links of that orbit) carries multiplicity x n / k of the images, all at the representative's rate.
+// The classes of an equitable partition (flow_partition.hpp) are such orbits too, with a flow's class size in place
+// of the multiplicity (NetworkModel::start's `copies`).
 struct LinkQuotient {
   int multiplicity = 1;
   std::vector<LinkId> representative;     // per link: its orbit's representative; kNoLinkInQuotient if not in one

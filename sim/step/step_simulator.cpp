@@ -8,6 +8,7 @@
 #include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
+#include "sim/network/flow_partition.hpp"
 #include "sim/result/step_metrics.hpp"
 #include "sim/step/interference.hpp"
 #include "sim/step/shared_bandwidth.hpp"
@@ -28,13 +29,16 @@ ScheduleKey key_of(CollectiveSpec c) {
 
 class StepRunner final : public EventHandler {
  public:
-  StepRunner(const Plan& plan, const Topology& topo, Fidelity fidelity)
+  StepRunner(const Plan& plan, const Topology& topo, Fidelity fidelity, FlowLumping lumping)
       : plan_(plan),
         topo_(topo),
         fidelity_(fidelity),
         shared_(queue_, [this](int t) { collective_done(t); }),
         compute_(queue_, topo.library().sms, [this](int t) { finish(t); }) {
-    if (fidelity == Fidelity::Flow) network_ = make_flow_network(topo, queue_);
+    if (fidelity != Fidelity::Flow) return;
+    check_network_size(fidelity, topo);
+    if (lumping == FlowLumping::Classes) lump_collectives();
+    network_ = quotient_ ? make_quotient_flow_network(topo, queue_, *quotient_) : make_flow_network(topo, queue_);
   }
 
   // Runs one step to completion; returns its duration.
@@ -302,6 +306,23 @@ class StepRunner final : public EventHandler {
     const bool nccl_alone = uses_library_model(c, topo_) && c.algorithm != Algorithm::Hierarchical;
     return channels_cache_[key] = std::max(1, nccl_alone ? nccl::predict(c, topo_).channels : c.channels);
   }
+  // Every collective of the plan's steps on the flow network once per class of operations it cannot tell apart
+  // (flow_partition.hpp): the schedules become their lumped forms, the network the quotient of the link classes.
+  // The partition holds for any timing of the collectives, so it is made once, before the first step.
+  void lump_collectives() {
+    std::vector<ScheduleKey> keys;
+    std::vector<const Schedule*> full;
+    for (const StepPlan& step : plan_.step_plans)
+      for (const Task& t : step.tasks)
+        if (t.kind == TaskKind::Collective && !schedules_.contains(key_of(t.collective))) {
+          keys.push_back(key_of(t.collective));
+          full.push_back(&schedule_for(t.collective));
+        }
+    std::optional<LumpedSchedules> lumped = lump_schedules(full, topo_);
+    if (!lumped) return;  // the full schedules run
+    for (std::size_t i = 0; i < keys.size(); ++i) *schedules_[keys[i]] = std::move(lumped->schedules[i]);
+    quotient_ = std::move(lumped->quotient);
+  }
   const Schedule& schedule_for(const CollectiveSpec& c) {
     auto key = key_of(c);
     auto it = schedules_.find(key);
@@ -320,6 +341,7 @@ class StepRunner final : public EventHandler {
   const Topology& topo_;
   Fidelity fidelity_;
   EventQueue queue_;
+  std::optional<LinkQuotient> quotient_;  // with lumped collectives: the link classes network_ runs on
   std::unique_ptr<NetworkModel> network_;
   SharedBandwidth shared_;
   SlowedCompute compute_;
@@ -345,10 +367,11 @@ class StepRunner final : public EventHandler {
 
 }  // namespace
 
-Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, const TraceSelection& trace) {
+Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, const TraceSelection& trace,
+                     FlowLumping lumping) {
   Result r = plan_result(plan, "sim", std::string(to_string(fidelity)));
   r.notes = plan.notes;
-  StepRunner runner(plan, topology, fidelity);
+  StepRunner runner(plan, topology, fidelity, lumping);
   if (plan.priority == CommPriority::ForwardOrder) {
     summarize_steps(plan, runner.run_unrolled(plan, trace, r), SteadyStatistic::Mean, r);
     // The links' busy time of the whole timeline (one step more than the run), per step.

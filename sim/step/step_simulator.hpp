@@ -10,7 +10,12 @@
 
 namespace commsim {
 
+// How the flow fidelity runs the collectives: once per class of operations that the network cannot tell apart
+// (sim/network/flow_partition.hpp; the same times, found faster), or every operation (the reference in tests).
+enum class FlowLumping : std::uint8_t { Classes, None };
+
 // `trace` selects the steps and ranks whose events go to Result::trace (each with its details and flows).
-Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, const TraceSelection& trace = {});
+Result simulate_plan(const Plan& plan, const Topology& topology, Fidelity fidelity, const TraceSelection& trace = {},
+                     FlowLumping lumping = FlowLumping::Classes);
 
 }  // namespace commsim

@@ -14,7 +14,9 @@ namespace commsim::test {
 class ContentionFreeNetwork final : public NetworkModel, public EventHandler {
  public:
   ContentionFreeNetwork(const Topology& topology, EventQueue& queue) : topology_(topology), queue_(queue) {}
-  void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) override {
+  // Never over a quotient: `copies` is always 0.
+  void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag,
+             std::uint32_t /*copies*/ = 0) override {
     route_.links.clear();
     topology_.route(src, dst, route_);
     const TimePs drain = transfer_ps(bytes, route_.cost.bottleneck_Bps);

@@ -55,7 +55,6 @@ TEST(Symmetry, QuotientEqualsFullScheduleOnEveryShippedTopology) {
       const int m = expect_same_as_full({ring_spec(*t, Collective::AllReduce, channels, bytes)}, *t,
                                         entry.path().filename().string() + " channels " + std::to_string(channels));
       symmetric += m > 1;
-      std::printf("DIAG %s %d %d %d\n", entry.path().filename().c_str(), channels, t->ranks(), m);
       ++cases;
     }
   }

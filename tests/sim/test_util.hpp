@@ -179,11 +179,12 @@ inline double rel_diff(double a, double b) { return std::abs(a - b) / std::max(s
 class CountingNetwork final : public NetworkModel, public TransferListener {
  public:
   explicit CountingNetwork(std::unique_ptr<NetworkModel> inner) : inner_(std::move(inner)) {}
-  void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag) override {
+  void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag,
+             std::uint32_t copies = 0) override {
     pending_.push_back({listener, tag, bytes, false});
     started_bytes += bytes;
     ++started;
-    inner_->start(src, dst, bytes, this, pending_.size() - 1);
+    inner_->start(src, dst, bytes, this, pending_.size() - 1, copies);
   }
   const LinkUsage& usage() const override { return inner_->usage(); }
   void on_transfer_done(std::uint64_t index) override {

@@ -18,6 +18,18 @@ using schedule_parts::piece_offset;
 
 bool rooted(Collective op) { return op == Collective::Broadcast || op == Collective::Reduce; }
 
+// The bytes of pieces from, from - 1, ... (`count` of them, cyclically over p): each whole turn is every piece once,
+// the rest an ascending run of indices, summed from piece_offset's prefix sums (O(1), not O(count)).
+Bytes pieces_down_from(Bytes bytes, int p, int from, int count) {
+  const auto parts = static_cast<std::uint64_t>(p);
+  const int rest = count % p;
+  const auto begin = static_cast<std::uint64_t>(((from - rest + 1) % p + p) % p);
+  const auto end = begin + static_cast<std::uint64_t>(rest);
+  const Bytes run = end <= parts ? piece_offset(bytes, parts, end) - piece_offset(bytes, parts, begin)
+                                 : bytes - piece_offset(bytes, parts, begin) + piece_offset(bytes, parts, end - parts);
+  return static_cast<Bytes>(count / p) * bytes + run;
+}
+
 // The ring's edges as one flow each (CollectiveSpec::aggregate): all of a position's steps' bytes after a delay of
 // the other steps' latencies, those of the slowest edge, as the closed form counts them.
 void aggregated_ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatter, int steps) {
@@ -28,11 +40,8 @@ void aggregated_ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool re
   std::vector<OpId> into(p);
   for (int i = 0; i < p; ++i) {
     const int to = (i + 1) % p;
-    Bytes total = 0;
-    for (int step = 0; step < steps; ++step)
-      total += piece(bytes, p, static_cast<std::uint64_t>(((i - step) % p + p) % p));
     OpId d = g.s.delay(order[i], wait, {g.frontier[order[i]], g.frontier[order[to]]});
-    into[to] = g.s.transfer(order[i], order[to], total, {d});
+    into[to] = g.s.transfer(order[i], order[to], pieces_down_from(bytes, p, i, steps), {d});
   }
   for (int i = 0; i < p; ++i)
     g.frontier[order[i]] =
