@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <span>
 #include <unordered_map>
 
@@ -22,10 +23,20 @@ struct Rows {
   void close_row() { begin.push_back(items.size()); }
 };
 
+// What an operation is, apart from its neighbours: its schedule, kind, size (bytes; a delay's picoseconds) and, for a
+// transfer, its route's latency.
+struct OpShape {
+  std::uint64_t bytes = 0;
+  TimePs latency_ps = 0;
+  std::uint32_t schedule = 0;
+  OpKind kind = OpKind::Transfer;
+  auto operator<=>(const OpShape&) const = default;
+};
+
 // The operations of all schedules (numbered in schedule order, then op order) and the links they touch.
 struct OpGraph {
   std::vector<std::uint64_t> first_op;  // per schedule: its first operation's number
-  std::vector<std::uint64_t> shape;     // per operation: schedule, kind, size and route latency, hashed
+  std::vector<OpShape> shape;           // per operation
   Rows deps;                            // per operation: the operations it waits for
   Rows route;                           // per operation: the links its transfer crosses
   Rows on_link;                         // per link: the transfers that cross it
@@ -63,23 +74,21 @@ OpGraph op_graph(const std::vector<const Schedule*>& schedules, const Topology& 
     for (const Op& op : schedule.ops) {
       const auto id = static_cast<std::uint32_t>(g.shape.size());
       COMMSIM_CHECK(g.shape.size() < kUnused, "too many operations to lump");
-      Signature shape;
-      for (std::uint64_t x : {std::uint64_t{s}, std::uint64_t{static_cast<std::uint8_t>(op.kind)}, op.bytes})
-        shape.add(x);
+      OpShape shape{.bytes = op.bytes, .schedule = static_cast<std::uint32_t>(s), .kind = op.kind};
       for (std::uint32_t d = op.dep_begin; d < op.dep_end(); ++d)
         g.deps.items.push_back(static_cast<std::uint32_t>(first + schedule.deps[d]));
       g.deps.close_row();
       if (op.kind == OpKind::Transfer) {
         route.links.clear();
         topology.route(op.src, op.dst, route);
-        shape.add(static_cast<std::uint64_t>(seconds_to_ps(route.cost.latency_s, "path latency")));
+        shape.latency_ps = seconds_to_ps(route.cost.latency_s, "path latency");
         for (LinkId l : route.links) {
           g.route.items.push_back(l);
           on_link[l].push_back(id);
         }
       }
       g.route.close_row();
-      g.shape.push_back(shape.a);
+      g.shape.push_back(shape);
     }
   }
   for (const std::vector<std::uint32_t>& ops : on_link) {
@@ -114,13 +123,14 @@ struct Colours {
   std::vector<std::uint32_t> op, link;
 };
 
-// Colour refinement to the stable partition: each round a class splits by the multisets of its neighbours'
-// classes (an operation's: what it waits for and the links it crosses; a link's: the transfers on it). Each
-// colour includes the previous one, so a round refines the last and equal class counts mean it is stable.
+// Colour refinement to the stable partition. Each round, a link's class splits by the multiset of the classes of
+// the transfers on it; then the operations, in schedule order, split by the multisets of the classes of what they
+// wait for (earlier operations, already recoloured this round: a difference travels down a whole chain of
+// dependencies in one round, not one link of it per round) and of the links they cross. Each colour includes the
+// previous one, so a round refines the last, and equal class counts mean the partition is stable.
 Colours refine(const OpGraph& g, const Topology& topology) {
   Colours c;
-  std::vector<Signature> op_signature(g.shape.size()), link_signature(topology.link_count());
-  for (std::size_t i = 0; i < g.shape.size(); ++i) op_signature[i].add(g.shape[i]);
+  std::vector<Signature> link_signature(topology.link_count());
   c.link.assign(topology.link_count(), kUnused);
   for (std::size_t l = 0; l < c.link.size(); ++l) {
     if (g.on_link.row(l).empty()) continue;
@@ -129,23 +139,31 @@ Colours refine(const OpGraph& g, const Topology& topology) {
     link_signature[l].add(static_cast<std::uint64_t>(p.link_class));
     link_signature[l].add(std::bit_cast<std::uint64_t>(p.effective_Bps()));
   }
-  c.op.assign(g.shape.size(), 0);
-  std::uint32_t op_classes = renumber(op_signature, c.op), link_classes = renumber(link_signature, c.link);
-  std::vector<std::uint32_t> scratch;
+  std::map<OpShape, std::uint32_t> shapes;
+  for (const OpShape& shape : g.shape)
+    c.op.push_back(shapes.try_emplace(shape, static_cast<std::uint32_t>(shapes.size())).first->second);
+  auto op_classes = static_cast<std::uint32_t>(shapes.size());
+  std::uint32_t link_classes = renumber(link_signature, c.link);
+  std::vector<std::uint32_t> scratch, next(c.op.size());
+  std::unordered_map<Signature, std::uint32_t, SignatureHash> ids;
   for (;;) {
-    for (std::size_t i = 0; i < c.op.size(); ++i) {
-      Signature& s = op_signature[i] = {};
-      s.add(c.op[i]);
-      add_sorted(s, g.deps.row(i), c.op, scratch);
-      add_sorted(s, g.route.row(i), c.link, scratch);
-    }
     for (std::size_t l = 0; l < c.link.size(); ++l) {
       if (c.link[l] == kUnused) continue;
       Signature& s = link_signature[l] = {};
       s.add(c.link[l]);
       add_sorted(s, g.on_link.row(l), c.op, scratch);
     }
-    const std::uint32_t ops = renumber(op_signature, c.op), links = renumber(link_signature, c.link);
+    const std::uint32_t links = renumber(link_signature, c.link);
+    ids.clear();
+    for (std::size_t i = 0; i < c.op.size(); ++i) {
+      Signature s;
+      s.add(c.op[i]);
+      add_sorted(s, g.deps.row(i), next, scratch);
+      add_sorted(s, g.route.row(i), c.link, scratch);
+      next[i] = ids.try_emplace(s, static_cast<std::uint32_t>(ids.size())).first->second;
+    }
+    c.op.swap(next);
+    const auto ops = static_cast<std::uint32_t>(ids.size());
     if (ops == op_classes && links == link_classes) return c;
     op_classes = ops;
     link_classes = links;
