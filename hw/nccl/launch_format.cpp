@@ -50,6 +50,11 @@ std::string to_string(Scope s) {
   return "?";
 }
 
+namespace {
+// A partition_mb piece's place in its buffer.
+std::string from(const LaunchOp& op) { return op.first > 0 ? " from element " + std::to_string(op.first) : ""; }
+}  // namespace
+
 std::string describe(const LaunchOp& op, const LaunchProgram& program) {
   char buf[256];
   const char* k = "";
@@ -68,8 +73,8 @@ std::string describe(const LaunchOp& op, const LaunchProgram& program) {
       [[fallthrough]];
     case OpKind::CastUp:
       if (!*k) k = "cast -> fp32 from";
-      std::snprintf(buf, sizeof buf, "s%d %s %s buffer %d count %llu%s scale %g", op.stream, k,
-                    to_string(wire_dtype(program.comm_dtype)).c_str(), op.buffer,
+      std::snprintf(buf, sizeof buf, "s%d %s %s buffer %d%s count %llu%s scale %g", op.stream, k,
+                    to_string(wire_dtype(program.comm_dtype)).c_str(), op.buffer, from(op).c_str(),
                     static_cast<unsigned long long>(op.count), op.shard ? " (own shard)" : "",
                     static_cast<double>(op.scale));
       break;
@@ -84,11 +89,11 @@ std::string describe(const LaunchOp& op, const LaunchProgram& program) {
     case OpKind::Collective: {
       const CommSpec& c = program.comms.at(static_cast<std::size_t>(op.comm));
       const bool rooted = op.call == Call::Reduce || op.call == Call::Broadcast;
-      std::snprintf(buf, sizeof buf, "s%d nccl%s comm %d (s%d %s) count %llu %s%s%s buffer %d", op.stream,
+      std::snprintf(buf, sizeof buf, "s%d nccl%s comm %d (s%d %s) count %llu %s%s%s buffer %d%s", op.stream,
                     to_string(op.call).c_str(), op.comm, c.stream, to_string(c.scope).c_str(),
                     static_cast<unsigned long long>(op.count), to_string(op.dtype).c_str(),
                     op.call == Call::AllGather || op.call == Call::Broadcast ? "" : " sum", rooted ? " root 0" : "",
-                    op.buffer);
+                    op.buffer, from(op).c_str());
       break;
     }
   }

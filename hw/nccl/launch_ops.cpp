@@ -14,7 +14,7 @@ void enqueue_local(Rank& r, const LaunchProgram& program, const LaunchOp& op, do
   COMMSIM_CUDA(cudaSetDevice(r.device));
   cudaStream_t s = r.streams[static_cast<std::size_t>(op.stream)];
   Buffers* b = op.buffer >= 0 ? &r.buffers[static_cast<std::size_t>(op.buffer)] : nullptr;
-  const std::uint64_t offset = op.shard ? static_cast<std::uint64_t>(r.rank) * op.count : 0;
+  const std::uint64_t offset = op.first + (op.shard ? static_cast<std::uint64_t>(r.rank) * op.count : 0);
   switch (op.kind) {
     case OpKind::Record:
       COMMSIM_CUDA(cudaEventRecord(r.events[static_cast<std::size_t>(op.event)], s));
@@ -54,7 +54,8 @@ void enqueue_collective(Rank& r, const LaunchOp& op) {
   Buffers& b = r.buffers[static_cast<std::size_t>(op.buffer)];
   cudaStream_t s = r.streams[static_cast<std::size_t>(op.stream)];
   const ncclDataType_t t = nccl_type(op.dtype);
-  char* base = static_cast<char*>(op.dtype == Dtype::Float32 ? static_cast<void*>(b.f32) : b.comm);
+  char* base = static_cast<char*>(op.dtype == Dtype::Float32 ? static_cast<void*>(b.f32) : b.comm) +
+               op.first * static_cast<std::size_t>(dtype_size(op.dtype));
   // Sharded ops use the world communicator, where this GPU's rank is its global rank.
   const std::size_t shard =
       static_cast<std::size_t>(r.rank) * op.count * static_cast<std::size_t>(dtype_size(op.dtype));

@@ -184,6 +184,15 @@ class Translator {
     return {Call::AllReduce, e, e};
   }
 
+  // Where a partition_mb piece starts in its tensor group's buffer: the pieces of a bucket are disjoint ranges of
+  // one buffer, as the MPI backend cuts them (the Plan's ElementRange). Only allreduces are cut into pieces.
+  static std::uint64_t first_of(const Task& t, const Shape& s) {
+    if (t.piece.count == 0) return 0;
+    COMMSIM_CHECK(s.call == Call::AllReduce,
+                  "plan task '" + t.label + "': a piece of a collective other than allreduce");
+    return t.piece.offset;
+  }
+
   // DGC: the top-k selection of the sparse gather it prepares.
   void top_k(int i) {
     const Task& gather = prepared(i);
@@ -202,7 +211,8 @@ class Translator {
   void cast_down(int i, std::vector<bool>& cast_before) {
     const Task& c = prepared(i);
     const Shape s = shape(c);
-    const int b = buffer(c, s.buffer_elements);
+    const std::uint64_t first = first_of(c, s);
+    const int b = buffer(c, first + s.buffer_elements);
     program_.buffers[b].comm_copy = true;
     // The input a rank sends: the whole buffer, except for an AllGather, which sends the rank's own shard.
     const bool own_shard = s.call == Call::AllGather;
@@ -211,7 +221,8 @@ class Translator {
           .task = i,
           .buffer = b,
           .count = own_shard ? s.count : s.buffer_elements,
-          .shard = own_shard});
+          .shard = own_shard,
+          .first = first});
     cast_before[step_->tasks[i].prepares] = true;
   }
 
@@ -247,7 +258,8 @@ class Translator {
   void dense_collective(int i, bool cast) {
     const Task& t = step_->tasks[i];
     const Shape s = shape(t);
-    const int b = buffer(t, s.buffer_elements);
+    const std::uint64_t first = first_of(t, s);
+    const int b = buffer(t, first + s.buffer_elements);
     if (cast) program_.buffers[b].comm_copy = true;
     const Dtype dtype = cast ? wire_dtype(program_.comm_dtype) : Dtype::Float32;
     LaunchOp op{.kind = OpKind::Collective,
@@ -256,7 +268,8 @@ class Translator {
                 .buffer = b,
                 .call = s.call,
                 .count = s.count,
-                .dtype = dtype};
+                .dtype = dtype,
+                .first = first};
     if (s.call == Call::AllReduce && t.collective.algorithm == Algorithm::Hierarchical) {
       hierarchical_allreduce(op, t.stream);
     } else {
@@ -274,6 +287,7 @@ class Translator {
             .buffer = b,
             .count = own_shard ? s.count : s.buffer_elements,
             .shard = own_shard,
+            .first = first,
             .scale = scale});
     }
   }

@@ -71,6 +71,9 @@ struct LaunchOp {
   int root = 0;
   // CastDown/CastUp: whether `count` elements start at the rank's shard (rank x count) instead of 0.
   bool shard = false;
+  // Collective, CastDown/CastUp: where the op's elements start in the buffer (a partition_mb piece's offset in its
+  // tensor group; 0 otherwise).
+  std::uint64_t first = 0;
   float scale = 1;             // CastUp
   std::uint64_t elements = 0;  // TopK / Scatter: dense elements of the buffer
 };

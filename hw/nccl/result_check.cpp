@@ -30,7 +30,8 @@ void count_wrong(Rank& r, const LaunchProgram& program, const CheckItem& c, int 
   const std::uint64_t shard_begin = static_cast<std::uint64_t>(r.rank) * c.count;
   switch (c.kind) {
     case CheckItem::Sum:
-      kernels::count_wrong_sum(b.f32, 0, c.count, program.ranks, modulus, c.scale, r.wrong, r.streams[0]);
+      kernels::count_wrong_sum(b.f32, c.first, c.first + c.count, program.ranks, modulus, c.scale, r.wrong,
+                               r.streams[0]);
       break;
     case CheckItem::ShardSum:
       kernels::count_wrong_sum(b.f32, shard_begin, shard_begin + c.count, program.ranks, modulus, c.scale, r.wrong,
@@ -46,6 +47,18 @@ void count_wrong(Rank& r, const LaunchProgram& program, const CheckItem& c, int 
   }
 }
 
+// Whether another result of the step lands on elements of c's buffer that c's check reads: a buffer reused within a
+// step holds only the last result there. The pieces of a bucket (Sum items) are disjoint ranges of one buffer.
+bool overlaps_another(const std::vector<CheckItem>& items, const CheckItem& c) {
+  const auto range = [](const CheckItem& x) {
+    return x.kind == CheckItem::Sum ? std::pair{x.first, x.first + x.count}
+                                    : std::pair{std::uint64_t{0}, ~std::uint64_t{0}};
+  };
+  return std::any_of(items.begin(), items.end(), [&](const CheckItem& o) {
+    return &o != &c && o.buffer == c.buffer && range(o).first < range(c).second && range(c).first < range(o).second;
+  });
+}
+
 }  // namespace
 
 std::vector<CheckItem> check_items(const LaunchStep& step) {
@@ -53,12 +66,12 @@ std::vector<CheckItem> check_items(const LaunchStep& step) {
   for (const LaunchOp& op : step.ops) {
     if (op.task < 0) continue;
     if (op.kind == OpKind::Scatter) {
-      items[op.task] = {CheckItem::Dgc, op.task, op.buffer, op.count, op.elements, 1};
+      items[op.task] = {CheckItem::Dgc, op.task, op.buffer, op.count, op.elements, 0, 1};
     } else if (op.kind == OpKind::Collective && op.dtype != Dtype::Packed32 && !items.count(op.task)) {
       const CheckItem::Kind k = op.call == Call::ReduceScatter ? CheckItem::ShardSum
                                 : op.call == Call::AllGather   ? CheckItem::Gathered
                                                                : CheckItem::Sum;
-      items[op.task] = {k, op.task, op.buffer, op.count, 0, 1};
+      items[op.task] = {k, op.task, op.buffer, op.count, 0, op.first, 1};
     } else if (op.kind == OpKind::CastUp && items.count(op.task)) {
       items[op.task].scale = op.scale;
     }
@@ -76,8 +89,6 @@ std::uint64_t check_results(const Plan& plan, const LaunchProgram& program, GpuR
   int checked = 0, skipped = 0;
   for (int k : kinds) {
     const std::vector<CheckItem> items = check_items(program.step_plans[static_cast<std::size_t>(k)]);
-    std::map<int, int> uses;
-    for (const CheckItem& c : items) ++uses[c.buffer];
     for (Rank& r : gpus.ranks()) fill_inputs(r, program, items, modulus);
     run_untimed(k);
     gpus.synchronize();
@@ -85,7 +96,7 @@ std::uint64_t check_results(const Plan& plan, const LaunchProgram& program, GpuR
       COMMSIM_CUDA(cudaSetDevice(r.device));
       for (const CheckItem& c : items) {
         const bool dgc = c.kind == CheckItem::Dgc;
-        if ((!dgc && modulus < 2) || uses[c.buffer] > 1) {
+        if ((!dgc && modulus < 2) || overlaps_another(items, c)) {
           ++skipped;
           continue;
         }

@@ -17,6 +17,7 @@ struct CheckItem {
   enum Kind { Sum, ShardSum, Gathered, Dgc } kind = Sum;
   int task = -1, buffer = -1;
   std::uint64_t count = 0, elements = 0;  // count: NCCL count; elements: DGC dense size
+  std::uint64_t first = 0;                // Sum: where the summed elements start (a partition_mb piece)
   float scale = 1;
 };
 

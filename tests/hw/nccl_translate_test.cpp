@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -352,6 +353,38 @@ TEST(NcclTranslate, ShardedCountsArePerRank) {
   EXPECT_GT(rs, 0);
   EXPECT_GT(ag, 0);
   expect_well_formed(l, l.program.step_plans[0], l.plan.step_plans[0]);
+}
+
+// partition_mb = 4: a bucket's allreduce is cut into pieces of at most 4 MiB of fp32 (1 Mi elements), inside
+// tensors and across them; a piece names the tensors it touches and where it starts in their concatenation (the
+// Plan's ElementRange). Each piece runs on that range of the buffer of its tensors: its casts and its collective
+// start at the piece's offset, the range lies inside the tensors, the buffer holds it, and pieces that share a
+// buffer (ResNet-50's tensors of 2.36 M elements are cut into three) take disjoint ranges of it.
+TEST(NcclTranslate, PiecesRunOnTheirOwnRangeOfTheBuffer) {
+  const Loaded l = load({"strategy.partition_mb=4", "strategy.comm_dtype=fp16"});
+  const LaunchStep& step = l.program.step_plans[0];
+  const std::vector<Task>& tasks = l.plan.step_plans[0].tasks;
+  std::map<int, std::vector<std::pair<std::uint64_t, std::uint64_t>>> ranges;  // per buffer: the pieces' ranges
+  for (const LaunchOp& op : step.ops) {
+    if (op.kind != OpKind::CastDown && op.kind != OpKind::CastUp && op.kind != OpKind::Collective) continue;
+    const Task& task = tasks[static_cast<std::size_t>(op.task)];
+    const Task& piece = op.kind == OpKind::CastDown ? tasks[static_cast<std::size_t>(task.prepares)] : task;
+    ASSERT_GT(piece.piece.count, 0u) << describe(op, l.program);
+    EXPECT_EQ(op.first, piece.piece.offset) << describe(op, l.program);
+    EXPECT_EQ(op.count, piece.piece.count) << describe(op, l.program);
+    const BufferSpec& b = l.program.buffers[static_cast<std::size_t>(op.buffer)];
+    EXPECT_LE(op.first + op.count, elements_of(l.plan, b.tensors)) << describe(op, l.program);
+    EXPECT_LE(op.first + op.count, b.elements) << describe(op, l.program);
+    if (op.kind == OpKind::Collective) ranges[op.buffer].push_back({op.first, op.first + op.count});
+  }
+  std::size_t shared = 0;
+  for (auto& [buffer, r] : ranges) {
+    std::sort(r.begin(), r.end());
+    for (std::size_t i = 1; i < r.size(); ++i) EXPECT_LE(r[i - 1].second, r[i].first) << "buffer " << buffer;
+    shared += r.size() > 1;
+  }
+  EXPECT_GT(shared, 0u) << "no buffer is shared by pieces: the case checks nothing about offsets";
+  expect_well_formed(l, step, l.plan.step_plans[0]);
 }
 
 // overlap = false (Paddle sync_nccl_allreduce): every bucket waits for the end of backward (the first layer's
