@@ -24,6 +24,7 @@ RingRun::RingRun(const CollectiveSpec& spec, const Topology& topology, int posit
   steps_ = (reduce_scatter_ ? p_ - 1 : 0) + (all_gather ? p_ - 1 : 0);
   first_step_ = reduce_scatter_ ? 0 : p_ - 1;
   reduce_Bps_ = spec.reduce_Bps;
+  if (bytes_ % p_ == 0 && bytes_ / p_ % chunks_ == 0) uniform_piece_bytes_ = bytes_ / p_ / chunks_;
   next_.assign(n_, 0);
   received_.assign(n_, 0);
   sending_.assign(n_, 0);
@@ -37,6 +38,7 @@ void RingRun::start() {
 }
 
 Bytes RingRun::piece_bytes(std::uint32_t i, std::uint32_t piece) const {
+  if (uniform_piece_bytes_ >= 0) return static_cast<Bytes>(uniform_piece_bytes_);
   const std::int64_t step = piece / chunks_, p = p_;
   // The classic ring schedule sends block (i - step) mod p (shifted by first_step_ for an allgather alone).
   const auto block = static_cast<std::uint64_t>(((std::int64_t{i} - first_step_ - step) % p + p) % p);

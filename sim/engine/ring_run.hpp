@@ -48,6 +48,8 @@ class RingRun final : public TransferListener, public EventHandler {
   EventQueue& queue_;
   std::vector<int> order_;  // channel 0's ring order
   Bytes bytes_ = 0;         // channel 0's share of the vector
+  // Every piece's size when blocks and chunks divide evenly (always under a symmetry), else -1: piece_bytes cuts.
+  std::int64_t uniform_piece_bytes_ = -1;
   double reduce_Bps_ = 0;
   std::uint32_t p_ = 0, n_ = 0, chunks_ = 1, steps_ = 0;
   std::uint32_t first_step_ = 0;         // p - 1 for an allgather alone (it runs the allreduce's second half)
