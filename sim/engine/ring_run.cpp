@@ -1,5 +1,7 @@
 #include "sim/engine/ring_run.hpp"
 
+#include <algorithm>
+
 #include "sim/collective/algorithms/schedule_parts.hpp"
 #include "sim/collective/representatives.hpp"
 #include "sim/core/error.hpp"
@@ -27,6 +29,7 @@ RingRun::RingRun(const CollectiveSpec& spec, const Topology& topology, int posit
   if (bytes_ % p_ == 0 && bytes_ / p_ % chunks_ == 0) uniform_piece_bytes_ = bytes_ / p_ / chunks_;
   next_.assign(n_, 0);
   received_.assign(n_, 0);
+  received_early_.assign(n_, {});
   sending_.assign(n_, 0);
   const std::uint64_t reduces = reduce_scatter_ && reduce_Bps_ > 0 ? std::uint64_t{n_} * (p_ - 1) * chunks_ : 0;
   remaining_ = transfers() + reduces;
@@ -48,8 +51,8 @@ Bytes RingRun::piece_bytes(std::uint32_t i, std::uint32_t piece) const {
 void RingRun::try_issue(std::uint32_t i) {
   const std::uint32_t piece = next_[i];
   if (sending_[i] || piece >= steps_ * chunks_) return;
-  // After step 0 it forwards what it received: piece (s - 1, k), the (piece - chunks + 1)-th to arrive.
-  if (piece >= chunks_ && received_[i] < piece - chunks_ + 1) return;
+  // After step 0 it forwards what it received: piece (s - 1, k).
+  if (piece >= chunks_ && !has_received(i, piece - chunks_)) return;
   issue(i);
 }
 
@@ -69,8 +72,7 @@ void RingRun::on_transfer_done(std::uint64_t position) {
     queue_.schedule(add_ps(queue_.now(), t), this, (std::uint64_t{piece} << 32) | j);
     try_issue(i);
   } else {
-    received_[j] += 1;
-    COMMSIM_CHECK(received_[j] == piece + 1, "ring run: pieces arrived out of order");
+    deliver(j, piece);
     // Dependents in id order, (step, position, chunk): position i's next transfer comes first unless it belongs to
     // the next step and the receiver's (the next step's) has a smaller position (the ring wraps at n).
     const bool receiver_first = (piece + 1) % chunks_ == 0 && j < i;
@@ -84,10 +86,32 @@ void RingRun::on_transfer_done(std::uint64_t position) {
 void RingRun::on_event(std::uint64_t reduce) {
   const auto j = static_cast<std::uint32_t>(reduce & 0xffffffffu);
   const auto piece = static_cast<std::uint32_t>(reduce >> 32);
-  received_[j] += 1;
-  COMMSIM_CHECK(received_[j] == piece + 1, "ring run: reductions finished out of order");
+  deliver(j, piece);
   try_issue(j);
   finish_one();
+}
+
+bool RingRun::has_received(std::uint32_t i, std::uint32_t piece) const {
+  if (piece < received_[i]) return true;
+  const std::vector<std::uint32_t>& early = received_early_[i];
+  return std::find(early.begin(), early.end(), piece) != early.end();
+}
+
+void RingRun::deliver(std::uint32_t j, std::uint32_t piece) {
+  if (piece != received_[j]) {
+    received_early_[j].push_back(piece);
+    return;
+  }
+  ++received_[j];
+  // Pieces that arrived early now extend the prefix.
+  std::vector<std::uint32_t>& early = received_early_[j];
+  while (!early.empty()) {
+    const auto it = std::find(early.begin(), early.end(), received_[j]);
+    if (it == early.end()) break;
+    *it = early.back();
+    early.pop_back();
+    ++received_[j];
+  }
 }
 
 void RingRun::finish_one() {

@@ -3,7 +3,7 @@
 // operations that generate_ring_representatives (sim/collective/representatives.hpp) would make, issued in the order
 // ScheduleRun would issue them, so the network and the event queue see the same calls in the same order and every
 // result is the same (tests/sim/ring_run_test.cpp compares the two). Memory is O(n): per position, the index of its
-// next transfer, whether one is in flight and how many pieces it has received, instead of 2(p - 1) x n operations
+// next transfer, whether one is in flight and which pieces it has received, instead of 2(p - 1) x n operations
 // and their dependency lists (134 M operations for one channel of 8192 GPUs).
 //
 // The dependencies, as ring() in sim/collective/algorithms/ring.cpp makes them: transfer (s, i, k) (step s,
@@ -39,8 +39,11 @@ class RingRun final : public TransferListener, public EventHandler {
   // Issues position i's next transfer if both its dependencies are done.
   void try_issue(std::uint32_t i);
   void issue(std::uint32_t i);
-  // Piece `piece` (s * chunks + k) has arrived at position j, reduced if that step reduces.
+  // Piece `piece` (s * chunks + k) has arrived at position j, reduced if that step reduces. Pieces arrive in order
+  // but for one case: the last reduce-scatter step's reductions may still run when the first allgather step's
+  // transfers, which wait for none, deliver theirs.
   void deliver(std::uint32_t j, std::uint32_t piece);
+  bool has_received(std::uint32_t i, std::uint32_t piece) const;
   void finish_one();
   Bytes piece_bytes(std::uint32_t i, std::uint32_t piece) const;
 
@@ -55,9 +58,10 @@ class RingRun final : public TransferListener, public EventHandler {
   std::uint32_t first_step_ = 0;         // p - 1 for an allgather alone (it runs the allreduce's second half)
   bool reduce_scatter_ = false;          // steps [0, p - 1) reduce (when reduce_Bps > 0)
   std::vector<std::uint32_t> next_;      // per position: index s * chunks + k of its next transfer
-  std::vector<std::uint32_t> received_;  // per position: pieces arrived (and reduced), in order
-  std::vector<std::uint8_t> sending_;    // per position: a transfer in flight
-  std::uint64_t remaining_ = 0;          // operations not yet finished
+  std::vector<std::uint32_t> received_;  // per position: pieces [0, received_) have arrived (and are reduced)
+  std::vector<std::vector<std::uint32_t>> received_early_;  // per position: pieces arrived beyond that prefix
+  std::vector<std::uint8_t> sending_;                       // per position: a transfer in flight
+  std::uint64_t remaining_ = 0;                             // operations not yet finished
   TimePs finished_at_ = 0;
 };
 
