@@ -91,8 +91,7 @@ void RingRun::on_event(std::uint64_t reduce) {
   finish_one();
 }
 
-bool RingRun::has_received(std::uint32_t i, std::uint32_t piece) const {
-  if (piece < received_[i]) return true;
+bool RingRun::received_early(std::uint32_t i, std::uint32_t piece) const {
   const std::vector<std::uint32_t>& early = received_early_[i];
   return std::find(early.begin(), early.end(), piece) != early.end();
 }

@@ -43,7 +43,10 @@ class RingRun final : public TransferListener, public EventHandler {
   // but for one case: the last reduce-scatter step's reductions may still run when the first allgather step's
   // transfers, which wait for none, deliver theirs.
   void deliver(std::uint32_t j, std::uint32_t piece);
-  bool has_received(std::uint32_t i, std::uint32_t piece) const;
+  bool has_received(std::uint32_t i, std::uint32_t piece) const {
+    return piece < received_[i] || (!received_early_[i].empty() && received_early(i, piece));
+  }
+  bool received_early(std::uint32_t i, std::uint32_t piece) const;
   void finish_one();
   Bytes piece_bytes(std::uint32_t i, std::uint32_t piece) const;
 
