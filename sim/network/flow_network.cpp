@@ -71,17 +71,15 @@ void FlowNetwork::on_event(std::uint64_t p) {
   if (kind == kEnter) {
     f.last_update = queue_.now();
     if (f.remaining <= 0) return finish(id);
-    for (std::uint32_t h = 0; h < f.hops; ++h) {
-      add_flow(links_of(id)[h], id, weight(id, h));
-      mark_dirty(links_of(id)[h]);
-    }
+    const std::span<const LinkId> links = links_of(id);
+    for (std::uint32_t h = 0; h < f.hops; ++h) add_flow(links[h], id, weight(id, h));
+    mark_dirty(links);
     f.rate = 0;  // set by the recompute of this instant
     return;
   }
-  for (std::uint32_t h = 0; h < f.hops; ++h) {
-    remove_flow(links_of(id)[h], id, weight(id, h));
-    mark_dirty(links_of(id)[h]);
-  }
+  const std::span<const LinkId> links = links_of(id);
+  for (std::uint32_t h = 0; h < f.hops; ++h) remove_flow(links[h], id, weight(id, h));
+  mark_dirty(links);
   finish(id);
 }
 
@@ -164,8 +162,9 @@ inline void FlowNetwork::finish(std::uint32_t id) {
   f.listener->on_transfer_done(f.tag);
 }
 
-inline void FlowNetwork::mark_dirty(LinkId l) {
-  dirty_.push_back(l);
+inline void FlowNetwork::mark_dirty(std::span<const LinkId> links) {
+  if (links.empty()) return;  // a route of no link changes no rate
+  dirty_.insert(dirty_.end(), links.begin(), links.end());
   if (!recompute_pending_) {
     recompute_pending_ = true;
     queue_.schedule(queue_.now(), this, payload(kRecompute, 0, 0), 1);

@@ -137,7 +137,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   }
 
   // A link may be listed twice in an instant; recompute() gathers it once.
-  void mark_dirty(LinkId l);
+  void mark_dirty(std::span<const LinkId> links);
 
   void finish(std::uint32_t id);
 
@@ -147,13 +147,17 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   // Gathers the component reachable from the dirty links through shared flows into component_flows_, resetting each
   // link's scratch for progressive filling as it joins. Progressive filling starts here: a flow alone on every link of
   // its route gets its route's bottleneck, as progressive filling would give it, without the heap (the common case:
-  // a collective's flows rarely share links). Its links carry nothing else, so it is frozen as soon as it is gathered.
-  // The others go to shared_flows_.
+  // a collective's flows rarely share links). Its links carry nothing else, so it is frozen as soon as it is gathered,
+  // and their scratch, which nothing else reads, is neither reset nor updated. The others go to shared_flows_.
   void gather_component();
-  void join(LinkId l, std::uint32_t mark);
+  // Gathers the flow into the component unless it is already.
+  void visit_flow(std::uint32_t id, std::uint32_t mark);
+  // Returns whether the link joined now (false: it already had).
+  bool join(LinkId l, std::uint32_t mark);
   // Joins the flow's links and finds its own link: of the links that carry it alone, the one with the smallest
   // (capacity, id). Returns whether it shares a link. A link that carries this flow alone has no other flow to
-  // gather: its scratch is reset here, and it stays out of component_links_ (a route is mostly such links).
+  // gather: it stays out of component_links_ (a route is mostly such links), and its scratch is reset only if the
+  // flow shares another link (take_into_part).
   bool gather_flow(std::uint32_t id, std::uint32_t mark);
 
   // The flows left share links. Fill one connected part of them at a time: the component gathered above is the union
@@ -205,6 +209,8 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   std::vector<std::uint32_t> part_mark_;       // scratch: == the part's mark when gathered into it
   std::vector<std::vector<std::uint32_t>> spilled_flows_;
   std::vector<LinkId> dirty_;
+  static constexpr std::uint64_t kFlowSeed = std::uint64_t{1} << 32;  // a seed that is a flow id, not a link
+  std::vector<std::uint64_t> dirty_seeds_;                            // scratch of gather_component()
   std::vector<LinkId> component_links_;
   std::vector<std::uint32_t> component_flows_;
   std::vector<std::uint32_t> shared_flows_;  // flows of the component that share a link

@@ -21,44 +21,58 @@ inline void FlowNetwork::gather_component() {
   component_links_.clear();
   component_flows_.clear();
   shared_flows_.clear();
-  for (LinkId l : dirty_) join(l, mark);
-  dirty_.clear();
-  for (std::size_t i = 0; i < component_links_.size(); ++i) {
-    for (std::uint32_t id : flows_on(component_links_[i])) {
-      Flow& f = flows_[id];
-      if (f.mark == mark) continue;
-      f.mark = mark;
-      f.new_rate = -1;
-      component_flows_.push_back(id);
-      if (gather_flow(id, mark)) {
-        shared_flows_.push_back(id);
-        continue;
-      }
-      f.new_rate = snap(links_[f.own_link].capacity);
-      for (LinkId l : links_of(id)) {
-        links_[l].capacity_left -= f.new_rate;  // a lone flow's weight is 1
-        --links_[l].unfrozen;
-      }
+  // The dirty links in order, as seeds: a link that carries one flow now stands for that flow (all it would yield),
+  // without joining the component (gather_flow would not join it either), a link left with no flow has nothing to
+  // re-solve, and a shared link joins. Flows are then found in the order a walk over the joined links would find them.
+  dirty_seeds_.clear();
+  for (LinkId l : dirty_) {
+    const LinkState& link = links_[l];
+    if (link.flow_count == 1) {
+      dirty_seeds_.push_back(kFlowSeed | link.only_flow);
+    } else if (link.flow_count > 1 && join(l, mark)) {
+      dirty_seeds_.push_back(l);
     }
   }
+  dirty_.clear();
+  const std::size_t joined_from_dirty = component_links_.size();
+  for (std::uint64_t seed : dirty_seeds_) {
+    if (seed & kFlowSeed) {
+      visit_flow(static_cast<std::uint32_t>(seed), mark);
+    } else {
+      for (std::uint32_t id : flows_on(static_cast<LinkId>(seed))) visit_flow(id, mark);
+    }
+  }
+  for (std::size_t i = joined_from_dirty; i < component_links_.size(); ++i)
+    for (std::uint32_t id : flows_on(component_links_[i])) visit_flow(id, mark);
 }
 
-inline void FlowNetwork::join(LinkId l, std::uint32_t mark) {
-  if (component_mark_[l] == mark) return;
+inline void FlowNetwork::visit_flow(std::uint32_t id, std::uint32_t mark) {
+  Flow& f = flows_[id];
+  if (f.mark == mark) return;
+  f.mark = mark;
+  f.new_rate = -1;
+  component_flows_.push_back(id);
+  if (gather_flow(id, mark)) {
+    shared_flows_.push_back(id);
+    return;
+  }
+  // Alone on every link of its route: no other flow reads those links' scratch, so it is left as it is.
+  f.new_rate = snap(links_[f.own_link].capacity);
+}
+
+inline bool FlowNetwork::join(LinkId l, std::uint32_t mark) {
+  if (component_mark_[l] == mark) return false;
   component_mark_[l] = mark;
   reset_scratch(l);
   component_links_.push_back(l);
+  return true;
 }
 
 inline bool FlowNetwork::gather_flow(std::uint32_t id, std::uint32_t mark) {
   LinkId own = kNoLink;
   bool shares = false;
   for (LinkId l : links_of(id)) {
-    if (links_[l].flow_count == 1) {
-      reset_scratch(l);
-    } else {
-      join(l, mark);
-    }
+    if (links_[l].flow_count != 1) join(l, mark);
     if (load(l) != 1) {
       shares = true;
     } else if (own == kNoLink || links_[l].capacity < links_[own].capacity ||
@@ -88,6 +102,7 @@ inline void FlowNetwork::take_into_part(std::uint32_t id, std::uint32_t part, st
   flows_[id].mark = part;
   ++part_flows;
   for (LinkId l : links_of(id)) {
+    if (links_[l].flow_count == 1) reset_scratch(l);  // it carries this flow alone: reset once, here
     if (load(l) != 1 && part_mark_[l] != part) {
       part_mark_[l] = part;
       part_links_.push_back(l);

@@ -2,6 +2,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/engine/executor.hpp"
+#include "sim/engine/ring_run.hpp"
 
 namespace commsim {
 namespace {
@@ -154,8 +155,23 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
   const std::optional<RingSymmetry> symmetry = use_symmetry ? find_ring_symmetry(resolved, topology) : std::nullopt;
 
   FlowCollectivesResult result;
-  std::vector<Schedule> schedules(resolved.size());
+  result.multiplicity = symmetry ? symmetry->quotient.multiplicity : 1;
+  EventQueue queue;
+  const std::unique_ptr<NetworkModel> network =
+      symmetry ? make_quotient_flow_network(topology, queue, symmetry->quotient) : make_flow_network(topology, queue);
+  // The representatives of one channel run as they are generated (RingRun: O(positions) memory); other cases run
+  // their materialised schedules.
+  const bool on_the_fly = symmetry && symmetry->representatives.channels == 1;
+  std::vector<Schedule> schedules(on_the_fly ? 0 : resolved.size());
+  std::vector<std::unique_ptr<RingRun>> ring_runs;
+  std::vector<std::unique_ptr<ScheduleRun>> runs;
   for (std::size_t i = 0; i < resolved.size(); ++i) {
+    if (on_the_fly) {
+      ring_runs.push_back(
+          std::make_unique<RingRun>(resolved[i], topology, symmetry->representatives.positions, *network, queue));
+      result.transfers += ring_runs.back()->transfers();
+      continue;
+    }
     if (symmetry) {
       generate_ring_representatives(resolved[i], topology, symmetry->representatives, schedules[i]);
     } else {
@@ -163,26 +179,22 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
       generate(resolved[i], topology, schedules[i], frontier);
     }
     for (const Op& op : schedules[i].ops) result.transfers += op.kind == OpKind::Transfer;
-  }
-  result.multiplicity = symmetry ? symmetry->quotient.multiplicity : 1;
-  result.full_transfers = result.transfers * static_cast<std::uint64_t>(result.multiplicity);
-
-  EventQueue queue;
-  const std::unique_ptr<NetworkModel> network =
-      symmetry ? make_quotient_flow_network(topology, queue, symmetry->quotient) : make_flow_network(topology, queue);
-  std::vector<std::unique_ptr<ScheduleRun>> runs;
-  for (std::size_t i = 0; i < resolved.size(); ++i)
     runs.push_back(std::make_unique<ScheduleRun>(schedules[i], resolved[i].reduce_Bps, *network, queue, nullptr));
+  }
+  result.full_transfers = result.transfers * static_cast<std::uint64_t>(result.multiplicity);
+  for (auto& run : ring_runs) run->start();
   for (auto& run : runs) run->start();
   if (progress.keep_going) {
     result.complete = queue.run_checked(progress.every_events, progress.keep_going);
   } else {
     queue.run();
   }
-  for (auto& run : runs) {
+  const auto record = [&](const auto& run) {
     COMMSIM_CHECK(run->done() || !result.complete, "schedule did not finish: a dependency cycle");
     result.seconds.push_back(ps_to_seconds(run->done() ? run->finished_at() : queue.now()));
-  }
+  };
+  for (auto& run : ring_runs) record(run);
+  for (auto& run : runs) record(run);
   result.events = queue.processed();
   result.usage = network->usage();
   return result;

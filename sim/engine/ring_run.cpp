@@ -1,0 +1,121 @@
+#include "sim/engine/ring_run.hpp"
+
+#include <algorithm>
+
+#include "sim/collective/algorithms/schedule_parts.hpp"
+#include "sim/collective/representatives.hpp"
+#include "sim/core/error.hpp"
+
+namespace commsim {
+
+RingRun::RingRun(const CollectiveSpec& spec, const Topology& topology, int positions, NetworkModel& network,
+                 EventQueue& queue)
+    : network_(network), queue_(queue) {
+  COMMSIM_CHECK(spec.algorithm == Algorithm::Ring && !spec.aggregate &&
+                    (spec.op == Collective::AllReduce || spec.op == Collective::ReduceScatter ||
+                     spec.op == Collective::AllGather),
+                "ring run of a ring allreduce, reduce-scatter or allgather only");
+  order_ = ring_channel_orders(spec, topology)[0];
+  p_ = static_cast<std::uint32_t>(order_.size());
+  COMMSIM_CHECK(p_ >= 2 && positions >= 1 && static_cast<std::uint32_t>(positions) <= p_, "ring run positions");
+  n_ = static_cast<std::uint32_t>(positions);
+  bytes_ = schedule_parts::piece(spec.bytes, static_cast<std::uint64_t>(spec.channels), 0);
+  chunks_ = static_cast<std::uint32_t>(schedule_parts::default_chunks(spec, false, bytes_));
+  reduce_scatter_ = spec.op != Collective::AllGather;
+  const bool all_gather = spec.op != Collective::ReduceScatter;
+  steps_ = (reduce_scatter_ ? p_ - 1 : 0) + (all_gather ? p_ - 1 : 0);
+  first_step_ = reduce_scatter_ ? 0 : p_ - 1;
+  reduce_Bps_ = spec.reduce_Bps;
+  if (bytes_ % p_ == 0 && bytes_ / p_ % chunks_ == 0) uniform_piece_bytes_ = bytes_ / p_ / chunks_;
+  next_.assign(n_, 0);
+  received_.assign(n_, 0);
+  received_early_.assign(n_, {});
+  sending_.assign(n_, 0);
+  const std::uint64_t reduces = reduce_scatter_ && reduce_Bps_ > 0 ? std::uint64_t{n_} * (p_ - 1) * chunks_ : 0;
+  remaining_ = transfers() + reduces;
+}
+
+void RingRun::start() {
+  // Every position's first transfer waits for nothing (ScheduleRun::start issues them in id order).
+  for (std::uint32_t i = 0; i < n_; ++i) try_issue(i);
+}
+
+Bytes RingRun::piece_bytes(std::uint32_t i, std::uint32_t piece) const {
+  if (uniform_piece_bytes_ >= 0) return static_cast<Bytes>(uniform_piece_bytes_);
+  const std::int64_t step = piece / chunks_, p = p_;
+  // The classic ring schedule sends block (i - step) mod p (shifted by first_step_ for an allgather alone).
+  const auto block = static_cast<std::uint64_t>(((std::int64_t{i} - first_step_ - step) % p + p) % p);
+  return schedule_parts::piece(schedule_parts::piece(bytes_, p_, block), chunks_, piece % chunks_);
+}
+
+void RingRun::try_issue(std::uint32_t i) {
+  const std::uint32_t piece = next_[i];
+  if (sending_[i] || piece >= steps_ * chunks_) return;
+  // After step 0 it forwards what it received: piece (s - 1, k).
+  if (piece >= chunks_ && !has_received(i, piece - chunks_)) return;
+  issue(i);
+}
+
+void RingRun::issue(std::uint32_t i) {
+  const std::uint32_t piece = next_[i]++;
+  sending_[i] = 1;
+  network_.start(order_[i], order_[(i + 1) % p_], static_cast<double>(piece_bytes(i, piece)), this, i);
+}
+
+void RingRun::on_transfer_done(std::uint64_t position) {
+  const auto i = static_cast<std::uint32_t>(position);
+  const std::uint32_t piece = next_[i] - 1, step = piece / chunks_, j = (i + 1) % n_;
+  sending_[i] = 0;
+  if (reduce_scatter_ && step < p_ - 1 && reduce_Bps_ > 0) {
+    // Its reduce comes first (its id follows the transfer's), then position i's next transfer.
+    const TimePs t = transfer_ps(static_cast<double>(piece_bytes(i, piece)), reduce_Bps_);
+    queue_.schedule(add_ps(queue_.now(), t), this, (std::uint64_t{piece} << 32) | j);
+    try_issue(i);
+  } else {
+    deliver(j, piece);
+    // Dependents in id order, (step, position, chunk): position i's next transfer comes first unless it belongs to
+    // the next step and the receiver's (the next step's) has a smaller position (the ring wraps at n).
+    const bool receiver_first = (piece + 1) % chunks_ == 0 && j < i;
+    if (receiver_first) try_issue(j);
+    try_issue(i);
+    if (!receiver_first) try_issue(j);
+  }
+  finish_one();
+}
+
+void RingRun::on_event(std::uint64_t reduce) {
+  const auto j = static_cast<std::uint32_t>(reduce & 0xffffffffu);
+  const auto piece = static_cast<std::uint32_t>(reduce >> 32);
+  deliver(j, piece);
+  try_issue(j);
+  finish_one();
+}
+
+bool RingRun::received_early(std::uint32_t i, std::uint32_t piece) const {
+  const std::vector<std::uint32_t>& early = received_early_[i];
+  return std::find(early.begin(), early.end(), piece) != early.end();
+}
+
+void RingRun::deliver(std::uint32_t j, std::uint32_t piece) {
+  if (piece != received_[j]) {
+    received_early_[j].push_back(piece);
+    return;
+  }
+  ++received_[j];
+  // Pieces that arrived early now extend the prefix.
+  std::vector<std::uint32_t>& early = received_early_[j];
+  while (!early.empty()) {
+    const auto it = std::find(early.begin(), early.end(), received_[j]);
+    if (it == early.end()) break;
+    *it = early.back();
+    early.pop_back();
+    ++received_[j];
+  }
+}
+
+void RingRun::finish_one() {
+  COMMSIM_CHECK(remaining_ > 0, "operation completed twice");
+  if (--remaining_ == 0) finished_at_ = queue_.now();
+}
+
+}  // namespace commsim

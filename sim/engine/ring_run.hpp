@@ -1,0 +1,71 @@
+// Runs the representatives of a ring allreduce, reduce-scatter or allgather (one channel, positions [0, n) of its
+// ring, position n standing for position 0) as they are generated, without materialising their schedule: the
+// operations that generate_ring_representatives (sim/collective/representatives.hpp) would make, issued in the order
+// ScheduleRun would issue them, so the network and the event queue see the same calls in the same order and every
+// result is the same (tests/sim/ring_run_test.cpp compares the two). Memory is O(n): per position, the index of its
+// next transfer, whether one is in flight and which pieces it has received, instead of 2(p - 1) x n operations
+// and their dependency lists (134 M operations for one channel of 8192 GPUs).
+//
+// The dependencies, as ring() in sim/collective/algorithms/ring.cpp makes them: transfer (s, i, k) (step s,
+// position i, chunk k) waits for position i's previous transfer (pieces leave one connection in order) and, after
+// step 0, for the piece k that position i received at step s - 1 (transfer (s - 1, i - 1, k), or the reduce of it
+// when reduce-scatter steps reduce). Operation ids grow with (s, i, k), a reduce right after its transfer, and
+// ScheduleRun issues the dependents of a finished operation in id order; so does this.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/collective/collective.hpp"
+#include "sim/network/network.hpp"
+
+namespace commsim {
+
+class RingRun final : public TransferListener, public EventHandler {
+ public:
+  // `positions`: n, the representatives' positions of channel 0 (RingRepresentatives with one channel).
+  RingRun(const CollectiveSpec& spec, const Topology& topology, int positions, NetworkModel& network,
+          EventQueue& queue);
+  void start();
+  bool done() const { return remaining_ == 0; }
+  TimePs finished_at() const { return finished_at_; }
+  // Transfers the representatives' schedule has (what simulate_flow_collectives counts).
+  std::uint64_t transfers() const { return std::uint64_t{n_} * steps_ * chunks_; }
+
+  void on_transfer_done(std::uint64_t position) override;
+  void on_event(std::uint64_t reduce) override;  // a reduce finished: (piece << 32) | receiving position
+
+ private:
+  // Issues position i's next transfer if both its dependencies are done.
+  void try_issue(std::uint32_t i);
+  void issue(std::uint32_t i);
+  // Piece `piece` (s * chunks + k) has arrived at position j, reduced if that step reduces. Pieces arrive in order
+  // but for one case: the last reduce-scatter step's reductions may still run when the first allgather step's
+  // transfers, which wait for none, deliver theirs.
+  void deliver(std::uint32_t j, std::uint32_t piece);
+  bool has_received(std::uint32_t i, std::uint32_t piece) const {
+    return piece < received_[i] || (!received_early_[i].empty() && received_early(i, piece));
+  }
+  bool received_early(std::uint32_t i, std::uint32_t piece) const;
+  void finish_one();
+  Bytes piece_bytes(std::uint32_t i, std::uint32_t piece) const;
+
+  NetworkModel& network_;
+  EventQueue& queue_;
+  std::vector<int> order_;  // channel 0's ring order
+  Bytes bytes_ = 0;         // channel 0's share of the vector
+  // Every piece's size when blocks and chunks divide evenly (always under a symmetry), else -1: piece_bytes cuts.
+  std::int64_t uniform_piece_bytes_ = -1;
+  double reduce_Bps_ = 0;
+  std::uint32_t p_ = 0, n_ = 0, chunks_ = 1, steps_ = 0;
+  std::uint32_t first_step_ = 0;         // p - 1 for an allgather alone (it runs the allreduce's second half)
+  bool reduce_scatter_ = false;          // steps [0, p - 1) reduce (when reduce_Bps > 0)
+  std::vector<std::uint32_t> next_;      // per position: index s * chunks + k of its next transfer
+  std::vector<std::uint32_t> received_;  // per position: pieces [0, received_) have arrived (and are reduced)
+  std::vector<std::vector<std::uint32_t>> received_early_;  // per position: pieces arrived beyond that prefix
+  std::vector<std::uint8_t> sending_;                       // per position: a transfer in flight
+  std::uint64_t remaining_ = 0;                             // operations not yet finished
+  TimePs finished_at_ = 0;
+};
+
+}  // namespace commsim
