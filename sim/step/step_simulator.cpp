@@ -18,6 +18,10 @@ namespace commsim {
 namespace {
 
 constexpr double kMaxRingTransfers = 1 << 15;
+// The most operations lumped: the partition's graph takes ~100 bytes per operation beside the schedule's 32 (routes,
+// dependencies, classes), so beyond ~16 M operations (1.7 GB) the full schedules run instead. The aggregated rings
+// of a 65 536-GPU step are 9.6 M.
+constexpr std::uint64_t kMaxLumpedOperations = 1 << 24;
 
 // Collectives that differ only in where their vector starts in the buffer (offset) take the same time and share a
 // cached schedule and price; every other field of the spec can change them.
@@ -318,6 +322,9 @@ class StepRunner final : public EventHandler {
           keys.push_back(key_of(t.collective));
           full.push_back(&schedule_for(t.collective));
         }
+    std::uint64_t operations = 0;
+    for (const Schedule* s : full) operations += s->ops.size();
+    if (operations > kMaxLumpedOperations) return;
     std::optional<LumpedSchedules> lumped = lump_schedules(full, topo_);
     if (!lumped) return;  // the full schedules run
     for (std::size_t i = 0; i < keys.size(); ++i) *schedules_[keys[i]] = std::move(lumped->schedules[i]);
