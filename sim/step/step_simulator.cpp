@@ -334,6 +334,10 @@ class StepRunner final : public EventHandler {
     auto key = key_of(c);
     auto it = schedules_.find(key);
     if (it != schedules_.end()) return *it->second;
+    // Over the link classes every flow must be a lumped one: a collective the plan's steps did not list would run
+    // its full schedule on the quotient, wrongly.
+    COMMSIM_CHECK(!quotient_, "a collective outside the lumped plan: " + std::string(to_string(c.op)) + " of " +
+                                  std::to_string(c.bytes) + " bytes");
     auto s = std::make_unique<Schedule>();
     std::vector<OpId> frontier(topo_.ranks(), kNoOp);
     CollectiveSpec spec = c;
