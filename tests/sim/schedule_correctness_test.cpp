@@ -6,6 +6,7 @@
 //  - byte conservation: the bytes of all transfers equal the algorithm's formula, and the engine delivers every
 //    one of them (both fidelities).
 //  - well-formedness: dependencies point to earlier operations, transfers join two different valid ranks.
+#include <map>
 #include <sstream>
 
 #include "tests/sim/test_util.hpp"
@@ -169,6 +170,26 @@ TEST(ScheduleBytes, AutoResolvesToAnApplicableAlgorithm) {
     EXPECT_NE(s.algorithm, Algorithm::Auto);
     EXPECT_EQ(g.schedule.bytes_transferred(), expected_bytes(s, t->ranks(), kEven));
   }
+}
+
+// The aggregated ring (one transfer per ring edge, CollectiveSpec::aggregate) carries over each edge exactly the
+// bytes the step-by-step ring sends over it in all its steps: the sum of the pieces position i sends, which the
+// generator takes from the pieces' prefix sums instead of adding them step by step. Uneven sizes (pieces differing
+// by a byte) and rings up to 16 ranks, for the three ring collectives.
+TEST(AggregatedRing, EachEdgeCarriesWhatTheStepsSendOverIt) {
+  for (int p : {2, 3, 5, 8, 16})
+    for (Collective op : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
+      for (Bytes bytes : {Bytes(1) << 20, (Bytes(1) << 20) + 7, Bytes(p - 1)}) {
+        const AstraTopology t = make_topology({1, p});
+        CollectiveSpec spec = make_spec(t, op, Algorithm::Ring, bytes);
+        std::map<std::pair<int, int>, Bytes> stepped, aggregated;
+        for (const Op& o : generate_with_inputs(spec, t).schedule.ops)
+          if (o.kind == OpKind::Transfer) stepped[{o.src, o.dst}] += o.bytes;
+        spec.aggregate = true;
+        for (const Op& o : generate_with_inputs(spec, t).schedule.ops)
+          if (o.kind == OpKind::Transfer) aggregated[{o.src, o.dst}] += o.bytes;
+        EXPECT_EQ(aggregated, stepped) << to_string(op) << " p " << p << " bytes " << bytes;
+      }
 }
 
 }  // namespace

@@ -37,11 +37,13 @@ void aggregated_ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool re
   double latency_s = 0;
   for (int i = 0; i < p; ++i) latency_s = std::max(latency_s, g.topo.path_cost(order[i], order[(i + 1) % p]).latency_s);
   const TimePs wait = times_ps(steps - 1, seconds_to_ps(latency_s));
+  // The blocks position i sends, as ring() numbers them: an allgather alone starts at the allreduce's step p - 1.
+  const int first_step = reduce_scatter ? 0 : p - 1;
   std::vector<OpId> into(p);
   for (int i = 0; i < p; ++i) {
     const int to = (i + 1) % p;
     OpId d = g.s.delay(order[i], wait, {g.frontier[order[i]], g.frontier[order[to]]});
-    into[to] = g.s.transfer(order[i], order[to], pieces_down_from(bytes, p, i, steps), {d});
+    into[to] = g.s.transfer(order[i], order[to], pieces_down_from(bytes, p, i - first_step, steps), {d});
   }
   for (int i = 0; i < p; ++i)
     g.frontier[order[i]] =
