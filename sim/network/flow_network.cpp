@@ -42,11 +42,15 @@ void FlowNetwork::start(int src, int dst, double bytes, TransferListener* listen
     route_links_.resize(flows_.size() * route_stride_);
     if (quotient_) route_weights_.resize(route_links_.size());
   }
-  const CachedRoute& route = route_from(src, dst);
+  CachedRoute& route = route_from(src, dst);
   if (route.links.size() > route_stride_) widen_routes(route.links.size());
   Flow& f = flows_[id];
   std::copy(route.links.begin(), route.links.end(), route_links_.begin() + std::ptrdiff_t(id * route_stride_));
-  if (quotient_) set_weights(id, route, copies > 0 ? static_cast<std::int64_t>(copies) : quotient_->multiplicity);
+  if (quotient_) {
+    const std::vector<std::int32_t>& w =
+        weights_of(route, copies > 0 ? static_cast<std::int64_t>(copies) : quotient_->multiplicity);
+    std::copy(w.begin(), w.end(), route_weights_.begin() + std::ptrdiff_t(id * route_stride_));
+  }
   f.hops = static_cast<std::uint32_t>(route.links.size());
   f.remaining = bytes;
   f.rate = 0;
@@ -147,12 +151,16 @@ inline void FlowNetwork::to_quotient(std::vector<LinkId>& links) {
 
 // A flow standing for `copies` flows whose route crosses n links of an orbit of k: each link of the orbit carries
 // copies x n / k of them (a whole number, since the copies cross the orbit's links evenly).
-inline void FlowNetwork::set_weights(std::uint32_t id, const CachedRoute& route, std::int64_t copies) {
+inline const std::vector<std::int32_t>& FlowNetwork::weights_of(CachedRoute& route, std::int64_t copies) {
+  if (route.weights_copies == copies) return route.weights;
+  route.weights.clear();
   for (std::size_t h = 0; h < route.links.size(); ++h) {
     const std::int64_t crossings = copies * route.hops[h], orbit = quotient_->orbit_size[route.links[h]];
     COMMSIM_CHECK(crossings % orbit == 0, "flows that do not cross their links' orbit evenly");
-    route_weights_[id * route_stride_ + h] = static_cast<std::int32_t>(crossings / orbit);
+    route.weights.push_back(static_cast<std::int32_t>(crossings / orbit));
   }
+  route.weights_copies = copies;
+  return route.weights;
 }
 
 inline void FlowNetwork::finish(std::uint32_t id) {

@@ -54,10 +54,12 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   struct CachedRoute {
     int dst = -1;
     std::vector<LinkId> links;
-    std::vector<std::int32_t> hops;  // with a quotient: per link, the route's links in its orbit
+    std::vector<std::int32_t> hops;     // with a quotient: per link, the route's links in its orbit
+    std::int64_t weights_copies = -1;   // with a quotient: the copies `weights` was computed for (-1: none yet)
+    std::vector<std::int32_t> weights;  // per link, the copies that cross each link of its orbit
     TimePs latency_ps = 0;
   };
-  const CachedRoute& route_from(int src, int dst) {
+  CachedRoute& route_from(int src, int dst) {
     CachedRoute& cached = route_cache_[static_cast<std::size_t>(src)];
     if (cached.dst == dst) return cached;
     route_.links.clear();
@@ -66,6 +68,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     cached.dst = dst;
     cached.links = route_.links;
     cached.hops = quotient_hops_;
+    cached.weights_copies = -1;
     cached.latency_ps = seconds_to_ps(route_.cost.latency_s, "path latency");
     return cached;
   }
@@ -118,7 +121,9 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   }
   // Replaces a route by its orbits' representatives, each once, with its links in that orbit in quotient_hops_.
   void to_quotient(std::vector<LinkId>& links);
-  void set_weights(std::uint32_t id, const CachedRoute& route, std::int64_t copies);
+  // The route's weights for a flow standing for `copies` flows, computed once per route and copy count (a ring
+  // sends the same copies along the same route at every step).
+  const std::vector<std::int32_t>& weights_of(CachedRoute& route, std::int64_t copies);
 
   // Marks tell gathered links and flows from the others without a pass that clears flags afterwards.
   std::uint32_t next_mark() {
