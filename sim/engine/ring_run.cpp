@@ -43,8 +43,7 @@ void RingRun::start() {
 Bytes RingRun::piece_bytes(std::uint32_t i, std::uint32_t piece) const {
   if (uniform_piece_bytes_ >= 0) return static_cast<Bytes>(uniform_piece_bytes_);
   const std::int64_t step = piece / chunks_, p = p_;
-  // The classic ring schedule sends block (i - step) mod p (shifted by first_step_ for an allgather alone).
-  const auto block = static_cast<std::uint64_t>(((std::int64_t{i} - first_step_ - step) % p + p) % p);
+  const std::uint64_t block = schedule_parts::ring_block(i, step, first_step_, p);
   return schedule_parts::piece(schedule_parts::piece(bytes_, p_, block), chunks_, piece % chunks_);
 }
 

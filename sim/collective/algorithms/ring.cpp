@@ -37,13 +37,13 @@ void aggregated_ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool re
   double latency_s = 0;
   for (int i = 0; i < p; ++i) latency_s = std::max(latency_s, g.topo.path_cost(order[i], order[(i + 1) % p]).latency_s);
   const TimePs wait = times_ps(steps - 1, seconds_to_ps(latency_s));
-  // The blocks position i sends, as ring() numbers them: an allgather alone starts at the allreduce's step p - 1.
-  const int first_step = reduce_scatter ? 0 : p - 1;
+  const int first_step = reduce_scatter ? 0 : p - 1;  // as in ring()
   std::vector<OpId> into(p);
   for (int i = 0; i < p; ++i) {
     const int to = (i + 1) % p;
     OpId d = g.s.delay(order[i], wait, {g.frontier[order[i]], g.frontier[order[to]]});
-    into[to] = g.s.transfer(order[i], order[to], pieces_down_from(bytes, p, i - first_step, steps), {d});
+    const auto first_block = static_cast<int>(schedule_parts::ring_block(i, 0, first_step, p));
+    into[to] = g.s.transfer(order[i], order[to], pieces_down_from(bytes, p, first_block, steps), {d});
   }
   for (int i = 0; i < p; ++i)
     g.frontier[order[i]] =
@@ -75,8 +75,7 @@ void ring(Gen& g, const std::vector<int>& order, Bytes bytes, bool reduce_scatte
     std::fill(next.begin(), next.end(), kNoOp);
     for (int i = 0; i < n; ++i) {
       const int to = (i + 1) % p, to_slot = (i + 1) % n;
-      // Block index (mod p) sent at this step: the classic ring schedule sends block (i - step) mod p.
-      const std::uint64_t block = static_cast<std::uint64_t>(((i - first_step - step) % p + p) % p);
+      const std::uint64_t block = schedule_parts::ring_block(i, step, first_step, p);
       const Bytes block_bytes = piece(bytes, p, block);
       const Bytes block_offset = g.base + piece_offset(bytes, p, block);
       for (int k = 0; k < chunks; ++k) {

@@ -19,6 +19,12 @@ inline Bytes piece_offset(Bytes total, std::uint64_t parts, std::uint64_t index)
   return index * (total / parts) + std::min(index, total % parts);
 }
 
+// The block (mod p) that ring position i sends at step `step`: the classic ring schedule's (i - step) mod p, shifted
+// by `first_step` (p - 1 for an allgather alone, which runs the allreduce's second half; 0 otherwise).
+inline std::uint64_t ring_block(std::int64_t i, std::int64_t step, std::int64_t first_step, std::int64_t p) {
+  return static_cast<std::uint64_t>(((i - first_step - step) % p + p) % p);
+}
+
 // `bytes`: what one pipeline moves (one channel's share; for the double tree, one tree's half), as the closed form
 // (closed_form_steps.hpp pipeline_chunks) counts it.
 inline int default_chunks(const CollectiveSpec& s, bool pipeline, Bytes bytes) {
