@@ -220,6 +220,7 @@ constexpr double kMinTermShare = 0.1;
 
 struct Point {
   double latency_s, bandwidth_s, measured_s;
+  double min_bandwidth_factor;  // y below this would lift algbw above the links' ceiling
 };
 
 // Weighted least squares of t = x L + y B with weights 1/t^2, for the terms that are free.
@@ -267,6 +268,14 @@ ScaleFit fit_group(const std::string& key, const std::vector<Point>& pts) {
     f.bandwidth_fitted = f.bandwidth_fitted && keep_latency;
     solve(pts, f.latency_fitted, f.bandwidth_fitted, x, y);
   }
+  // The fit is linear in (x, y) and its objective convex, so where the best y lies below the links' ceiling the
+  // constrained best has y on the ceiling: hold it there and refit the latency.
+  double min_y = 0;
+  for (const Point& p : pts) min_y = std::max(min_y, p.min_bandwidth_factor);
+  if (f.bandwidth_fitted && y > 0 && y < min_y) {
+    y = min_y, f.at_link_ceiling = true;
+    solve(pts, f.latency_fitted, false, x, y);
+  }
   f.scale = {x, y > 0 ? 1 / y : 1};
   std::vector<Sample> samples;
   std::vector<double> predicted;
@@ -313,7 +322,7 @@ NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<N
       const nccl::Estimate chosen = nccl::choose(spec, topology, log.file);
       const nccl::Estimate e = nccl::predict_with(spec, topology, chosen.algorithm, chosen.protocol, {});
       groups[nccl::scale_key(op, chosen.algorithm, chosen.protocol)].push_back(
-          {e.latency_s, e.bandwidth_s, row.time_us * 1e-6});
+          {e.latency_s, e.bandwidth_s, row.time_us * 1e-6, e.algbw_Bps / e.ceiling_algbw_Bps});
     }
   }
   NcclCalibration cal;
@@ -338,12 +347,15 @@ std::string describe(const NcclCalibration& cal) {
   for (const ScaleFit& f : cal.fits) {
     std::snprintf(line, sizeof line, "%-27s %7zu %12.3f%s %14.3f%s %7.3f %8.1f%% %8.1f%%  %s\n", f.key.c_str(),
                   f.samples, f.scale.latency_scale, f.latency_fitted ? " " : "*", f.scale.bandwidth_scale,
-                  f.bandwidth_fitted ? " " : "*", f.r2, 100 * f.rms_rel, 100 * f.max_abs_rel,
-                  f.trusted ? "yes" : f.why_not.c_str());
+                  f.at_link_ceiling    ? "^"
+                  : f.bandwidth_fitted ? " "
+                                       : "*",
+                  f.r2, 100 * f.rms_rel, 100 * f.max_abs_rel, f.trusted ? "yes" : f.why_not.c_str());
     out += line;
   }
   std::snprintf(line, sizeof line,
-                "# * = kept at NCCL's value (the term is < 10 %% of every time). Error band: +-%.1f %%\n",
+                "# * = kept at NCCL's value (the term is < 10 %% of every time), ^ = held where algbw reaches the "
+                "links' ceiling. Error band: +-%.1f %%\n",
                 100 * cal.band_rel);
   return out + line;
 }

@@ -49,6 +49,7 @@ struct ScaleFit {
   std::size_t samples = 0;
   double r2 = 0, rms_rel = 0, max_abs_rel = 0;
   bool latency_fitted = false, bandwidth_fitted = false;  // a term that explains < 10 % of every sample keeps 1
+  bool at_link_ceiling = false;  // the best bandwidth scale would lift algbw above what the links carry: held there
   bool trusted = false;
   std::string why_not;
 };

@@ -184,9 +184,13 @@ Estimate predict_in(const Context& c, const CollectiveSpec& spec, Algorithm algo
   // Fewer channels for small messages do not lower the bandwidth term: those sizes are latency-bound, and the
   // published curves keep NCCL's all-channel bandwidth as their slope (e.g. 8x A100 LL: 256 KiB -> 1 MiB at ~28 GB/s
   // algbw, with 8 and 16 channels), as NCCL's own estimate does (ncclTopoGetAlgoTime before channels are chosen).
-  return make_estimate(a, p, launched_channels(a, p, spec.bytes, c.machine, c.table, c.library.gpu_arch),
-                       e.latency_us * scale.latency_scale, e.algbw_GBps * scale.bandwidth_scale, spec.bytes,
-                       nvls_fill_bytes(a, spec.op, spec.bytes, c.machine, c.table, c.library.gpu_arch));
+  const double ceiling_GBps = link_ceiling_algbw_GBps(a, spec.op, c.machine);
+  Estimate est =
+      make_estimate(a, p, launched_channels(a, p, spec.bytes, c.machine, c.table, c.library.gpu_arch),
+                    e.latency_us * scale.latency_scale, std::min(e.algbw_GBps * scale.bandwidth_scale, ceiling_GBps),
+                    spec.bytes, nvls_fill_bytes(a, spec.op, spec.bytes, c.machine, c.table, c.library.gpu_arch));
+  est.ceiling_algbw_Bps = ceiling_GBps * 1e9;
+  return est;
 }
 
 // NCCL's choice for the spec, priced with its fitted scales.

@@ -28,6 +28,9 @@ struct Estimate {
   int channels = 0;      // channels launched for this size
   double latency_s = 0;  // fixed part
   double algbw_Bps = 0;  // bytes of the user buffer per second, at `channels` channels
+  // The most algbw the links allow this algorithm (each GPU's and each node's share of the vector over its links'
+  // effective rates, nccl_tuning.cpp): a fitted bandwidth scale never lifts algbw_Bps above it.
+  double ceiling_algbw_Bps = 0;
   // (bytes + the pipeline's fill) / algbw_Bps: NVLS on one node drains its last chunk through the stages of its
   // kernel after the user buffer's bytes have streamed (nccl_model.cpp, nvls_fill_bytes); 0 fill elsewhere.
   double bandwidth_s = 0;

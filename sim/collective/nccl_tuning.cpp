@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace commsim::nccl::detail {
 namespace {
@@ -202,6 +203,36 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
   e.latency_us = latency_us(a, p, op, m, lib, t);
   e.applicable = e.algbw_GBps > 0;
   return e;
+}
+
+// What each GPU and each node must send of an S-byte vector, per algorithm (so algbw = S / time is at most the
+// link's rate divided by that share); intra = the GPU's slowest local hop, inter = the node's NICs, both the
+// topology's effective rates:
+//   ring, PAT, and NVLS reduce-scatter / allgather: steps / n of S from every GPU and out of every node;
+//   NVLS and NVLS-tree allreduce inside the node: S per GPU (its shards to the switch, its reduced shard back out);
+//   tree and CollNet chain inside the node: a chain, 2 S from every GPU with a parent and a child (S with 2 GPUs);
+//   across nodes, NCCL's double binary tree (tree, NVLS-tree): on 2 nodes each node is the other's parent in one tree
+//   and its child in the other, S out per node; beyond, a node is interior in one tree (S/2 up, S/2 to each of two
+//   children) and a leaf in the other (S/2 up), 2 S out; CollNet and NVLS with SHARP: S to the switch per node.
+double link_ceiling_algbw_GBps(int a, Collective op, const Machine& m) {
+  const int n = m.ranks, ppn = m.ranks / m.nodes, steps = steps_of(op, n);
+  const double unbounded = std::numeric_limits<double>::infinity();
+  const double intra = ppn > 1 ? m.intra_GBps : unbounded;
+  const double inter = m.nodes > 1 ? m.inter_GBps : unbounded;
+  const bool ring_like = a == kRing || a == kPat || op != Collective::AllReduce;
+  if (ring_like) return std::min(intra, inter) * n / steps;
+  const double chain = ppn > 2 ? intra / 2 : intra;
+  const double tree_inter = m.nodes > 2 ? inter / 2 : inter;
+  switch (a) {
+    case kTree:
+      return std::min(chain, tree_inter);
+    case kNvlsTree:
+      return std::min(intra, tree_inter);
+    case kCollNetChain:
+      return std::min(chain, inter);
+    default:  // NVLS, CollNet direct
+      return std::min(intra, inter);
+  }
 }
 
 // NCCL's estimate for `bytes` (ncclTopoGetAlgoTime): tree's size correction, the ring's plateau.

@@ -20,6 +20,8 @@ int log2i(Bytes n);
 
 // NCCL's latency and algorithm bandwidth for algorithm a, protocol p (applicable = NCCL would consider it).
 Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t);
+// The most algorithm bandwidth the machine's links allow algorithm a, whatever NCCL's constants or a fit say.
+double link_ceiling_algbw_GBps(int a, Collective op, const Machine& m);
 // NCCL's estimate for `bytes` (ncclTopoGetAlgoTime): tree's size correction, the ring's plateau.
 double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machine& m, const CommLibrary& lib,
                     const Table& t, Collective op);

@@ -181,23 +181,44 @@ TEST(NcclModel, BusBandwidthNeverExceedsThePhysicalBound) {
       for (Bytes bytes = 8; bytes <= (Bytes{8} << 30); bytes *= 4) {
         // What the CLI prints: NCCL's choice with the fitted scales of the generation.
         const nccl::Estimate printed = nccl::predict(allreduce(bytes), *t);
-        EXPECT_LE(static_cast<double>(bytes) / printed.seconds * factor,
-                  (printed.algorithm == Algorithm::Ring ? 1.0 : factor) * injection_Bps)
-            << name << " x" << nodes << " " << bytes << " B";
+        const double printed_share = printed.algorithm == Algorithm::Ring ? 1.0 : factor;
+        const double printed_busbw_Bps = static_cast<double>(bytes) / printed.seconds * factor;
+        EXPECT_LE(printed_busbw_Bps, printed_share * injection_Bps) << name << " x" << nodes << " " << bytes << " B";
+        if (nodes > 1) {
+          EXPECT_LE(printed_busbw_Bps, printed_share * nics_Bps) << name << " x" << nodes << " " << bytes << " B";
+        }
         for (const nccl::Estimate& c : nccl::candidates(allreduce(bytes), *t)) {
-          const nccl::Estimate e = nccl::predict_with(allreduce(bytes), *t, c.algorithm, c.protocol, {});
-          const double busbw_Bps = static_cast<double>(bytes) / e.seconds * factor;
-          const double share = c.algorithm == Algorithm::Ring ? 1.0 : factor;
-          const std::string what = std::string(name) + " x" + std::to_string(nodes) + " " +
-                                   std::string(to_string(c.algorithm)) + "/" + std::string(to_string(c.protocol)) +
-                                   " " + std::to_string(bytes) + " B";
-          EXPECT_LE(busbw_Bps, share * injection_Bps) << what;
-          if (nodes > 1) {
-            EXPECT_LE(busbw_Bps, share * nics_Bps) << what;
+          // NCCL's constants alone, and a fit that claims 1000x NCCL's bandwidth: neither may pass the links.
+          for (const ModelScale scale : {ModelScale{}, ModelScale{1, 1000}}) {
+            const nccl::Estimate e = nccl::predict_with(allreduce(bytes), *t, c.algorithm, c.protocol, scale);
+            const double busbw_Bps = static_cast<double>(bytes) / e.seconds * factor;
+            const double share = c.algorithm == Algorithm::Ring ? 1.0 : factor;
+            const std::string what = std::string(name) + " x" + std::to_string(nodes) + " " +
+                                     std::string(to_string(c.algorithm)) + "/" + std::string(to_string(c.protocol)) +
+                                     " " + std::to_string(bytes) + " B, bandwidth scale " +
+                                     std::to_string(scale.bandwidth_scale);
+            EXPECT_LE(busbw_Bps, share * injection_Bps) << what;
+            if (nodes > 1) {
+              EXPECT_LE(busbw_Bps, share * nics_Bps) << what;
+            }
           }
         }
       }
     }
+  }
+}
+
+// The links' ceiling on algbw, worked by hand on hgx-b200 (8 ConnectX-7 per node, 50e9 B/s x efficiency 0.96 =
+// 48e9 B/s each, so 384e9 B/s out of a node). NVLS-tree's inter-node part is NCCL's double binary tree: on 2 nodes
+// each node sends the vector once (algbw <= 384e9), on 4 nodes a node interior in one tree sends it twice (192e9).
+// A fitted bandwidth scale of 1000 stops there.
+TEST(NcclModel, AFittedScaleStopsAtTheLinksCeiling) {
+  for (const auto& [nodes, ceiling_Bps] : {std::pair{2, 384e9}, std::pair{4, 192e9}}) {
+    auto t = load_topology(shipped("hgx-b200"), nodes);
+    const nccl::Estimate e =
+        nccl::predict_with(allreduce(Bytes{1} << 30), *t, Algorithm::NvlsTree, Protocol::Simple, {1, 1000});
+    EXPECT_NEAR(e.ceiling_algbw_Bps, ceiling_Bps, 1e3) << nodes << " nodes";
+    EXPECT_NEAR(e.algbw_Bps, ceiling_Bps, 1e3) << nodes << " nodes";
   }
 }
 

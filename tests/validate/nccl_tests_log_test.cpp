@@ -159,6 +159,32 @@ TEST(NcclTestsLog, FitRecoversTheScalesTheLogWasMadeWith) {
   }
 }
 
+// A log twice as fast as the links allow at large sizes (the model's latency plus half its bandwidth term, which
+// on one DGX A100 is already the ring's link ceiling for Simple: NCCL's bus bandwidth there is the slowest local hop
+// itself, nccl_tuning.cpp). The unconstrained fit would say bandwidth x2; the fit holds it at the ceiling (x1) and
+// says so.
+TEST(NcclTestsLog, FitHoldsTheBandwidthAtTheLinksCeiling) {
+  auto topology = load_topology("topologies/dgx-a100.json", 1);
+  std::vector<Bytes> sizes;
+  for (Bytes b = Bytes{16} << 20; b <= (Bytes{1} << 30); b *= 2) sizes.push_back(b);
+  auto too_fast = [&](Bytes b) {
+    CollectiveSpec spec;
+    spec.bytes = b;
+    const nccl::Estimate chosen = nccl::choose(spec, *topology);
+    const nccl::Estimate e = nccl::predict_with(spec, *topology, chosen.algorithm, chosen.protocol, {});
+    return (e.latency_s + e.bandwidth_s / 2) * 1e6;
+  };
+  TempDir dir("nccl-fit-ceiling");
+  std::ofstream(dir.file("a.log")) << all_reduce_log(sizes, too_fast);
+  const validate::NcclCalibration cal =
+      validate::fit_nccl(*topology, {{validate::read_nccl_tests_log(dir.file("a.log")), Collective::AllReduce}});
+  const auto simple = std::find_if(cal.fits.begin(), cal.fits.end(),
+                                   [](const validate::ScaleFit& f) { return f.key == "allreduce/ring/simple"; });
+  ASSERT_NE(simple, cal.fits.end());
+  EXPECT_TRUE(simple->at_link_ceiling);
+  EXPECT_NEAR(simple->scale.bandwidth_scale, 1.0, 1e-9);
+}
+
 TEST(NcclTestsLog, CliFitsAPublishedCurveAndWritesALoadableTopology) {
   TempDir dir("nccl-cli");
   std::string err;
