@@ -61,7 +61,7 @@ namespace {
 struct CollectiveOptions {
   std::string topology, format = "nccl-tests", op = "allreduce", algo = "ring", proto = "auto", sizes = "8:1G",
                         fidelity = "analytical", json;
-  int nodes = 0, channels = 0, chunks = 0, hierarchy_groups = 0;
+  int nodes = 0, channels = 0, chunks = 0, hierarchy_groups = 0, gpus_per_thread = 1;
   double reduce_Bps = 0;
 };
 
@@ -171,6 +171,7 @@ int run_collective(const CollectiveOptions& o) {
     throw InputError("--proto", "", "protocols are NCCL's: " + o.topology + " names no NCCL library");
   spec.channels = o.channels > 0 ? o.channels : topology->default_channels();
   spec.nccl_channels = nccl ? o.channels : 0;
+  spec.gpus_per_thread = o.gpus_per_thread;
   spec.chunks = o.chunks;
   spec.hierarchy_groups = o.hierarchy_groups;
   spec.reduce_Bps = o.reduce_Bps;
@@ -238,6 +239,10 @@ void register_collective(CLI::App& app, int& exit_code) {
       ->check(number_in(0));
   cmd->add_option("--reduce-Bps", o->reduce_Bps, "local reduction rate gamma in bytes/s (0 = free)")
       ->check(number_in(0));
+  cmd->add_option("--gpus-per-thread", o->gpus_per_thread,
+                  "NCCL model: GPUs whose kernels one host thread issues per operation (nccl-tests -g, default 1); an "
+                  "operation takes at least that many times the fitted per-GPU issue time")
+      ->check(number_in(1, 1024));
   cmd->add_option("--format", o->format,
                   "nccl-tests (default: all_reduce_perf's columns, commsim's choices in '#' lines) | commsim (one wide "
                   "table with algorithm, protocol, channels and band)")

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/collective/nccl_table.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_fields.hpp"
 #include "validate/fit.hpp"
@@ -97,7 +98,8 @@ NcclTestsLog read_nccl_tests_json(const std::string& path, const Json& doc) {
       f.fail("env", "NCCL_PROTO \"" + value + "\" is not ll, ll128 or simple");
   }
   JsonFields config = f.object("config");
-  const auto gpus_per_process = config.integer("nthreads", 1, 1024) * config.integer("ngpus", 1, 1024);
+  log.gpus_per_thread = static_cast<int>(config.integer("ngpus", 1, 1024));
+  const auto gpus_per_process = config.integer("nthreads", 1, 1024) * log.gpus_per_thread;
   std::set<std::string> hosts;
   const Json& devices = f.array("devices");
   for (const Json& d : devices)
@@ -137,6 +139,7 @@ NcclTestsLog read_curve(const std::string& path, const Json& doc) {
   log.op_known = true;
   log.hosts = static_cast<int>(f.integer("nodes", 1, 1 << 20));
   log.ranks = log.hosts * static_cast<int>(f.integer("gpus_per_node", 1, 1024));
+  log.gpus_per_thread = static_cast<int>(f.integer_or("gpus_per_thread", 1, 1, 1024));
   if (const Json* env = f.raw_optional("env")) {
     if (env->contains("NCCL_ALGO") &&
         !parse_nccl_algorithm(env->at("NCCL_ALGO").get<std::string>(), log.forced_algorithm))
@@ -187,6 +190,14 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
     std::istringstream words(line);
     std::vector<std::string> t;
     for (std::string w; words >> w;) t.push_back(w);
+    // "# nThread 1 nGpus 8 minBytes 8 ...": the header's GPUs per thread.
+    if (auto n = std::find(t.begin(), t.end(), "nGpus");
+        t.size() >= 3 && t[0] == "#" && n != t.end() && n + 1 != t.end() && is_unsigned(*(n + 1))) {
+      log.gpus_per_thread = std::stoi(*(n + 1));
+      if (log.gpus_per_thread < 1 || log.gpus_per_thread > 1024)
+        throw InputError(path, "line " + std::to_string(number), "nGpus must be 1 to 1024");
+      continue;
+    }
     // "#  Rank  0 Group  0 Pid 1234 on host device  0 [0x07] NVIDIA A100": one rank, on `host`.
     if (t.size() >= 4 && t[0] == "#" && t[1] == "Rank" && is_unsigned(t[2])) {
       ++log.ranks;
@@ -308,12 +319,41 @@ ScaleFit fit_group(const std::string& key, const std::vector<Point>& pts) {
   return f;
 }
 
+// One thread issuing the kernels of G GPUs per operation (nccl-tests -g G) caps the rate of back-to-back operations
+// at one per G issues. Over the logs with G > 1, the lowest time / G is the most one issue can cost (if the GPUs set
+// that time, the issue cost is only lower): it is the fitted issue time. Sizes within 10 % of their log's floor
+// (G x that time) may be issue-bound and say nothing of the GPUs' time: they are left out of the scale fits.
+constexpr double kIssueBoundMargin = 1.1;
+
+double fitted_launch_us_per_gpu(const std::vector<std::pair<NcclTestsLog, Collective>>& logs) {
+  double lowest = 0;
+  for (const auto& [log, op] : logs) {
+    if (log.gpus_per_thread < 2) continue;
+    for (const NcclTestsRow& row : log.rows) {
+      const double per_gpu_us = row.time_us / log.gpus_per_thread;
+      if (lowest == 0 || per_gpu_us < lowest) lowest = per_gpu_us;
+    }
+  }
+  return lowest;
+}
+
 }  // namespace
 
 NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<NcclTestsLog, Collective>>& logs) {
+  NcclCalibration cal;
+  cal.launch_us_per_gpu = fitted_launch_us_per_gpu(logs);
+  cal.launch_fitted = cal.launch_us_per_gpu > 0;
+  if (!cal.launch_fitted)
+    cal.launch_us_per_gpu = topology.library().fitted_launch_us_per_gpu > 0
+                                ? topology.library().fitted_launch_us_per_gpu
+                                : nccl::detail::table_of(topology).launch_us_per_gpu;
   std::map<std::string, std::vector<Point>> groups;
   for (const auto& [log, op] : logs) {
     for (const NcclTestsRow& row : log.rows) {
+      if (row.time_us <= kIssueBoundMargin * log.gpus_per_thread * cal.launch_us_per_gpu) {
+        ++cal.issue_bound_samples;
+        continue;
+      }
       CollectiveSpec spec;
       spec.op = op;
       spec.bytes = row.bytes;
@@ -325,7 +365,6 @@ NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<N
           {e.latency_s, e.bandwidth_s, row.time_us * 1e-6, e.algbw_Bps / e.ceiling_algbw_Bps});
     }
   }
-  NcclCalibration cal;
   double sse = 0;
   for (const auto& [key, pts] : groups) {
     cal.fits.push_back(fit_group(key, pts));
@@ -357,6 +396,13 @@ std::string describe(const NcclCalibration& cal) {
                 "# * = kept at NCCL's value (the term is < 10 %% of every time), ^ = held where algbw reaches the "
                 "links' ceiling. Error band: +-%.1f %%\n",
                 100 * cal.band_rel);
+  out += line;
+  std::snprintf(line, sizeof line,
+                "# host issue time per GPU: %.2f us (%s); %zu size(s) within 10 %% of their log's floor (nGpus x that) "
+                "left out as possibly issue-bound\n",
+                cal.launch_us_per_gpu,
+                cal.launch_fitted ? "fitted: the lowest time / nGpus of the logs with nGpus > 1" : "the topology's",
+                cal.issue_bound_samples);
   return out + line;
 }
 

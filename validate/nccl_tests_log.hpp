@@ -33,7 +33,8 @@ struct NcclTestsLog {
   int hosts = 0;                                 // distinct host names of those lines
   Algorithm forced_algorithm = Algorithm::Auto;  // NCCL_ALGO from "set by environment" lines
   Protocol forced_protocol = Protocol::Auto;
-  bool op_known = false;  // a curve file names its collective; a text log does not (the caller's --op)
+  int gpus_per_thread = 1;  // nccl-tests -g: GPUs whose kernels one thread issues (its header's nGpus)
+  bool op_known = false;    // a curve file names its collective; a text log does not (the caller's --op)
   Collective op = Collective::AllReduce;
 };
 
@@ -56,6 +57,10 @@ struct ScaleFit {
 
 struct NcclCalibration {
   std::vector<ScaleFit> fits;
+  // The host's issue time per GPU (see fit_nccl): fitted from logs with gpus_per_thread > 1, else the topology's.
+  double launch_us_per_gpu = 0;
+  bool launch_fitted = false;
+  std::size_t issue_bound_samples = 0;  // sizes left out of the scale fits as possibly issue-bound
   double band_rel = 0;  // +- relative error band of a prediction: 2 x the RMS relative residual over all samples
   std::size_t samples = 0;
   bool any_trusted() const;

@@ -69,6 +69,10 @@ struct CollectiveSpec {
   // contention still shared by the flows; p x channels transfers instead of 2(p-1) x p x channels.
   bool aggregate = false;
   int nccl_channels = 0;  // NCCL topologies: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS; 0 = NCCL's own count
+  // NCCL topologies, back-to-back operations as nccl-tests runs them: one host thread issues the kernels of this
+  // many GPUs per operation (nccl-tests -g), so an operation takes at least that many kernel issues. 0 = no such
+  // floor (a training step's launches are priced by libraries/overheads.json).
+  int gpus_per_thread = 0;
 };
 
 // Every field of a CollectiveSpec, in one ordered value: the key of any cache of what a spec costs or generates

@@ -190,6 +190,10 @@ Estimate predict_in(const Context& c, const CollectiveSpec& spec, Algorithm algo
                     e.latency_us * scale.latency_scale, std::min(e.algbw_GBps * scale.bandwidth_scale, ceiling_GBps),
                     spec.bytes, nvls_fill_bytes(a, spec.op, spec.bytes, c.machine, c.table, c.library.gpu_arch));
   est.ceiling_algbw_Bps = ceiling_GBps * 1e9;
+  const double launch_us =
+      c.library.fitted_launch_us_per_gpu > 0 ? c.library.fitted_launch_us_per_gpu : c.table.launch_us_per_gpu;
+  est.host_floor_s = spec.gpus_per_thread * launch_us * 1e-6;
+  est.seconds = std::max(est.seconds, est.host_floor_s);
   return est;
 }
 

@@ -34,7 +34,10 @@ struct Estimate {
   // (bytes + the pipeline's fill) / algbw_Bps: NVLS on one node drains its last chunk through the stages of its
   // kernel after the user buffer's bytes have streamed (nccl_model.cpp, nvls_fill_bytes); 0 fill elsewhere.
   double bandwidth_s = 0;
-  double seconds = 0;   // latency_s + bandwidth_s
+  // spec.gpus_per_thread x the host's issue time per GPU: back-to-back operations cannot run faster than one thread
+  // issues them (0 without gpus_per_thread).
+  double host_floor_s = 0;
+  double seconds = 0;   // max(latency_s + bandwidth_s, host_floor_s)
   double band_rel = 0;  // +- relative error band of the fitted scales used (0: NCCL's own constants, no band)
 };
 

@@ -167,6 +167,8 @@ std::vector<Table> load_tables() {
       t.fitted[a] = read_scales(doc.at("fitted").at(arch).at("scales"));
       t.fitted_band_rel[a] = doc.at("fitted").at(arch).at("band_rel").get<double>();
     }
+    if (doc.at("fitted").contains("host"))
+      t.launch_us_per_gpu = doc.at("fitted").at("host").at("launch_us_per_gpu").get<double>();
     tables.push_back(std::move(t));
   }
   return tables;

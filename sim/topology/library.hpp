@@ -42,6 +42,9 @@ struct CommLibrary {
   std::map<std::string, ModelScale> fitted;
   std::string fitted_source;
   double fitted_band_rel = 0;  // +- relative error band of the fitted model (2 x RMS relative residual)
+  // The host time one thread spends issuing one GPU's kernel, fitted from logs of one thread driving several GPUs
+  // (nccl-tests -g); 0 = the library table's.
+  double fitted_launch_us_per_gpu = 0;
 };
 
 }  // namespace commsim

@@ -95,6 +95,9 @@ CommLibrary parse_library(JsonFields& top) {
       lib.fitted_source = f.string("fitted_source");
       lib.fitted_band_rel = f.number_or("fitted_band_rel", 0);
       if (!(lib.fitted_band_rel >= 0 && lib.fitted_band_rel < 10)) f.fail("fitted_band_rel", "must be in [0, 10)");
+      lib.fitted_launch_us_per_gpu = f.number_or("fitted_launch_us_per_gpu", 0);
+      if (!(lib.fitted_launch_us_per_gpu >= 0 && lib.fitted_launch_us_per_gpu < 1000))
+        f.fail("fitted_launch_us_per_gpu", "must be in [0, 1000) microseconds");
     }
   }
   f.string("source");  // where the version and the machine facts come from

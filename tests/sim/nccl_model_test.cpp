@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 
+#include "sim/collective/nccl_table.hpp"
 #include "sim/core/error.hpp"
 #include "tests/sim/test_util.hpp"
 
@@ -219,6 +220,27 @@ TEST(NcclModel, AFittedScaleStopsAtTheLinksCeiling) {
         nccl::predict_with(allreduce(Bytes{1} << 30), *t, Algorithm::NvlsTree, Protocol::Simple, {1, 1000});
     EXPECT_NEAR(e.ceiling_algbw_Bps, ceiling_Bps, 1e3) << nodes << " nodes";
     EXPECT_NEAR(e.algbw_Bps, ceiling_Bps, 1e3) << nodes << " nodes";
+  }
+}
+
+// nccl-tests -g G: one host thread issues G kernels per operation, so back-to-back operations take at least G x the
+// host's issue time per GPU (libraries/nccl.json "fitted"."host"). On one DGX H100 under NVLS a 1 KiB allreduce is
+// about 16 us of GPU time and a 1 GiB one milliseconds: with G = 8 the floor (8 x ~4 us) sets the first and not the
+// second; without G (a training step's collectives) there is no floor.
+TEST(NcclModel, OneThreadDrivingSeveralGpusSetsAFloor) {
+  auto t = load_topology(shipped("dgx-h100"), 1);
+  const double launch_s = nccl::detail::table_of(*t).launch_us_per_gpu * 1e-6;
+  ASSERT_GT(launch_s, 0);
+  for (const Bytes bytes : {Bytes{1} << 10, Bytes{1} << 30}) {
+    CollectiveSpec spec = allreduce(bytes);
+    const nccl::Estimate gpu = nccl::predict(spec, *t);
+    EXPECT_EQ(gpu.host_floor_s, 0);
+    EXPECT_DOUBLE_EQ(gpu.seconds, gpu.latency_s + gpu.bandwidth_s);
+    spec.gpus_per_thread = 8;
+    const nccl::Estimate issued = nccl::predict(spec, *t);
+    EXPECT_DOUBLE_EQ(issued.host_floor_s, 8 * launch_s);
+    EXPECT_DOUBLE_EQ(issued.seconds, std::max(gpu.seconds, 8 * launch_s)) << bytes;
+    EXPECT_EQ(issued.seconds > gpu.seconds, bytes == Bytes{1} << 10) << bytes;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -69,6 +70,7 @@ TEST(NcclTestsLog, ParsesRowsRanksHostsAndForcedSettings) {
   EXPECT_EQ(log.rows[0].bytes, 1024u);
   EXPECT_DOUBLE_EQ(log.rows[0].time_us, 11.02);  // the out-of-place column: 10 + 1024/1000, printed to 0.01
   EXPECT_EQ(log.ranks, 8);
+  EXPECT_EQ(log.gpus_per_thread, 8);  // the header's "nGpus 8"
   EXPECT_EQ(log.hosts, 1);
   EXPECT_EQ(log.forced_algorithm, Algorithm::Ring);
   EXPECT_EQ(log.forced_protocol, Protocol::LL128);
@@ -101,6 +103,7 @@ TEST(NcclTestsLog, ParsesTheJsonNcclTestsWrites) {
   EXPECT_DOUBLE_EQ(log.rows[0].time_us, 42.5);
   EXPECT_DOUBLE_EQ(log.rows[1].time_us, 60.25);
   EXPECT_EQ(log.ranks, 8);
+  EXPECT_EQ(log.gpus_per_thread, 4);  // config.ngpus: each process's thread drives 4 GPUs
   EXPECT_EQ(log.hosts, 2);
   EXPECT_TRUE(log.op_known);
   EXPECT_EQ(log.op, Collective::AllReduce);
@@ -183,6 +186,45 @@ TEST(NcclTestsLog, FitHoldsTheBandwidthAtTheLinksCeiling) {
   ASSERT_NE(simple, cal.fits.end());
   EXPECT_TRUE(simple->at_link_ceiling);
   EXPECT_NEAR(simple->scale.bandwidth_scale, 1.0, 1e-9);
+}
+
+// A log of one thread driving 8 GPUs (the helper's header says nGpus 8) whose operations cannot be issued faster
+// than 8 x 5 us = 40 us: the GPU times are the model's with latency x2 and bandwidth x0.5, so the small sizes sit on
+// the floor. The fit finds 5 us per GPU (the lowest time / 8), leaves out the sizes within 10 % of 40 us, and
+// recovers the scales from the others.
+TEST(NcclTestsLog, FitFindsTheHostIssueFloorAndLeavesItsSizesOut) {
+  auto topology = load_topology("topologies/dgx-a100.json", 1);
+  std::vector<Bytes> sizes;
+  for (Bytes b = 1024; b <= (Bytes{1} << 30); b *= 2) sizes.push_back(b);
+  const double floor_us = 8 * 5.0;
+  std::size_t near_floor = 0;
+  auto time_us = [&](Bytes b) {
+    CollectiveSpec spec;
+    spec.bytes = b;
+    const nccl::Estimate chosen = nccl::choose(spec, *topology);
+    const double gpu_us =
+        nccl::predict_with(spec, *topology, chosen.algorithm, chosen.protocol, {2.0, 0.5}).seconds * 1e6;
+    return std::max(gpu_us, floor_us);
+  };
+  for (Bytes b : sizes) near_floor += std::round(time_us(b) * 100) / 100 <= 1.1 * floor_us ? 1 : 0;
+  ASSERT_GT(near_floor, 0u);  // the floor binds somewhere, or the test shows nothing
+  TempDir dir("nccl-fit-floor");
+  std::ofstream(dir.file("a.log")) << all_reduce_log(sizes, time_us);
+  const validate::NcclTestsLog log = validate::read_nccl_tests_log(dir.file("a.log"));
+  EXPECT_EQ(log.gpus_per_thread, 8);
+  const validate::NcclCalibration cal = validate::fit_nccl(*topology, {{log, Collective::AllReduce}});
+  EXPECT_TRUE(cal.launch_fitted);
+  EXPECT_NEAR(cal.launch_us_per_gpu, 5.0, 0.01 / 8);  // the log prints times to 0.01 us
+  EXPECT_EQ(cal.issue_bound_samples, near_floor);
+  for (const validate::ScaleFit& f : cal.fits) {
+    if (!f.trusted) continue;
+    if (f.latency_fitted) {
+      EXPECT_NEAR(f.scale.latency_scale, 2.0, 0.01) << f.key;
+    }
+    if (f.bandwidth_fitted) {
+      EXPECT_NEAR(f.scale.bandwidth_scale, 0.5, 0.005) << f.key;
+    }
+  }
 }
 
 TEST(NcclTestsLog, CliFitsAPublishedCurveAndWritesALoadableTopology) {
