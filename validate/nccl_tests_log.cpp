@@ -232,6 +232,7 @@ constexpr double kMinTermShare = 0.1;
 struct Point {
   double latency_s, bandwidth_s, measured_s;
   double min_bandwidth_factor;  // y below this would lift algbw above the links' ceiling
+  bool near_issue_floor;        // within kIssueBoundMargin of its log's host issue floor
 };
 
 // Weighted least squares of t = x L + y B with weights 1/t^2, for the terms that are free.
@@ -322,8 +323,32 @@ ScaleFit fit_group(const std::string& key, const std::vector<Point>& pts) {
 // One thread issuing the kernels of G GPUs per operation (nccl-tests -g G) caps the rate of back-to-back operations
 // at one per G issues. Over the logs with G > 1, the lowest time / G is the most one issue can cost (if the GPUs set
 // that time, the issue cost is only lower): it is the fitted issue time. Sizes within 10 % of their log's floor
-// (G x that time) may be issue-bound and say nothing of the GPUs' time: they are left out of the scale fits.
+// (G x that time) may be issue-bound and say nothing of the GPUs' time: they are left out of the scale fits, unless
+// the fit of the other sizes prices the GPUs there above what was measured (then the GPUs set that time after all,
+// and the size is fitted with the others; repeated until no such size is left out).
 constexpr double kIssueBoundMargin = 1.1;
+
+ScaleFit fit_group_above_floor(const std::string& key, const std::vector<Point>& pts, std::size_t& issue_bound) {
+  std::vector<Point> fitted, held;
+  for (const Point& p : pts) (p.near_issue_floor ? held : fitted).push_back(p);
+  if (fitted.size() < 3) {  // too few sizes clear of the floor to say anything of the GPUs alone: fit them all
+    fitted = pts;
+    held.clear();
+  }
+  ScaleFit f = fit_group(key, fitted);
+  for (;;) {
+    const auto gpu_set_it = std::stable_partition(held.begin(), held.end(), [&](const Point& p) {
+      const double gpu_s = f.scale.latency_scale * p.latency_s + p.bandwidth_s / f.scale.bandwidth_scale;
+      return gpu_s <= kIssueBoundMargin * p.measured_s;
+    });
+    if (gpu_set_it == held.end()) break;
+    fitted.insert(fitted.end(), gpu_set_it, held.end());
+    held.erase(gpu_set_it, held.end());
+    f = fit_group(key, fitted);
+  }
+  issue_bound += held.size();
+  return f;
+}
 
 double fitted_launch_us_per_gpu(const std::vector<std::pair<NcclTestsLog, Collective>>& logs) {
   double lowest = 0;
@@ -350,10 +375,6 @@ NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<N
   std::map<std::string, std::vector<Point>> groups;
   for (const auto& [log, op] : logs) {
     for (const NcclTestsRow& row : log.rows) {
-      if (row.time_us <= kIssueBoundMargin * log.gpus_per_thread * cal.launch_us_per_gpu) {
-        ++cal.issue_bound_samples;
-        continue;
-      }
       CollectiveSpec spec;
       spec.op = op;
       spec.bytes = row.bytes;
@@ -362,14 +383,16 @@ NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<N
       const nccl::Estimate chosen = nccl::choose(spec, topology, log.file);
       const nccl::Estimate e = nccl::predict_with(spec, topology, chosen.algorithm, chosen.protocol, {});
       groups[nccl::scale_key(op, chosen.algorithm, chosen.protocol)].push_back(
-          {e.latency_s, e.bandwidth_s, row.time_us * 1e-6, e.algbw_Bps / e.ceiling_algbw_Bps});
+          {e.latency_s, e.bandwidth_s, row.time_us * 1e-6, e.algbw_Bps / e.ceiling_algbw_Bps,
+           row.time_us <= kIssueBoundMargin * log.gpus_per_thread * cal.launch_us_per_gpu});
     }
   }
   double sse = 0;
   for (const auto& [key, pts] : groups) {
-    cal.fits.push_back(fit_group(key, pts));
-    sse += cal.fits.back().rms_rel * cal.fits.back().rms_rel * static_cast<double>(pts.size());
-    cal.samples += pts.size();
+    cal.fits.push_back(fit_group_above_floor(key, pts, cal.issue_bound_samples));
+    const std::size_t fitted = cal.fits.back().samples;
+    sse += cal.fits.back().rms_rel * cal.fits.back().rms_rel * static_cast<double>(fitted);
+    cal.samples += fitted;
   }
   cal.band_rel = cal.samples > 0 ? 2 * std::sqrt(sse / static_cast<double>(cal.samples)) : 0;
   return cal;
