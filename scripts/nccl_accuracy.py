@@ -257,7 +257,9 @@ def main():
     used = [r for r in results if "points" in r]
     oldest = oldest_table_version()
     older = [r for r in used if not r["fit"] and predates(r["curve"].get("nccl_version"), oldest)]
-    predicted = [r for r in used if not r["fit"] and r not in older]
+    # A curve whose published busbw its own stated hardware cannot carry says nothing of a model of that hardware.
+    inconsistent = [r for r in used if not r["fit"] and r not in older and r["curve"].get("inconsistent_with_hardware")]
+    predicted = [r for r in used if not r["fit"] and r not in older and r not in inconsistent]
     fitted = [r for r in used if r["fit"]]
     skipped = [r for r in results if "skip" in r]
 
@@ -281,7 +283,9 @@ def main():
           f"Predicted curves (`\"fit\": false`): {len(predicted)}. Skipped: {len(skipped)}.",
           f"Curves measured with an NCCL older than the oldest constants table ({oldest}): {len(older)}; the model "
           "does not claim those versions (their protocols, algorithms and constants differ), so they are reported "
-          "apart, as predictions outside the model's range, and left out of the targets.", "",
+          "apart, as predictions outside the model's range, and left out of the targets.",
+          f"Curves whose published busbw exceeds what their own stated hardware carries (`inconsistent_with_hardware`, "
+          f"with the inequality): {len(inconsistent)}; reported apart, left out of the targets.", "",
           "## Summary: predicted curves", ""]
     lines, ok = summary(predicted) if predicted else (["No predicted curve could be run.", ""], False)
     md += lines
@@ -289,6 +293,11 @@ def main():
         md += ["## Summary: fitted curves (not predictions)", ""] + summary(fitted)[0]
     if older:
         md += [f"## Summary: curves from NCCL older than {oldest} (outside the model's range)", ""] + summary(older)[0]
+    if inconsistent:
+        md += ["## Summary: curves inconsistent with their stated hardware", "",
+               "| curve | why |", "|---|---|"]
+        md += [f"| {r['file']} | {r['curve']['inconsistent_with_hardware']} |" for r in inconsistent] + [""]
+        md += summary(inconsistent)[0]
     md += ["## Skipped curves", "", "| curve | topology | reason |", "|---|---|---|"]
     md += [f"| {r['file']} | {r['curve'].get('topology') or '-'} | {r['skip']} |" for r in skipped]
     md += ["", "## Predicted curves", ""]
@@ -297,6 +306,10 @@ def main():
     if older:
         md += [f"## Curves from NCCL older than {oldest}", ""]
         for r in older:
+            md += curve_section(r)
+    if inconsistent:
+        md += ["## Curves inconsistent with their stated hardware", ""]
+        for r in inconsistent:
             md += curve_section(r)
     if fitted:
         md += ["## Fitted curves", ""]
