@@ -110,6 +110,7 @@ struct BenchRow {
 struct BenchResult {
   Collective op = Collective::AllReduce;
   int ranks = 0, nodes = 0;
+  int gpus_per_process = 1;          // GPUs this process drives (nccl-tests' nGpus): all of them without MPI
   std::string nccl_version;          // e.g. "2.28.9"
   std::vector<std::string> devices;  // "#  Rank  0 Group  0 Pid 1234 on host device  0 [0000:07:00] NVIDIA H100 ..."
   BenchOptions options;

@@ -89,6 +89,7 @@ class BenchRunner {
     result.options = o_;
     result.ranks = p_;
     result.nodes = world_.nodes();
+    result.gpus_per_process = static_cast<int>(world_.devices().size());
     result.root = world_.root();
     int version = 0;
     COMMSIM_NCCL(ncclGetVersion(&version));

@@ -134,8 +134,8 @@ void print_bench_table(const BenchResult& r, std::FILE* out) {
   std::fprintf(out,
                "# nThread 1 nGpus %d minBytes %llu maxBytes %llu step: %d(factor) warmup iters: %d iters: %d agg "
                "iters: 1 validation: %d graph: 0\n",
-               r.ranks, static_cast<unsigned long long>(o.min_bytes), static_cast<unsigned long long>(o.max_bytes),
-               o.step_factor, o.warmup_iters, o.iters, o.check ? 1 : 0);
+               r.gpus_per_process, static_cast<unsigned long long>(o.min_bytes),
+               static_cast<unsigned long long>(o.max_bytes), o.step_factor, o.warmup_iters, o.iters, o.check ? 1 : 0);
   std::fprintf(out, "#\n# Using devices\n");
   for (const std::string& d : r.devices) std::fprintf(out, "%s\n", d.c_str());
   std::fprintf(out, "#\n");

@@ -147,6 +147,15 @@ TEST(NcclBenchReport, ReadsBackAsAnNcclTestsLog) {
   EXPECT_DOUBLE_EQ(log.rows[0].time_us, 150.0);
   EXPECT_EQ(log.ranks, 1);
   EXPECT_EQ(log.hosts, 1);
+  EXPECT_EQ(log.gpus_per_thread, 1);  // one_row's process drives one GPU, as under MPI: no issue floor in the fit
+}
+
+// Without MPI one process drives every GPU (ncclCommInitAll): the header says so, as nccl-tests -g does, so the
+// fit knows those runs' small sizes may be bound by the host issuing one kernel per GPU.
+TEST(NcclBenchReport, HeaderGivesTheGpusOneProcessDrives) {
+  BenchResult r = one_row();
+  r.gpus_per_process = 8;
+  EXPECT_NE(table_of(r).find("# nThread 1 nGpus 8 minBytes"), std::string::npos) << table_of(r);
 }
 
 TEST(NcclBenchReport, UncheckedRunsSayNA) {
