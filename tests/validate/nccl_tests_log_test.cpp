@@ -57,6 +57,22 @@ std::string all_reduce_log(const std::vector<Bytes>& sizes, TimeUs time_us) {
   return log + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 100.0\n";
 }
 
+// Sizes from `from` to `to`, doubling, as nccl-tests' -f 2 sweeps them.
+std::vector<Bytes> doubling_sizes(Bytes from, Bytes to) {
+  std::vector<Bytes> sizes;
+  for (Bytes b = from; b <= to; b *= 2) sizes.push_back(b);
+  return sizes;
+}
+
+// The NCCL model's time for an allreduce of `bytes` under NCCL's choice, with the given scales.
+double model_time_us(const Topology& topology, Bytes bytes, ModelScale scale) {
+  CollectiveSpec spec;
+  spec.bytes = bytes;
+  spec.algorithm = Algorithm::Auto;
+  const nccl::Estimate chosen = nccl::choose(spec, topology);
+  return nccl::predict_with(spec, topology, chosen.algorithm, chosen.protocol, scale).seconds * 1e6;
+}
+
 }  // namespace
 
 TEST(NcclTestsLog, ParsesRowsRanksHostsAndForcedSettings) {
@@ -133,15 +149,8 @@ TEST(NcclTestsLog, ParsesTheJsonNcclTestsWrites) {
 // must find exactly those scales (to the 0.01 us the log prints) with residuals near zero.
 TEST(NcclTestsLog, FitRecoversTheScalesTheLogWasMadeWith) {
   auto topology = load_topology("topologies/dgx-a100.json", 1);
-  std::vector<Bytes> sizes;
-  for (Bytes b = 1024; b <= (Bytes{1} << 30); b *= 2) sizes.push_back(b);
-  auto made_with = [&](Bytes b) {
-    CollectiveSpec spec;
-    spec.bytes = b;
-    spec.algorithm = Algorithm::Auto;
-    const nccl::Estimate chosen = nccl::choose(spec, *topology);
-    return nccl::predict_with(spec, *topology, chosen.algorithm, chosen.protocol, {2.0, 0.5}).seconds * 1e6;
-  };
+  const std::vector<Bytes> sizes = doubling_sizes(1024, Bytes{1} << 30);
+  auto made_with = [&](Bytes b) { return model_time_us(*topology, b, {2.0, 0.5}); };
   TempDir dir("nccl-fit");
   std::ofstream(dir.file("a.log")) << all_reduce_log(sizes, made_with);
   const validate::NcclCalibration cal =
@@ -168,8 +177,7 @@ TEST(NcclTestsLog, FitRecoversTheScalesTheLogWasMadeWith) {
 // says so.
 TEST(NcclTestsLog, FitHoldsTheBandwidthAtTheLinksCeiling) {
   auto topology = load_topology("topologies/dgx-a100.json", 1);
-  std::vector<Bytes> sizes;
-  for (Bytes b = Bytes{16} << 20; b <= (Bytes{1} << 30); b *= 2) sizes.push_back(b);
+  const std::vector<Bytes> sizes = doubling_sizes(Bytes{16} << 20, Bytes{1} << 30);
   auto too_fast = [&](Bytes b) {
     CollectiveSpec spec;
     spec.bytes = b;
@@ -194,18 +202,10 @@ TEST(NcclTestsLog, FitHoldsTheBandwidthAtTheLinksCeiling) {
 // recovers the scales from the others.
 TEST(NcclTestsLog, FitFindsTheHostIssueFloorAndLeavesItsSizesOut) {
   auto topology = load_topology("topologies/dgx-a100.json", 1);
-  std::vector<Bytes> sizes;
-  for (Bytes b = 1024; b <= (Bytes{1} << 30); b *= 2) sizes.push_back(b);
+  const std::vector<Bytes> sizes = doubling_sizes(1024, Bytes{1} << 30);
   const double floor_us = 8 * 5.0;
   std::size_t near_floor = 0;
-  auto time_us = [&](Bytes b) {
-    CollectiveSpec spec;
-    spec.bytes = b;
-    const nccl::Estimate chosen = nccl::choose(spec, *topology);
-    const double gpu_us =
-        nccl::predict_with(spec, *topology, chosen.algorithm, chosen.protocol, {2.0, 0.5}).seconds * 1e6;
-    return std::max(gpu_us, floor_us);
-  };
+  auto time_us = [&](Bytes b) { return std::max(model_time_us(*topology, b, {2.0, 0.5}), floor_us); };
   for (Bytes b : sizes) near_floor += std::round(time_us(b) * 100) / 100 <= 1.1 * floor_us ? 1 : 0;
   ASSERT_GT(near_floor, 0u);  // the floor binds somewhere, or the test shows nothing
   TempDir dir("nccl-fit-floor");
@@ -233,16 +233,8 @@ TEST(NcclTestsLog, FitFindsTheHostIssueFloorAndLeavesItsSizesOut) {
 // the host, so they are fitted like the rest and none is left out.
 TEST(NcclTestsLog, FitKeepsSizesNearTheFloorThatTheGpusSet) {
   auto topology = load_topology("topologies/dgx-a100.json", 1);
-  std::vector<Bytes> sizes;
-  for (Bytes b = 1024; b <= (Bytes{1} << 30); b *= 2) sizes.push_back(b);
-  auto time_us = [&](Bytes b) {
-    CollectiveSpec spec;
-    spec.bytes = b;
-    const nccl::Estimate chosen = nccl::choose(spec, *topology);
-    const double model_us =
-        nccl::predict_with(spec, *topology, chosen.algorithm, chosen.protocol, {2.0, 0.5}).seconds * 1e6;
-    return b <= 8192 ? 0.85 * model_us : model_us;
-  };
+  const std::vector<Bytes> sizes = doubling_sizes(1024, Bytes{1} << 30);
+  auto time_us = [&](Bytes b) { return (b <= 8192 ? 0.85 : 1.0) * model_time_us(*topology, b, {2.0, 0.5}); };
   double lowest_us = time_us(sizes.front());
   for (Bytes b : sizes) lowest_us = std::min(lowest_us, time_us(b));
   std::size_t near_floor = 0;
