@@ -125,14 +125,14 @@ TEST(FixedCosts, HorovodStartsEachBucketOnItsCycle) {
 
 TEST(FixedCosts, NcclLaunchIsChargedOncePerCollectiveBesideItsBaseLatency) {
   // On an NCCL topology with no framework, each collective pays the library's launch (libraries/overheads.json,
-  // 5 us) on top of NCCL's own estimate, which keeps its baseLat: four separate buckets after backward cost 4 x 5 us
-  // more than with the launch overridden to 0.
+  // 4.24 us) on top of NCCL's own estimate, which keeps its baseLat: four separate buckets after backward cost
+  // 4 x 4.24 us more than with the launch overridden to 0.
   const Json library = {{"name", "nccl"}, {"version", "2.18"}, {"gpu_arch", "ampere"}, {"source", "test"}};
   const std::string t = cluster(1e-6, library);
   const Json strategy = {{"fusion", {{"mode", "none"}}}, {"overlap", false}};
   const Result with = simulate(scenario(t, "model-4x1m.json", strategy));
   const Result without = simulate(scenario(t, "model-4x1m.json", strategy, {{"name", "none"}, {"launch_us", 0}}));
-  EXPECT_NEAR(with.step_time_s - without.step_time_s, 4 * 5e-6, 1e-11);
+  EXPECT_NEAR(with.step_time_s - without.step_time_s, 4 * 4.24e-6, 1e-11);
 }
 
 TEST(Transports, TcpCarriesNoMoreThanItsFlowsReach) {

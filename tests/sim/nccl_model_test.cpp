@@ -8,6 +8,7 @@
 
 #include "sim/collective/nccl_table.hpp"
 #include "sim/core/error.hpp"
+#include "sim/scenario/overheads.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim::test {
@@ -242,6 +243,15 @@ TEST(NcclModel, OneThreadDrivingSeveralGpusSetsAFloor) {
     EXPECT_DOUBLE_EQ(issued.seconds, std::max(gpu.seconds, 8 * launch_s)) << bytes;
     EXPECT_EQ(issued.seconds > gpu.seconds, bytes == Bytes{1} << 10) << bytes;
   }
+}
+
+// A training step's launch of one NCCL collective (libraries/overheads.json) is the fitted issue time of one GPU's
+// collective (libraries/nccl.json "fitted"."host", to the 0.01 us overheads.json keeps): one number, two files, so a
+// refit that moves it must move both.
+TEST(NcclModel, StepLaunchCostIsTheFittedIssueTime) {
+  auto t = load_topology(shipped("dgx-h100"), 1);
+  const double fitted_us = nccl::detail::table_of(*t).launch_us_per_gpu;
+  EXPECT_NEAR(resolve_overheads(Framework{}, LibraryKind::Nccl).launch_s * 1e6, fitted_us, 0.005);
 }
 
 TEST(NcclModel, LibraryBlockErrorsNameTheField) {
