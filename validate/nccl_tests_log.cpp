@@ -8,7 +8,6 @@
 #include <set>
 #include <sstream>
 
-#include "sim/collective/nccl_table.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_fields.hpp"
 #include "validate/fit.hpp"
@@ -368,10 +367,7 @@ NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<N
   NcclCalibration cal;
   cal.launch_us_per_gpu = fitted_launch_us_per_gpu(logs);
   cal.launch_fitted = cal.launch_us_per_gpu > 0;
-  if (!cal.launch_fitted)
-    cal.launch_us_per_gpu = topology.library().fitted_launch_us_per_gpu > 0
-                                ? topology.library().fitted_launch_us_per_gpu
-                                : nccl::detail::table_of(topology).launch_us_per_gpu;
+  if (!cal.launch_fitted) cal.launch_us_per_gpu = nccl::launch_us_per_gpu(topology);
   std::map<std::string, std::vector<Point>> groups;
   for (const auto& [log, op] : logs) {
     for (const NcclTestsRow& row : log.rows) {

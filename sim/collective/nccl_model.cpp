@@ -46,6 +46,10 @@ Fit fitted_scale(const CommLibrary& lib, const Table& t, Collective op, Algorith
   return {};
 }
 
+double launch_us_of(const CommLibrary& library, const Table& table) {
+  return library.fitted_launch_us_per_gpu > 0 ? library.fitted_launch_us_per_gpu : table.launch_us_per_gpu;
+}
+
 Estimate make_estimate(int a, int p, int channels, double latency_us, double algbw_GBps, Bytes bytes,
                        double fill_bytes = 0) {
   Estimate e;
@@ -190,9 +194,7 @@ Estimate predict_in(const Context& c, const CollectiveSpec& spec, Algorithm algo
                     e.latency_us * scale.latency_scale, std::min(e.algbw_GBps * scale.bandwidth_scale, ceiling_GBps),
                     spec.bytes, nvls_fill_bytes(a, spec.op, spec.bytes, c.machine, c.table, c.library.gpu_arch));
   est.ceiling_algbw_Bps = ceiling_GBps * 1e9;
-  const double launch_us =
-      c.library.fitted_launch_us_per_gpu > 0 ? c.library.fitted_launch_us_per_gpu : c.table.launch_us_per_gpu;
-  est.host_floor_s = spec.gpus_per_thread * launch_us * 1e-6;
+  est.host_floor_s = spec.gpus_per_thread * launch_us_of(c.library, c.table) * 1e-6;
   est.seconds = std::max(est.seconds, est.host_floor_s);
   return est;
 }
@@ -227,6 +229,11 @@ Estimate predict_with(const CollectiveSpec& spec, const Topology& topo, Algorith
                       ModelScale scale) {
   require_nccl(topo);
   return predict_in(context_of(spec, topo), spec, algorithm, protocol, scale);
+}
+
+double launch_us_per_gpu(const Topology& topology) {
+  if (topology.library().kind != LibraryKind::Nccl) return 0;
+  return launch_us_of(topology.library(), table_of(topology));
 }
 
 Estimate predict(const CollectiveSpec& spec, const Topology& topo, const std::string& field) {

@@ -66,6 +66,10 @@ std::vector<Estimate> candidates(const CollectiveSpec& spec, const Topology& top
 Estimate choose(const CollectiveSpec& spec, const Topology& topology, const std::string& field = "collective",
                 bool schedulable_only = false);
 
+// The host time one thread spends issuing one GPU's collective: the topology's calibration, else the library
+// table's fit (libraries/nccl.json "fitted"."host"); 0 when neither has one.
+double launch_us_per_gpu(const Topology& topology);
+
 // The predicted time of the collective NCCL would run (choose), with the fitted scales and the channels launched.
 Estimate predict(const CollectiveSpec& spec, const Topology& topology, const std::string& field = "collective");
 

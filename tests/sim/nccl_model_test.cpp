@@ -6,7 +6,6 @@
 #include <fstream>
 #include <set>
 
-#include "sim/collective/nccl_table.hpp"
 #include "sim/core/error.hpp"
 #include "sim/scenario/overheads.hpp"
 #include "tests/sim/test_util.hpp"
@@ -230,7 +229,7 @@ TEST(NcclModel, AFittedScaleStopsAtTheLinksCeiling) {
 // second; without G (a training step's collectives) there is no floor.
 TEST(NcclModel, OneThreadDrivingSeveralGpusSetsAFloor) {
   auto t = load_topology(shipped("dgx-h100"), 1);
-  const double launch_s = nccl::detail::table_of(*t).launch_us_per_gpu * 1e-6;
+  const double launch_s = nccl::launch_us_per_gpu(*t) * 1e-6;
   ASSERT_GT(launch_s, 0);
   for (const Bytes bytes : {Bytes{1} << 10, Bytes{1} << 30}) {
     CollectiveSpec spec = allreduce(bytes);
@@ -250,7 +249,7 @@ TEST(NcclModel, OneThreadDrivingSeveralGpusSetsAFloor) {
 // refit that moves it must move both.
 TEST(NcclModel, StepLaunchCostIsTheFittedIssueTime) {
   auto t = load_topology(shipped("dgx-h100"), 1);
-  const double fitted_us = nccl::detail::table_of(*t).launch_us_per_gpu;
+  const double fitted_us = nccl::launch_us_per_gpu(*t);
   EXPECT_NEAR(resolve_overheads(Framework{}, LibraryKind::Nccl).launch_s * 1e6, fitted_us, 0.005);
 }
 
