@@ -203,7 +203,8 @@ int run_collective(const CollectiveOptions& o) {
                                               o.fidelity,
                                               nccl ? "nccl " + topology->library().version : "",
                                               o.sizes.find(':') != std::string::npos,
-                                              partial_note};
+                                              partial_note,
+                                              o.gpus_per_thread};
   if (o.format == "commsim")
     reports::print_commsim_table(stdout, header, *topology, rows);
   else

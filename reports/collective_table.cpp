@@ -26,6 +26,13 @@ void print_commsim_header(std::FILE* out, const CollectiveTableHeader& h, const 
                topology.summary().c_str(), h.fidelity.c_str(), topology.ranks());
   if (!h.library.empty())
     std::fprintf(out, "# library %s: algorithm, protocol and channels as NCCL's tuner picks them\n", h.library.c_str());
+  if (!h.library.empty() && h.gpus_per_thread > 1) {
+    const double launch_us = nccl::launch_us_per_gpu(topology);
+    std::fprintf(out,
+                 "# one thread issues the kernels of %d GPUs (nccl-tests -g %d): an operation takes at least %d x "
+                 "%.2f us = %.2f us\n",
+                 h.gpus_per_thread, h.gpus_per_thread, h.gpus_per_thread, launch_us, h.gpus_per_thread * launch_us);
+  }
 }
 
 }  // namespace
@@ -108,13 +115,13 @@ void print_nccl_tests_table(std::FILE* out, const CollectiveTableHeader& h, cons
                "in-place columns repeat the prediction\n");
   const Bytes min_bytes = rows.empty() ? 0 : rows.front().sizing.bytes;
   const Bytes max_bytes = rows.empty() ? 0 : rows.back().sizing.bytes;
-  // nccl-tests v2.19.6 src/util.cu: "# nThread %d nGpus %d minBytes %ld maxBytes %ld step: ..."; one GPU per
-  // process, as an MPI launch of nccl-tests runs it.
+  // nccl-tests v2.19.6 src/util.cu: "# nThread %d nGpus %d minBytes %ld maxBytes %ld step: ..."; nGpus: the GPUs
+  // one thread drives (1: one GPU per process, as an MPI launch of nccl-tests runs it).
   std::fprintf(out,
-               "# nThread 1 nGpus 1 minBytes %llu maxBytes %llu step: %s warmup iters: 0 iters: 1 agg iters: 1 "
+               "# nThread 1 nGpus %d minBytes %llu maxBytes %llu step: %s warmup iters: 0 iters: 1 agg iters: 1 "
                "validation: 0 graph: 0\n#\n# Using devices\n",
-               static_cast<unsigned long long>(min_bytes), static_cast<unsigned long long>(max_bytes),
-               h.doubling_range ? "2(factor)" : "0(list)");
+               h.gpus_per_thread, static_cast<unsigned long long>(min_bytes),
+               static_cast<unsigned long long>(max_bytes), h.doubling_range ? "2(factor)" : "0(list)");
   const int p = topology.ranks(), per_node = topology.ranks_per_node();
   if (p <= kMaxRankLines) {
     for (int r = 0; r < p; ++r) {

@@ -78,6 +78,7 @@ struct CollectiveTableHeader {
   std::string library;          // "nccl 2.21" or "" when the topology names no NCCL library
   bool doubling_range = false;  // --sizes MIN:MAX (nccl-tests' "step: 2(factor)")
   std::string partial_note;     // "partial: 3 of 10 sizes (stopped by SIGINT)" atop the table; "" when complete
+  int gpus_per_thread = 1;      // nccl-tests -g: GPUs one host thread drives (CollectiveSpec::gpus_per_thread)
 };
 
 // nccl-tests' layout, with commsim's choices per size in '#' lines after the footer.

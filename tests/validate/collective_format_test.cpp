@@ -138,6 +138,24 @@ TEST(CollectiveFormat, CommsimOutputRoundTripsThroughBothParsers) {
   EXPECT_LT(text.find("# Avg bus bandwidth"), text.find("# commsim: what was priced for each size"));
 }
 
+// --gpus-per-thread 8 predicts a run of one thread driving 8 GPUs: the header says nGpus 8 as nccl-tests -g 8 does,
+// so the calibration parser reads it back, and every row is at least the floor the '#' line states (8 x the fitted
+// issue time; a 1 KiB NVLS allreduce on one H100 node is ~16 us of GPU time, under it).
+TEST(CollectiveFormat, OneThreadDrivingEightGpusReadsBackAsNGpus8) {
+  TempDir dir("collective-format-g8");
+  const std::string out = run_collective(
+      "--topology topologies/azure-nd-h100-v5.json --nodes 1 --algo nvls --sizes 1K,1G --gpus-per-thread 8", dir);
+  const validate::NcclTestsLog log = validate::read_nccl_tests_log(out);
+  EXPECT_EQ(log.gpus_per_thread, 8);
+  const std::string text = slurp(out);
+  const std::size_t line = text.find("an operation takes at least 8 x ");
+  ASSERT_NE(line, std::string::npos) << text;
+  const double floor_us = std::stod(text.substr(text.find("= ", line) + 2));  // "8 x 4.24 us = 33.94 us"
+  ASSERT_EQ(log.rows.size(), 2u);
+  EXPECT_NEAR(log.rows[0].time_us, floor_us, 0.01 + 0.01);  // both printed to 0.01 us
+  EXPECT_GT(log.rows[1].time_us, floor_us);
+}
+
 // Allgather and reduce-scatter: nccl-tests prints each rank's element count, rounded down to 16 bytes, and the
 // whole vector's size from it (src/all_gather.cu AllGatherGetCollByteCount: base = (count / nranks) & ~3 floats).
 // 8 ranks (one DGX A100), 1000 B requested: 250 floats / 8 = 31, & ~3 = 28 per rank, 28 x 8 x 4 = 896 B;
