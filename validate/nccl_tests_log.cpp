@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -192,8 +193,10 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
     // "# nThread 1 nGpus 8 minBytes 8 ...": the header's GPUs per thread.
     if (auto n = std::find(t.begin(), t.end(), "nGpus");
         t.size() >= 3 && t[0] == "#" && n != t.end() && n + 1 != t.end() && is_unsigned(*(n + 1))) {
-      log.gpus_per_thread = std::stoi(*(n + 1));
-      if (log.gpus_per_thread < 1 || log.gpus_per_thread > 1024)
+      const std::string& count = *(n + 1);
+      const auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), log.gpus_per_thread);
+      if (ec != std::errc() || end != count.data() + count.size() || log.gpus_per_thread < 1 ||
+          log.gpus_per_thread > 1024)
         throw InputError(path, "line " + std::to_string(number), "nGpus must be 1 to 1024");
       continue;
     }
