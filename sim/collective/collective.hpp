@@ -90,6 +90,7 @@ struct CollectiveKey {
   int unit_bytes;
   bool aggregate;
   int nccl_channels;
+  int gpus_per_thread;
   auto operator<=>(const CollectiveKey&) const = default;
 };
 CollectiveKey collective_key(const CollectiveSpec& spec);
