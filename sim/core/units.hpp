@@ -40,6 +40,12 @@ inline std::string number_text(double x) {
   std::snprintf(buf, sizeof buf, "%.3g", x);
   return buf;
 }
+// static_cast<TimePs>(std::ceil(ps)) for ps in (-1, kMaxTimePs], inline: without SSE4.1 std::ceil is a library call,
+// and every transfer takes one. The truncation is exact in that range, and a value above 2^53 is already whole.
+inline TimePs ceil_ps(double ps) {
+  const auto whole = static_cast<TimePs>(ps);
+  return whole + (static_cast<double>(whole) < ps);
+}
 inline std::string seconds_text(double seconds) { return number_text(seconds) + " s"; }
 inline const std::string& range_text() {
   static const std::string text = "outside the simulated time range [0, 100 days] (int64 picoseconds)";
@@ -52,7 +58,7 @@ inline const std::string& range_text() {
 inline TimePs seconds_to_ps(double seconds, const std::string& quantity = "simulated duration") {
   if (!(seconds >= 0 && seconds <= kMaxSimulatedSeconds))
     throw TimeRangeError(quantity, units_detail::seconds_text(seconds) + " is " + units_detail::range_text());
-  return static_cast<TimePs>(std::ceil(seconds * 1e12 - 1e-6));
+  return units_detail::ceil_ps(seconds * 1e12 - 1e-6);
 }
 inline double ps_to_seconds(TimePs t) { return static_cast<double>(t) * 1e-12; }
 
@@ -67,7 +73,7 @@ inline TimePs transfer_ps(double bytes, double rate_Bps) {
                                               units_detail::number_text(rate_Bps) + " B/s take " +
                                               units_detail::seconds_text(seconds) + ", " + units_detail::range_text() +
                                               " (is a bandwidth given in bytes per second?)");
-  return static_cast<TimePs>(std::ceil(seconds * 1e12 - 1e-6));
+  return units_detail::ceil_ps(seconds * 1e12 - 1e-6);
 }
 
 // A point in time plus a duration, checked: both must be in [0, kMaxTimePs] and so must their sum (compared as

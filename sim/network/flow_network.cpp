@@ -20,8 +20,7 @@ FlowNetwork::FlowNetwork(const Topology& topology, EventQueue& queue, const Link
   busy_since_.resize(link_count);
   part_mark_.resize(link_count);
   spilled_flows_.resize(link_count);
-  component_mark_.resize(link_count);
-  route_cache_.resize(static_cast<std::size_t>(topology.ranks()));
+  last_route_.resize(static_cast<std::size_t>(topology.ranks()));
   // Each link's capacity and class, read once: Topology::link() computes them from the id (a division per call).
   for (std::size_t l = 0; l < link_count; ++l) {
     const LinkParams& p = topology.link(static_cast<LinkId>(l));
@@ -32,6 +31,10 @@ FlowNetwork::FlowNetwork(const Topology& topology, EventQueue& queue, const Link
 
 void FlowNetwork::start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag,
                         std::uint32_t copies) {
+  const InternedRoute& route = route_from(src, dst,
+                                          !quotient_   ? 1
+                                          : copies > 0 ? std::int64_t{copies}
+                                                       : quotient_->multiplicity);
   std::uint32_t id;
   if (!free_.empty()) {
     id = free_.back();
@@ -39,30 +42,46 @@ void FlowNetwork::start(int src, int dst, double bytes, TransferListener* listen
   } else {
     id = static_cast<std::uint32_t>(flows_.size());
     flows_.emplace_back();
-    route_links_.resize(flows_.size() * route_stride_);
-    if (quotient_) route_weights_.resize(route_links_.size());
   }
-  CachedRoute& route = route_from(src, dst);
-  if (route.links.size() > route_stride_) widen_routes(route.links.size());
   Flow& f = flows_[id];
-  std::copy(route.links.begin(), route.links.end(), route_links_.begin() + std::ptrdiff_t(id * route_stride_));
-  if (quotient_) {
-    const std::vector<std::int32_t>& w =
-        weights_of(route, copies > 0 ? static_cast<std::int64_t>(copies) : quotient_->multiplicity);
-    std::copy(w.begin(), w.end(), route_weights_.begin() + std::ptrdiff_t(id * route_stride_));
-  }
-  f.hops = static_cast<std::uint32_t>(route.links.size());
+  f.route = route.offset;
   f.remaining = bytes;
   f.rate = 0;
   f.listener = listener;
   f.tag = tag;
   ++f.version;
   // Every link of an orbit carries weight images of the flow: weight x orbit size crossings in all.
-  for (std::uint32_t h = 0; h < f.hops; ++h) {
-    const LinkId l = links_of(id)[h];
+  const std::span<const LinkId> links = links_of(id);
+  for (std::uint32_t h = 0; h < links.size(); ++h) {
+    const LinkId l = links[h];
     usage_.bytes[link_class_[l]] += quotient_ ? bytes * weight(id, h) * quotient_->orbit_size[l] : bytes;
   }
   queue_.schedule(add_ps(queue_.now(), route.latency_ps), this, payload(kEnter, id, f.version));
+}
+
+// A flow standing for `copies` flows whose route crosses n links of an orbit of k: each link of the orbit carries
+// copies x n / k of them (a whole number, since the copies cross the orbit's links evenly).
+auto FlowNetwork::intern_route(int src, int dst, std::int64_t copies) -> InternedRoute {
+  const auto [it, inserted] = route_index_.try_emplace({src, dst, copies});
+  if (!inserted) return it->second;
+  route_.links.clear();
+  topology_.route(src, dst, route_);
+  if (quotient_) to_quotient(route_.links);
+  InternedRoute& interned = it->second;
+  interned.offset = static_cast<std::uint32_t>(route_pool_.size());
+  interned.latency_ps = seconds_to_ps(route_.cost.latency_s, "path latency");
+  route_pool_.push_back(static_cast<LinkId>(route_.links.size()));
+  route_pool_.insert(route_pool_.end(), route_.links.begin(), route_.links.end());
+  if (quotient_) {
+    route_weights_.resize(route_pool_.size());
+    for (std::size_t h = 0; h < route_.links.size(); ++h) {
+      const std::int64_t crossings = copies * quotient_hops_[h], orbit = quotient_->orbit_size[route_.links[h]];
+      COMMSIM_CHECK(crossings % orbit == 0, "flows that do not cross their links' orbit evenly");
+      route_weights_[interned.offset + 1 + h] = static_cast<std::int32_t>(crossings / orbit);
+    }
+  }
+  COMMSIM_CHECK(route_pool_.size() <= std::numeric_limits<std::uint32_t>::max(), "too many distinct routes");
+  return interned;
 }
 
 void FlowNetwork::on_event(std::uint64_t p) {
@@ -76,13 +95,13 @@ void FlowNetwork::on_event(std::uint64_t p) {
     f.last_update = queue_.now();
     if (f.remaining <= 0) return finish(id);
     const std::span<const LinkId> links = links_of(id);
-    for (std::uint32_t h = 0; h < f.hops; ++h) add_flow(links[h], id, weight(id, h));
+    for (std::uint32_t h = 0; h < links.size(); ++h) add_flow(links[h], id, weight(id, h));
     mark_dirty(links);
     f.rate = 0;  // set by the recompute of this instant
     return;
   }
   const std::span<const LinkId> links = links_of(id);
-  for (std::uint32_t h = 0; h < f.hops; ++h) remove_flow(links[h], id, weight(id, h));
+  for (std::uint32_t h = 0; h < links.size(); ++h) remove_flow(links[h], id, weight(id, h));
   mark_dirty(links);
   finish(id);
 }
@@ -119,19 +138,6 @@ inline void FlowNetwork::remove_flow(LinkId l, std::uint32_t id, std::int32_t we
         ps_to_seconds(queue_.now() - busy_since_[l]) * (quotient_ ? quotient_->orbit_size[l] : 1);
 }
 
-inline void FlowNetwork::widen_routes(std::size_t stride) {
-  std::vector<LinkId> wider(flows_.size() * stride);
-  std::vector<std::int32_t> wider_weights(quotient_ ? wider.size() : 0);
-  for (std::size_t id = 0; id < flows_.size(); ++id) {
-    const auto from = std::ptrdiff_t(id * route_stride_), to = std::ptrdiff_t(id * stride);
-    std::copy_n(route_links_.begin() + from, flows_[id].hops, wider.begin() + to);
-    if (quotient_) std::copy_n(route_weights_.begin() + from, flows_[id].hops, wider_weights.begin() + to);
-  }
-  route_links_.swap(wider);
-  route_weights_.swap(wider_weights);
-  route_stride_ = stride;
-}
-
 inline void FlowNetwork::to_quotient(std::vector<LinkId>& links) {
   quotient_hops_.clear();
   std::size_t kept = 0;
@@ -147,20 +153,6 @@ inline void FlowNetwork::to_quotient(std::vector<LinkId>& links) {
     }
   }
   links.resize(kept);
-}
-
-// A flow standing for `copies` flows whose route crosses n links of an orbit of k: each link of the orbit carries
-// copies x n / k of them (a whole number, since the copies cross the orbit's links evenly).
-inline const std::vector<std::int32_t>& FlowNetwork::weights_of(CachedRoute& route, std::int64_t copies) {
-  if (route.weights_copies == copies) return route.weights;
-  route.weights.clear();
-  for (std::size_t h = 0; h < route.links.size(); ++h) {
-    const std::int64_t crossings = copies * route.hops[h], orbit = quotient_->orbit_size[route.links[h]];
-    COMMSIM_CHECK(crossings % orbit == 0, "flows that do not cross their links' orbit evenly");
-    route.weights.push_back(static_cast<std::int32_t>(crossings / orbit));
-  }
-  route.weights_copies = copies;
-  return route.weights;
 }
 
 inline void FlowNetwork::finish(std::uint32_t id) {

@@ -8,7 +8,9 @@
 
 #include <cstring>
 #include <limits>
+#include <map>
 #include <span>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -49,29 +51,30 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   void on_event(std::uint64_t p) override;
 
  private:
-  // The last route from each rank: a ring sends from a rank to the same next rank at every step, so each route is
-  // computed (and mapped to the quotient) once per collective rather than once per transfer.
-  struct CachedRoute {
-    int dst = -1;
-    std::vector<LinkId> links;
-    std::vector<std::int32_t> hops;     // with a quotient: per link, the route's links in its orbit
-    std::int64_t weights_copies = -1;   // with a quotient: the copies `weights` was computed for (-1: none yet)
-    std::vector<std::int32_t> weights;  // per link, the copies that cross each link of its orbit
+  // Routes are interned: each distinct (source, destination, copies) is stored once in route_pool_ as its link count
+  // followed by its links (with a quotient, each link's weight sits at the same index of route_weights_), and a flow
+  // keeps its route's offset. A ring sends from each rank to the same next rank at every step, so a route is computed
+  // (and mapped to the quotient) once per collective, and a transfer copies nothing. The last route taken from each
+  // rank is looked up without the map.
+  struct InternedRoute {
+    std::uint32_t offset = 0;  // of its link count in route_pool_
     TimePs latency_ps = 0;
   };
-  CachedRoute& route_from(int src, int dst) {
-    CachedRoute& cached = route_cache_[static_cast<std::size_t>(src)];
-    if (cached.dst == dst) return cached;
-    route_.links.clear();
-    topology_.route(src, dst, route_);
-    if (quotient_) to_quotient(route_.links);
-    cached.dst = dst;
-    cached.links = route_.links;
-    cached.hops = quotient_hops_;
-    cached.weights_copies = -1;
-    cached.latency_ps = seconds_to_ps(route_.cost.latency_s, "path latency");
-    return cached;
+  struct LastRoute {
+    int dst = -1;
+    std::int64_t copies = -1;
+    InternedRoute route;
+  };
+  const InternedRoute& route_from(int src, int dst, std::int64_t copies) {
+    LastRoute& last = last_route_[static_cast<std::size_t>(src)];
+    if (last.dst != dst || last.copies != copies) {
+      last.dst = dst;
+      last.copies = copies;
+      last.route = intern_route(src, dst, copies);
+    }
+    return last.route;
   }
+  InternedRoute intern_route(int src, int dst, std::int64_t copies);
 
   struct Flow {
     double remaining = 0;  // bytes not yet sent at last_update
@@ -79,9 +82,9 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     double new_rate = 0;   // scratch of recompute(): the rate being computed, < 0 while not yet frozen
     TimePs last_update = 0;
     std::uint32_t version = 0;
-    std::uint32_t hops = 0;  // links of the route, in route_links_
-    std::uint32_t mark = 0;  // scratch: == the mark of the component or part being gathered when it is in it
-    LinkId own_link = 0;     // scratch: the link that carries it alone with the smallest (capacity, id), if any
+    std::uint32_t route = 0;  // offset of its route's link count in route_pool_
+    std::uint32_t mark = 0;   // scratch: == the instant's mark once gathered into a part
+    LinkId own_link = 0;      // scratch: the link that carries it alone with the smallest (capacity, id), if any
     TransferListener* listener = nullptr;
     std::uint64_t tag = 0;
   };
@@ -107,29 +110,25 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   // Removes by moving the last flow into the gap (the order progressive filling then visits them in).
   void remove_flow(LinkId l, std::uint32_t id, std::int32_t weight);
 
-  // A flow's route, stored inline in route_links_ (route_stride_ links per flow slot) rather than in a vector per
-  // flow: recompute() walks the routes of thousands of flows per instant, and this saves a pointer chase each.
+  // A flow's route: its links in one pool rather than in a vector per flow (recompute() walks the routes of thousands
+  // of flows per instant, and this saves a pointer chase each).
   std::span<const LinkId> links_of(std::uint32_t id) const {
-    return {route_links_.data() + std::size_t{id} * route_stride_, flows_[id].hops};
+    const LinkId* route = route_pool_.data() + flows_[id].route;
+    return {route + 1, *route};
   }
-  void widen_routes(std::size_t stride);
   // Flows on the link, counting each representative as the images it stands for on this link.
   std::int32_t load(LinkId l) const { return links_[l].load; }
   // How many images of the flow cross each link of the orbit of its h-th link (1 without a quotient).
   std::int32_t weight(std::uint32_t id, std::uint32_t h) const {
-    return quotient_ ? route_weights_[std::size_t{id} * route_stride_ + h] : 1;
+    return quotient_ ? route_weights_[std::size_t{flows_[id].route} + 1 + h] : 1;
   }
   // Replaces a route by its orbits' representatives, each once, with its links in that orbit in quotient_hops_.
   void to_quotient(std::vector<LinkId>& links);
-  // The route's weights for a flow standing for `copies` flows, computed once per route and copy count (a ring
-  // sends the same copies along the same route at every step).
-  const std::vector<std::int32_t>& weights_of(CachedRoute& route, std::int64_t copies);
 
   // Marks tell gathered links and flows from the others without a pass that clears flags afterwards.
   std::uint32_t next_mark() {
     if (++mark_ == 0) {  // wrapped: clear the old marks once
       for (Flow& f : flows_) f.mark = 0;
-      std::fill(component_mark_.begin(), component_mark_.end(), 0);
       std::fill(part_mark_.begin(), part_mark_.end(), 0);
       mark_ = 1;
     }
@@ -149,32 +148,18 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   // Max-min rates of the flows that the changes of this instant can affect, then their completion events.
   void recompute();
 
-  // Gathers the component reachable from the dirty links through shared flows into component_flows_, resetting each
-  // link's scratch for progressive filling as it joins. Progressive filling starts here: a flow alone on every link of
-  // its route gets its route's bottleneck, as progressive filling would give it, without the heap (the common case:
-  // a collective's flows rarely share links). Its links carry nothing else, so it is frozen as soon as it is gathered,
-  // and their scratch, which nothing else reads, is neither reset nor updated. The others go to shared_flows_.
-  void gather_component();
-  // Gathers the flow into the component unless it is already.
-  void visit_flow(std::uint32_t id, std::uint32_t mark);
-  // Returns whether the link joined now (false: it already had).
-  bool join(LinkId l, std::uint32_t mark);
-  // Joins the flow's links and finds its own link: of the links that carry it alone, the one with the smallest
-  // (capacity, id). Returns whether it shares a link. A link that carries this flow alone has no other flow to
-  // gather: it stays out of component_links_ (a route is mostly such links), and its scratch is reset only if the
-  // flow shares another link (take_into_part).
-  bool gather_flow(std::uint32_t id, std::uint32_t mark);
-
-  // The flows left share links. Fill one connected part of them at a time: the component gathered above is the union
-  // of every part that the changes of this instant touched (thousands of links when a collective's flows change in
-  // step), and a heap per part costs O(log part) per pop instead of O(log union). Parts share no link, so each part
-  // sees the same sequence of saturations, and every rate comes out the same, as with one heap over the union. A part
-  // starts from a flow that no earlier part froze.
-  void fill_shared_parts();
-  // Adds an unfrozen flow and its links to the part. Of the links that carry the flow alone, only its own link can
-  // saturate: the heap pops it before the others (their shares never change), and it freezes the flow if nothing did
-  // before. The others would only be popped and dropped, so they stay out of the heap.
-  void take_into_part(std::uint32_t id, std::uint32_t part, std::size_t& part_flows);
+  // Solves the part of the seed: the flows connected to it through links that carry more than one flow (counting a
+  // representative's images), and the links they cross. Parts share no link, so each is filled on its own, with a
+  // heap per part (O(log part) per pop, not O(log) of all that the instant touched), and every rate comes out as
+  // one filling over the union would give it. A flow alone on every link of its route is a part of its own and gets
+  // its route's bottleneck, as progressive filling would give it, without the heap (the common case: a collective's
+  // flows rarely share links).
+  void solve_part(std::uint32_t seed, std::uint32_t mark);
+  // Adds an unfrozen flow to the part: resets the scratch of its links, lists its shared links (once each) and finds
+  // its own link, of the links that carry it alone the one with the smallest (capacity, id). Of those, only its own
+  // link can saturate: the heap pops it before the others (their shares never change), and it freezes the flow if
+  // nothing did before, so the others stay out of the heap. Returns whether the flow shares a link.
+  bool take_into_part(std::uint32_t id, std::uint32_t mark, std::size_t& part_flows);
 
   // New rates take effect now: each flow whose rate changed gets a new completion event (the old one is superseded).
   void apply_new_rates();
@@ -185,10 +170,17 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   // with the new value instead of being used.
   void fill(std::size_t part_flows);
 
-  using ShareEntry = std::pair<double, LinkId>;  // (fair share when pushed, link)
+  // A link's fair share when pushed, and its unfrozen count then: while that count is unchanged no flow on it froze,
+  // so neither did its capacity left change (each freeze takes one or more flows off the count) and the share is
+  // still exact without dividing again.
+  struct ShareEntry {
+    double share;
+    LinkId link;
+    std::int32_t unfrozen;
+  };
   static constexpr std::size_t kScannedPartLinks = 16;
   static bool later_entry(const ShareEntry& a, const ShareEntry& b) {
-    return a.first > b.first || (a.first == b.first && a.second > b.second);
+    return a.share > b.share || (a.share == b.share && a.link > b.link);
   }
   ShareEntry take_heap_top();
   ShareEntry take_smallest_entry();
@@ -198,27 +190,22 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   const Topology& topology_;
   EventQueue& queue_;
   const LinkQuotient* quotient_;
-  std::vector<std::int32_t> route_weights_;  // with a quotient: weight of route_links_'s entry
-  std::vector<std::int32_t> quotient_hops_;  // scratch of to_quotient()
+  std::vector<LinkId> route_pool_;           // interned routes: link count, then the links
+  std::vector<std::int32_t> route_weights_;  // with a quotient: the weight of route_pool_'s link at the same index
+  std::map<std::tuple<int, int, std::int64_t>, InternedRoute> route_index_;  // (source, destination, copies)
+  std::vector<LastRoute> last_route_;                                        // per source rank
+  std::vector<std::int32_t> quotient_hops_;                                  // scratch of to_quotient()
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_;
-  std::vector<LinkId> route_links_;  // route of flow id at [id * route_stride_, + hops)
-  std::size_t route_stride_ = 0;
-  Route route_;                           // scratch for Topology::route
-  std::vector<CachedRoute> route_cache_;  // per source rank
+  Route route_;  // scratch for Topology::route
   std::vector<LinkState> links_;
   // Read only when a link turns busy or idle, when its flows are counted, or when flows share it.
   std::vector<std::uint8_t> link_class_;
   std::vector<TimePs> busy_since_;
-  std::vector<std::uint32_t> component_mark_;  // scratch: == the component's mark when gathered into it
-  std::vector<std::uint32_t> part_mark_;       // scratch: == the part's mark when gathered into it
+  std::vector<std::uint32_t> part_mark_;  // scratch: == the instant's mark when gathered into a part
   std::vector<std::vector<std::uint32_t>> spilled_flows_;
   std::vector<LinkId> dirty_;
-  static constexpr std::uint64_t kFlowSeed = std::uint64_t{1} << 32;  // a seed that is a flow id, not a link
-  std::vector<std::uint64_t> dirty_seeds_;                            // scratch of gather_component()
-  std::vector<LinkId> component_links_;
-  std::vector<std::uint32_t> component_flows_;
-  std::vector<std::uint32_t> shared_flows_;  // flows of the component that share a link
+  std::vector<std::uint32_t> solved_flows_;  // of this instant, in the order their parts were found
   std::vector<LinkId> part_links_;
   std::vector<ShareEntry> heap_;  // progressive filling's entries: a heap, or unordered in a small part
   std::uint32_t mark_ = 0;

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "sim/core/json_fields.hpp"
 #include "sim/core/limits.hpp"
@@ -26,6 +28,36 @@ TEST(Units, SecondsToPicosecondsUpToOneHundredDays) {
   // 1 us is 1e6 ps; rounding up keeps a non-zero duration non-zero.
   EXPECT_EQ(seconds_to_ps(1e-6), 1'000'000);
   EXPECT_EQ(seconds_to_ps(1e-15), 1);
+}
+
+TEST(Units, InlineCeilingEqualsStdCeilOverTheWholeRange) {
+  // ceil_ps replaces static_cast<TimePs>(std::ceil(x)) on the engine's hot path; the two must agree on every value
+  // the conversions produce: (-1e-6, 8.64e18]. Whole numbers, their neighbours one ulp away, halves, values past 2^53
+  // (where every double is whole) and random magnitudes over the range.
+  std::vector<double> values = {-1e-6,
+                                -0.0,
+                                0.0,
+                                1e-300,
+                                0.5,
+                                1.0,
+                                1.5,
+                                999'999.999'999,
+                                1e6,
+                                9007199254740991.0,
+                                9007199254740992.0,
+                                9007199254740994.0,
+                                8.64e18};
+  for (double whole = 1; whole < 8e18; whole *= 3.7) {
+    const double w = std::floor(whole);
+    for (double v : {w, std::nextafter(w, 0.0), std::nextafter(w, 1e19), w + 0.5}) values.push_back(v);
+  }
+  std::mt19937_64 random(7);
+  std::uniform_real_distribution<double> exponent(-6, 18.9);
+  for (int i = 0; i < 100'000; ++i) values.push_back(std::pow(10.0, exponent(random)));
+  for (double v : values) {
+    if (v > 8.64e18) continue;
+    ASSERT_EQ(units_detail::ceil_ps(v), static_cast<TimePs>(std::ceil(v))) << v;
+  }
 }
 
 TEST(Units, SecondsThatCannotBeRepresentedAreNamed) {
