@@ -167,7 +167,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   // Progressive filling over the part in part_links_ (every link of it has an unfrozen flow; part_flows of them):
   // repeatedly saturate the link with the smallest fair share. A min-heap of links by fair share; a link's share only
   // grows as flows elsewhere freeze (max-min), so an entry whose share has grown since it was pushed is pushed again
-  // with the new value instead of being used.
+  // with the new value instead of being used (in a small part, updated where it is).
   void fill(std::size_t part_flows);
 
   // A link's fair share when pushed, and its unfrozen count then: while that count is unchanged no flow on it froze,
@@ -182,8 +182,9 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   static bool later_entry(const ShareEntry& a, const ShareEntry& b) {
     return a.share > b.share || (a.share == b.share && a.link > b.link);
   }
-  ShareEntry take_heap_top();
-  ShareEntry take_smallest_entry();
+  // The entry's fair share now, kNoShare when its link has no unfrozen flow left.
+  static constexpr double kNoShare = -std::numeric_limits<double>::infinity();
+  double current_share(const ShareEntry& entry) const;
   // Freezes the unfrozen flows on the bottleneck at `rate`; returns how many.
   std::size_t freeze_flows_on(LinkId bottleneck, double rate);
 

@@ -46,7 +46,7 @@ inline bool FlowNetwork::take_into_part(std::uint32_t id, std::uint32_t mark, st
   double own_capacity = std::numeric_limits<double>::infinity();
   bool shares = false;
   for (LinkId l : links_of(id)) {
-    LinkState& link = links_[l];
+    const LinkState& link = links_[l];
     if (link.load != 1) {
       shares = true;
       if (part_mark_[l] != mark) {
@@ -84,43 +84,54 @@ inline void FlowNetwork::apply_new_rates() {
 }
 
 inline void FlowNetwork::fill(std::size_t part_flows) {
-  heap_.clear();
-  for (LinkId l : part_links_) heap_.push_back({links_[l].capacity_left / links_[l].unfrozen, l, links_[l].unfrozen});
-  // A part of a few links keeps its entries unordered and takes the smallest by a scan: each link has at most one
-  // entry and (share, link) orders them strictly, so the scan takes them in exactly the heap's order.
-  const bool scan = heap_.size() <= kScannedPartLinks;
-  if (!scan) std::make_heap(heap_.begin(), heap_.end(), later_entry);
+  heap_.resize(part_links_.size());
+  for (std::size_t i = 0; i < part_links_.size(); ++i) {
+    const LinkState& link = links_[part_links_[i]];
+    heap_[i] = {link.capacity_left / link.unfrozen, part_links_[i], link.unfrozen};
+  }
   std::size_t frozen = 0;
+  if (heap_.size() > kScannedPartLinks) {
+    std::make_heap(heap_.begin(), heap_.end(), later_entry);
+    while (frozen < part_flows) {
+      COMMSIM_CHECK(!heap_.empty(), "unfrozen flow without a link");
+      std::pop_heap(heap_.begin(), heap_.end(), later_entry);
+      const ShareEntry top = heap_.back();
+      heap_.pop_back();
+      const double current = current_share(top);
+      if (current > top.share * (1 + 1e-12)) {
+        heap_.push_back({current, top.link, links_[top.link].unfrozen});
+        std::push_heap(heap_.begin(), heap_.end(), later_entry);
+      } else if (current != kNoShare) {
+        frozen += freeze_flows_on(top.link, snap(std::max(current, 0.0)));
+      }
+    }
+    return;
+  }
+  // A part of a few links keeps its entries unordered and takes the smallest by a scan: each link has at most one
+  // entry and (share, link) orders them strictly, so the scan takes them in exactly the heap's order, and an entry
+  // whose share grew is updated where it is.
   while (frozen < part_flows) {
     COMMSIM_CHECK(!heap_.empty(), "unfrozen flow without a link");
-    const auto [share, bottleneck, unfrozen_then] = scan ? take_smallest_entry() : take_heap_top();
-    const LinkState& link = links_[bottleneck];
-    if (link.unfrozen == 0) continue;
-    const double current = link.unfrozen == unfrozen_then ? share : link.capacity_left / link.unfrozen;
-    if (current > share * (1 + 1e-12)) {
-      heap_.push_back({current, bottleneck, link.unfrozen});
-      if (!scan) std::push_heap(heap_.begin(), heap_.end(), later_entry);
+    std::size_t smallest = 0;
+    for (std::size_t i = 1; i < heap_.size(); ++i)
+      if (later_entry(heap_[smallest], heap_[i])) smallest = i;
+    ShareEntry& entry = heap_[smallest];
+    const double current = current_share(entry);
+    if (current > entry.share * (1 + 1e-12)) {
+      entry = {current, entry.link, links_[entry.link].unfrozen};
       continue;
     }
-    frozen += freeze_flows_on(bottleneck, snap(std::max(current, 0.0)));
+    const LinkId bottleneck = entry.link;
+    entry = heap_.back();
+    heap_.pop_back();
+    if (current != kNoShare) frozen += freeze_flows_on(bottleneck, snap(std::max(current, 0.0)));
   }
 }
 
-inline auto FlowNetwork::take_smallest_entry() -> ShareEntry {
-  std::size_t smallest = 0;
-  for (std::size_t i = 1; i < heap_.size(); ++i)
-    if (later_entry(heap_[smallest], heap_[i])) smallest = i;
-  const ShareEntry top = heap_[smallest];
-  heap_[smallest] = heap_.back();
-  heap_.pop_back();
-  return top;
-}
-
-inline auto FlowNetwork::take_heap_top() -> ShareEntry {
-  std::pop_heap(heap_.begin(), heap_.end(), later_entry);
-  const ShareEntry top = heap_.back();
-  heap_.pop_back();
-  return top;
+inline double FlowNetwork::current_share(const ShareEntry& entry) const {
+  const LinkState& link = links_[entry.link];
+  if (link.unfrozen == 0) return kNoShare;
+  return link.unfrozen == entry.unfrozen ? entry.share : link.capacity_left / link.unfrozen;
 }
 
 inline std::size_t FlowNetwork::freeze_flows_on(LinkId bottleneck, double rate) {
