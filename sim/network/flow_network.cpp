@@ -16,16 +16,15 @@ FlowNetwork::FlowNetwork(const Topology& topology, EventQueue& queue, const Link
     : topology_(topology), queue_(queue), quotient_(quotient) {
   const std::size_t link_count = topology.link_count();
   links_.resize(link_count);
-  link_class_.resize(link_count);
-  busy_since_.resize(link_count);
-  part_mark_.resize(link_count);
+  records_.resize(link_count);
   spilled_flows_.resize(link_count);
   last_route_.resize(static_cast<std::size_t>(topology.ranks()));
   // Each link's capacity and class, read once: Topology::link() computes them from the id (a division per call).
   for (std::size_t l = 0; l < link_count; ++l) {
     const LinkParams& p = topology.link(static_cast<LinkId>(l));
     links_[l].capacity = p.effective_Bps();
-    link_class_[l] = static_cast<std::uint8_t>(p.link_class);
+    records_[l].link_class = static_cast<std::uint8_t>(p.link_class);
+    if (quotient) records_[l].orbit_size = quotient->orbit_size[l];
   }
 }
 
@@ -54,7 +53,8 @@ void FlowNetwork::start(int src, int dst, double bytes, TransferListener* listen
   const std::span<const LinkId> links = links_of(id);
   for (std::uint32_t h = 0; h < links.size(); ++h) {
     const LinkId l = links[h];
-    usage_.bytes[link_class_[l]] += quotient_ ? bytes * weight(id, h) * quotient_->orbit_size[l] : bytes;
+    const LinkRecord& record = records_[l];
+    usage_.bytes[record.link_class] += quotient_ ? bytes * weight(id, h) * record.orbit_size : bytes;
   }
   queue_.schedule(add_ps(queue_.now(), route.latency_ps), this, payload(kEnter, id, f.version));
 }
@@ -111,7 +111,7 @@ inline void FlowNetwork::add_flow(LinkId l, std::uint32_t id, std::int32_t weigh
   link.load += weight;
   if (link.flow_count == 0) {
     link.only_flow = id;
-    busy_since_[l] = queue_.now();
+    records_[l].busy_since = queue_.now();
   } else {
     std::vector<std::uint32_t>& spilled = spilled_flows_[l];
     if (link.flow_count == 1) spilled.assign(1, link.only_flow);
@@ -133,9 +133,10 @@ inline void FlowNetwork::remove_flow(LinkId l, std::uint32_t id, std::int32_t we
     spilled.pop_back();
     if (spilled.size() == 1) link.only_flow = spilled.front();
   }
-  if (--link.flow_count == 0)
-    usage_.busy_s[link_class_[l]] +=
-        ps_to_seconds(queue_.now() - busy_since_[l]) * (quotient_ ? quotient_->orbit_size[l] : 1);
+  if (--link.flow_count == 0) {
+    const LinkRecord& record = records_[l];
+    usage_.busy_s[record.link_class] += ps_to_seconds(queue_.now() - record.busy_since) * record.orbit_size;
+  }
 }
 
 inline void FlowNetwork::to_quotient(std::vector<LinkId>& links) {

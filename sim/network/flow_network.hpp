@@ -101,6 +101,14 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
     std::int32_t load = 0;        // flows on it, a representative counting as the images it stands for here
   };
   static_assert(sizeof(LinkState) == 32);
+  // What is read of a link only when it turns busy or idle, when a flow starts on it or when flows share it: together,
+  // so that such an event misses once, not once per field.
+  struct LinkRecord {
+    TimePs busy_since = 0;         // when it last turned busy
+    std::uint32_t part_mark = 0;   // scratch: == the instant's mark when gathered into a part
+    std::uint32_t orbit_size = 1;  // with a quotient: the links it stands for
+    std::uint8_t link_class = 0;
+  };
 
   std::span<const std::uint32_t> flows_on(LinkId l) const {
     const LinkState& link = links_[l];
@@ -129,7 +137,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   std::uint32_t next_mark() {
     if (++mark_ == 0) {  // wrapped: clear the old marks once
       for (Flow& f : flows_) f.mark = 0;
-      std::fill(part_mark_.begin(), part_mark_.end(), 0);
+      for (LinkRecord& r : records_) r.part_mark = 0;
       mark_ = 1;
     }
     return mark_;
@@ -200,10 +208,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   std::vector<std::uint32_t> free_;
   Route route_;  // scratch for Topology::route
   std::vector<LinkState> links_;
-  // Read only when a link turns busy or idle, when its flows are counted, or when flows share it.
-  std::vector<std::uint8_t> link_class_;
-  std::vector<TimePs> busy_since_;
-  std::vector<std::uint32_t> part_mark_;  // scratch: == the instant's mark when gathered into a part
+  std::vector<LinkRecord> records_;
   std::vector<std::vector<std::uint32_t>> spilled_flows_;
   std::vector<LinkId> dirty_;
   std::vector<std::uint32_t> solved_flows_;  // of this instant, in the order their parts were found

@@ -49,8 +49,8 @@ inline bool FlowNetwork::take_into_part(std::uint32_t id, std::uint32_t mark, st
     const LinkState& link = links_[l];
     if (link.load != 1) {
       shares = true;
-      if (part_mark_[l] != mark) {
-        part_mark_[l] = mark;
+      if (records_[l].part_mark != mark) {
+        records_[l].part_mark = mark;
         reset_scratch(l);
         part_links_.push_back(l);
       }
