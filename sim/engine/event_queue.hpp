@@ -46,6 +46,28 @@ class EventQueue {
     }
     return true;
   }
+  // Drops the pending events for which dead(handler, payload) is true (events that would do nothing when run, such as
+  // a handler's superseded ones) and keeps every other event where it is, so what runs, and in what order, is
+  // unchanged; only processed() no longer counts the dropped ones. One pass over every pending event: a handler calls
+  // it when its dead events outnumber its live ones (lazy deletion otherwise lets them pile up in the heap).
+  template <class Dead>
+  void drop(Dead dead) {
+    std::size_t kept = 0;
+    for (const Key& key : heap_) {
+      Bucket& bucket = buckets_[key.bucket];
+      const auto first = bucket.events.begin() + static_cast<std::ptrdiff_t>(bucket.next);
+      bucket.events.erase(
+          std::remove_if(first, bucket.events.end(), [&](const Event& e) { return dead(e.handler, e.payload); }),
+          bucket.events.end());
+      if (bucket.next < bucket.events.size()) {
+        heap_[kept++] = key;
+      } else {
+        free_bucket(key.bucket);
+      }
+    }
+    heap_.resize(kept);
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  }
   void step() {
     const Key top = heap_.front();
     Bucket& bucket = buckets_[top.bucket];
@@ -102,6 +124,9 @@ class EventQueue {
   void release(std::uint32_t id) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     heap_.pop_back();
+    free_bucket(id);
+  }
+  void free_bucket(std::uint32_t id) {
     buckets_[id].events.clear();  // keeps its capacity for the next bucket
     buckets_[id].next = 0;
     free_.push_back(id);

@@ -90,7 +90,10 @@ void FlowNetwork::on_event(std::uint64_t p) {
   const auto version = static_cast<std::uint32_t>(p >> 34);
   if (kind == kRecompute) return recompute();
   Flow& f = flows_[id];
-  if ((f.version & 0x3fffffffu) != version) return;  // superseded completion (the rate changed since)
+  if ((f.version & 0x3fffffffu) != version) {  // superseded completion (the rate changed since)
+    --dead_completions_;
+    return;
+  }
   if (kind == kEnter) {
     f.last_update = queue_.now();
     if (f.remaining <= 0) return finish(id);

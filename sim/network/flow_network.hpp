@@ -214,6 +214,10 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   std::vector<std::uint32_t> solved_flows_;  // of this instant, in the order their parts were found
   std::vector<LinkId> part_links_;
   std::vector<ShareEntry> heap_;  // progressive filling's entries: a heap, or unordered in a small part
+  // Completion events superseded by a rate change and still in the queue; dropped from it past kDeadCompletionsKept
+  // when they outnumber the flows twice.
+  std::size_t dead_completions_ = 0;
+  static constexpr std::size_t kDeadCompletionsKept = 1 << 16;
   std::uint32_t mark_ = 0;
   bool recompute_pending_ = false;
   LinkUsage usage_;

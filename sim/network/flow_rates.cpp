@@ -73,13 +73,24 @@ inline void FlowNetwork::apply_new_rates() {
   const TimePs now = queue_.now();
   for (std::uint32_t id : solved_flows_) {
     Flow& f = flows_[id];
-    if (f.new_rate == f.rate) continue;  // unchanged: its completion event stands, exactly
+    if (f.new_rate == f.rate) continue;   // unchanged: its completion event stands, exactly
+    if (f.rate > 0) ++dead_completions_;  // it had a completion event: superseded now
     f.remaining -= f.rate * ps_to_seconds(now - f.last_update);
     f.last_update = now;
     f.rate = f.new_rate;
     ++f.version;
     queue_.schedule(add_ps(now, transfer_ps(f.remaining, f.rate)), this,
                     payload(kComplete, id, f.version & 0x3fffffffu));
+  }
+  // Where many flows share links, each instant supersedes the completions of all of them: drop the dead ones once
+  // they outnumber the flows (amortised O(1) per event) instead of letting the queue grow with every instant.
+  const std::size_t flows = flows_.size() - free_.size();
+  if (dead_completions_ > kDeadCompletionsKept && dead_completions_ > 2 * flows) {
+    queue_.drop([this](const EventHandler* handler, std::uint64_t p) {
+      return handler == this && (p & 3) == kComplete &&
+             (flows_[(p >> 2) & 0xffffffffu].version & 0x3fffffffu) != (p >> 34);
+    });
+    dead_completions_ = 0;
   }
 }
 
