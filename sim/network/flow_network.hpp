@@ -163,10 +163,11 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   // its route's bottleneck, as progressive filling would give it, without the heap (the common case: a collective's
   // flows rarely share links).
   void solve_part(std::uint32_t seed, std::uint32_t mark);
-  // Adds an unfrozen flow to the part: resets the scratch of its links, lists its shared links (once each) and finds
-  // its own link, of the links that carry it alone the one with the smallest (capacity, id). Of those, only its own
-  // link can saturate: the heap pops it before the others (their shares never change), and it freezes the flow if
-  // nothing did before, so the others stay out of the heap. Returns whether the flow shares a link.
+  // Adds an unfrozen flow to the part: lists its shared links (once each, their scratch reset) and finds its own link,
+  // of the links that carry it alone the one with the smallest (capacity, id). Of those, only its own link can
+  // saturate: the heap pops it before the others (their shares never change), and it freezes the flow if nothing did
+  // before, so only the own link joins the part (reset) and the others are left untouched. Returns whether the flow
+  // shares a link.
   bool take_into_part(std::uint32_t id, std::uint32_t mark, std::size_t& part_flows);
 
   // New rates take effect now: each flow whose rate changed gets a new completion event (the old one is superseded).
