@@ -60,7 +60,7 @@ namespace {
 
 struct CollectiveOptions {
   std::string topology, format = "nccl-tests", op = "allreduce", algo = "ring", proto = "auto", sizes = "8:1G",
-                        fidelity = "analytical", json;
+                        fidelity = "analytical", json, nccl_version;
   int nodes = 0, channels = 0, chunks = 0, hierarchy_groups = 0, gpus_per_thread = 1;
   double reduce_Bps = 0;
 };
@@ -126,6 +126,22 @@ class FlowRunMonitor {
   std::chrono::steady_clock::time_point size_start_;
 };
 
+// --nccl-version: the topology's machine with another NCCL release (what a curve measured with it ran, or an
+// upgrade), priced with that release's constants table.
+void use_nccl_version(const std::string& version, const std::string& topology_file, bool nccl, Topology& topology) {
+  if (!nccl) throw InputError("--nccl-version", "", topology_file + " names no NCCL library");
+  if (!nccl::known_version(version)) {
+    std::string tables;
+    for (const std::string& v : nccl::table_versions()) tables += (tables.empty() ? "" : ", ") + v;
+    throw InputError("--nccl-version", "",
+                     "\"" + version + "\" is not an NCCL version with constants (major.minor[.patch], at least the " +
+                         "oldest table; tables: " + tables + ")");
+  }
+  CommLibrary library = topology.library();
+  library.version = version;
+  topology.set_library(std::move(library));
+}
+
 // The collective, algorithm, protocol and fidelity named on the command line (exit 2 on an unknown name).
 CollectiveSpec parse_names(const CollectiveOptions& o, Fidelity& fidelity) {
   CollectiveSpec spec;
@@ -167,6 +183,7 @@ int run_collective(const CollectiveOptions& o) {
   CollectiveSpec spec = parse_names(o, fidelity);
   auto topology = load_topology(o.topology, o.nodes);
   const bool nccl = topology->library().kind == LibraryKind::Nccl;
+  if (!o.nccl_version.empty()) use_nccl_version(o.nccl_version, o.topology, nccl, *topology);
   if (spec.protocol != Protocol::Auto && !nccl)
     throw InputError("--proto", "", "protocols are NCCL's: " + o.topology + " names no NCCL library");
   spec.channels = o.channels > 0 ? o.channels : topology->default_channels();
@@ -248,6 +265,9 @@ void register_collective(CLI::App& app, int& exit_code) {
                   "nccl-tests (default: all_reduce_perf's columns, commsim's choices in '#' lines) | commsim (one wide "
                   "table with algorithm, protocol, channels and band)")
       ->check(CLI::IsMember({"nccl-tests", "commsim"}));
+  cmd->add_option("--nccl-version", o->nccl_version,
+                  "NCCL release to price with (e.g. 2.26.2), in place of the topology's library.version; NCCL "
+                  "topologies only");
   cmd->add_option("--json", o->json, "write the rows as JSON")->check(writable_file());
   cmd->callback([o, &exit_code] {
     try {

@@ -59,6 +59,11 @@ def commsim_args(curve, topo, op):
         args += ["--proto", env["NCCL_PROTO"].lower()]
     if curve.get("gpus_per_thread", 1) > 1:  # nccl-tests -g: one thread issued every GPU's kernel
         args += ["--gpus-per-thread", str(curve["gpus_per_thread"])]
+    # Priced with the NCCL release the curve states it ran (the topology names the machine's usual one); a release
+    # older than the oldest table keeps the topology's and is reported apart (predates).
+    version = curve.get("nccl_version")
+    if version and not predates(version, oldest_table_version()):
+        args += ["--nccl-version", version]
     return args
 
 
@@ -269,7 +274,8 @@ def main():
           f"Each curve in `{PUBLISHED}/` that names a topology is predicted with `commsim collective` on that",
           "topology, with the curve's node count and collective, `--algo auto` (or the curve's forced",
           "`NCCL_ALGO`/`NCCL_PROTO`), `--gpus-per-thread G` where one thread drove G GPUs (nccl-tests -g G, the",
-          "curve's `gpus_per_thread`) and the curve's message sizes. Signed error = (predicted - published) /",
+          "curve's `gpus_per_thread`), `--nccl-version V` where the curve states the NCCL release it ran (else the",
+          "topology's `library.version`) and the curve's message sizes. Signed error = (predicted - published) /",
           "published busbw. Published busbw is recomputed from the published time where the curve has one (nccl-tests",
           "rounds busbw to 0.01 GB/s); rows under 8 bytes per rank are left out.", "",
           "Fitted constants (libraries/nccl.json \"fitted\", by `--refit`): per GPU generation the latency and",

@@ -1,5 +1,5 @@
-// The CLI's bad-input contract, on the built `commsim` executable: exit code 2 and exactly one line on stderr that
-// names the file (when the mistake is in a file) and the field; nothing on stdout.
+// The CLI on the built `commsim` executable: the bad-input contract (exit code 2 and exactly one line on stderr that
+// names the file, when the mistake is in a file, and the field; nothing on stdout) and options checked end to end.
 #include "tests/sim/test_util.hpp"
 
 namespace commsim::test {
@@ -101,6 +101,39 @@ TEST_F(Cli, UnwritableOutputFile) {
   expect_bad_input(run_cli("simulate scenarios/emulated-tiny.json --json tests"), {"--json", "is a directory"});
   expect_bad_input(run_cli("compare scenarios/demo-techniques.json --json /nonexistent-dir/all.json"),
                    {"--json", "/nonexistent-dir"});
+}
+
+// --nccl-version prices the topology's machine with another NCCL release: the rows are those of the same file with
+// that release as its library.version (the only field that differs), and 2.18 and 2.26 differ where their tables
+// do (2 DGX H100 nodes at 1 - 8 MiB: 2.26's NVLS-tree constants, libraries/nccl.json).
+TEST_F(Cli, NcclVersionPricesAnotherRelease) {
+  const auto data_rows = [](const CliResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string rows;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty() && line[0] != '#') rows += line + "\n";
+    return rows;
+  };
+  const std::string args = " --nodes 2 --algo auto --sizes 1M:8M --format commsim";
+  Json doc = Json::parse(read_file(shipped("dgx-h100")));
+  ASSERT_EQ(doc["library"]["version"], "2.18");
+  doc["library"]["version"] = "2.26.2";
+  const std::string copy = write_temp_json("dgx-h100-nccl-2.26.2.json", doc);
+  const std::string overridden =
+      data_rows(run_cli("collective --topology " + shipped("dgx-h100") + " --nccl-version 2.26.2" + args));
+  EXPECT_EQ(overridden, data_rows(run_cli("collective --topology " + copy + args)));
+  EXPECT_NE(overridden, data_rows(run_cli("collective --topology " + shipped("dgx-h100") + args)));
+}
+
+TEST_F(Cli, BadNcclVersion) {
+  // 2.9 is older than the oldest constants table (2.18): numerically 2.9 < 2.18 (minor 9 < 18).
+  expect_bad_input(run_cli("collective --topology topologies/dgx-h100.json --nccl-version 2.9 --sizes 1M"),
+                   {"--nccl-version", "\"2.9\"", "2.18"});
+  expect_bad_input(run_cli("collective --topology topologies/dgx-h100.json --nccl-version latest --sizes 1M"),
+                   {"--nccl-version", "\"latest\""});
+  expect_bad_input(run_cli("collective --topology tests/data/star4.json --nccl-version 2.26 --sizes 1M"),
+                   {"--nccl-version", "tests/data/star4.json", "no NCCL library"});
 }
 
 }  // namespace
