@@ -54,6 +54,29 @@ double parse_time(const std::string& token, const std::string& file, int line) {
   throw InputError(file, "line " + std::to_string(line), "\"" + token + "\" is not a positive time in microseconds");
 }
 
+// NCCL_VERSION_CODE as "major.minor.patch": major x 10000 + minor x 100 + patch from 2.9 on, major x 1000 + minor x
+// 100 + patch before (NVIDIA/nccl src/nccl.h.in NCCL_VERSION); empty when `code` is no version.
+std::string version_of_code(long long code) {
+  if (code <= 0) return "";
+  const long long major = code >= 20900 ? code / 10000 : code / 1000, rest = code >= 20900 ? code % 10000 : code % 1000;
+  return std::to_string(major) + "." + std::to_string(rest / 100) + "." + std::to_string(rest % 100);
+}
+
+// The release a text log line states: "# nccl-tests version 2.17.6 nccl-headers=22704 nccl-library=22603"
+// (nccl-tests src/util.cu writeDeviceReport; the library is what ran) or NCCL's own "NCCL version 2.26.2+cuda12.8"
+// (NCCL_DEBUG=VERSION or INFO). Empty when the line states none.
+std::string stated_release(const std::vector<std::string>& words) {
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.rfind("nccl-library=", 0) == 0 && is_unsigned(w.substr(13)) && w.size() <= 13 + 9)
+      return version_of_code(std::stoll(w.substr(13)));
+    if (w == "NCCL" && i + 2 < words.size() && words[i + 1] == "version" && !words[i + 2].empty() &&
+        std::isdigit(static_cast<unsigned char>(words[i + 2][0])) != 0)
+      return words[i + 2].substr(0, words[i + 2].find('+'));
+  }
+  return "";
+}
+
 }  // namespace
 
 namespace {
@@ -87,6 +110,10 @@ NcclTestsLog read_nccl_tests_json(const std::string& path, const Json& doc) {
       !parse_nccl_tests_collective(program.substr(0, program.size() - suffix.size()), log.op))
     f.fail("args[0]", "must name all_reduce_perf, all_gather_perf or reduce_scatter_perf");
   log.op_known = true;
+  if (const Json* version = f.raw_optional("nccl_version")) {
+    if (!version->is_number_integer()) f.fail("nccl_version", "must be NCCL_VERSION_CODE, an integer (e.g. 22602)");
+    log.nccl_version = version_of_code(version->get<long long>());
+  }
   for (const Json& entry : f.array("env")) {
     if (!entry.is_string()) f.fail("env", "must be a list of \"NAME=value\" strings");
     const std::string text = entry.get<std::string>();
@@ -140,6 +167,10 @@ NcclTestsLog read_curve(const std::string& path, const Json& doc) {
   log.hosts = static_cast<int>(f.integer("nodes", 1, 1 << 20));
   log.ranks = log.hosts * static_cast<int>(f.integer("gpus_per_node", 1, 1024));
   log.gpus_per_thread = static_cast<int>(f.integer_or("gpus_per_thread", 1, 1, 1024));
+  if (const Json* version = f.raw_optional("nccl_version"); version != nullptr && !version->is_null()) {
+    if (!version->is_string()) f.fail("nccl_version", "must be a release such as \"2.26.2\", or null when not stated");
+    log.nccl_version = version->get<std::string>();
+  }
   if (const Json* env = f.raw_optional("env")) {
     if (env->contains("NCCL_ALGO") &&
         !parse_nccl_algorithm(env->at("NCCL_ALGO").get<std::string>(), log.forced_algorithm))
@@ -190,6 +221,10 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
     std::istringstream words(line);
     std::vector<std::string> t;
     for (std::string w; words >> w;) t.push_back(w);
+    if (std::string release = stated_release(t); !release.empty()) {
+      log.nccl_version = std::move(release);
+      continue;
+    }
     // "# nThread 1 nGpus 8 minBytes 8 ...": the header's GPUs per thread.
     if (auto n = std::find(t.begin(), t.end(), "nGpus");
         t.size() >= 3 && t[0] == "#" && n != t.end() && n + 1 != t.end() && is_unsigned(*(n + 1))) {
@@ -366,13 +401,26 @@ double fitted_launch_us_per_gpu(const std::vector<std::pair<NcclTestsLog, Collec
 
 }  // namespace
 
-NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<NcclTestsLog, Collective>>& logs) {
+NcclCalibration fit_nccl(Topology& topology, const std::vector<std::pair<NcclTestsLog, Collective>>& logs) {
   NcclCalibration cal;
   cal.launch_us_per_gpu = fitted_launch_us_per_gpu(logs);
   cal.launch_fitted = cal.launch_us_per_gpu > 0;
   if (!cal.launch_fitted) cal.launch_us_per_gpu = nccl::launch_us_per_gpu(topology);
+  // The release decides what NCCL chose and what its model says each size costs: a log is priced with its own.
+  struct RestoreLibrary {
+    Topology& topology;
+    CommLibrary library;
+    ~RestoreLibrary() { topology.set_library(library); }
+  } restore{topology, topology.library()};
   std::map<std::string, std::vector<Point>> groups;
   for (const auto& [log, op] : logs) {
+    const bool own_release = !log.nccl_version.empty() && nccl::known_version(log.nccl_version);
+    cal.priced_release.push_back(own_release ? log.nccl_version : restore.library.version);
+    if (cal.priced_release.back() != topology.library().version) {
+      CommLibrary library = restore.library;
+      library.version = cal.priced_release.back();
+      topology.set_library(std::move(library));
+    }
     for (const NcclTestsRow& row : log.rows) {
       CollectiveSpec spec;
       spec.op = op;
@@ -425,7 +473,12 @@ std::string describe(const NcclCalibration& cal) {
                 cal.launch_us_per_gpu,
                 cal.launch_fitted ? "fitted: the lowest time / nGpus of the logs with nGpus > 1" : "the topology's",
                 cal.issue_bound_samples);
-  return out + line;
+  out += line;
+  std::string releases;
+  for (const std::string& r : cal.priced_release) releases += (releases.empty() ? "" : ", ") + r;
+  return out +
+         "# priced with NCCL (per log, in order; a log's own release where it states one with a table): " + releases +
+         "\n";
 }
 
 }  // namespace commsim::validate

@@ -36,6 +36,9 @@ struct NcclTestsLog {
   int gpus_per_thread = 1;  // nccl-tests -g: GPUs whose kernels one thread issues (its header's nGpus)
   bool op_known = false;    // a curve file names its collective; a text log does not (the caller's --op)
   Collective op = Collective::AllReduce;
+  // The NCCL release the log states it ran ("2.26.2"; empty: not stated): nccl-tests' "nccl-library=" header, NCCL's
+  // own "NCCL version" line, the -J file's "nccl_version", a curve's "nccl_version".
+  std::string nccl_version;
 };
 
 // Parses nccl-tests text output, the JSON file nccl-tests writes with -J (a .json file with "results"), or a
@@ -57,6 +60,9 @@ struct ScaleFit {
 
 struct NcclCalibration {
   std::vector<ScaleFit> fits;
+  // Per log, in order: the NCCL release its sizes were priced with (the log's own where it states one that has a
+  // constants table, else the topology's).
+  std::vector<std::string> priced_release;
   // The host's issue time per GPU (see fit_nccl): fitted from logs with gpus_per_thread > 1, else the topology's.
   double launch_us_per_gpu = 0;
   bool launch_fitted = false;
@@ -68,8 +74,9 @@ struct NcclCalibration {
 
 // Fits the scales of `topology`'s NCCL model to the logs (each with its collective). The topology must name NCCL
 // and have as many ranks as each log (the caller sets --nodes). A group that fails the rules is reported and keeps
-// the table's scales.
-NcclCalibration fit_nccl(const Topology& topology, const std::vector<std::pair<NcclTestsLog, Collective>>& logs);
+// the table's scales. A log that states its NCCL release is priced with that release (the topology's library is
+// switched for its sizes and restored after).
+NcclCalibration fit_nccl(Topology& topology, const std::vector<std::pair<NcclTestsLog, Collective>>& logs);
 
 // A short table of the fits for the terminal.
 std::string describe(const NcclCalibration& calibration);
