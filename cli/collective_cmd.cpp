@@ -126,22 +126,6 @@ class FlowRunMonitor {
   std::chrono::steady_clock::time_point size_start_;
 };
 
-// --nccl-version: the topology's machine with another NCCL release (what a curve measured with it ran, or an
-// upgrade), priced with that release's constants table.
-void use_nccl_version(const std::string& version, const std::string& topology_file, bool nccl, Topology& topology) {
-  if (!nccl) throw InputError("--nccl-version", "", topology_file + " names no NCCL library");
-  if (!nccl::known_version(version)) {
-    std::string tables;
-    for (const std::string& v : nccl::table_versions()) tables += (tables.empty() ? "" : ", ") + v;
-    throw InputError("--nccl-version", "",
-                     "\"" + version + "\" is not an NCCL version with constants (major.minor[.patch], at least the " +
-                         "oldest table; tables: " + tables + ")");
-  }
-  CommLibrary library = topology.library();
-  library.version = version;
-  topology.set_library(std::move(library));
-}
-
 // The collective, algorithm, protocol and fidelity named on the command line (exit 2 on an unknown name).
 CollectiveSpec parse_names(const CollectiveOptions& o, Fidelity& fidelity) {
   CollectiveSpec spec;
@@ -183,7 +167,7 @@ int run_collective(const CollectiveOptions& o) {
   CollectiveSpec spec = parse_names(o, fidelity);
   auto topology = load_topology(o.topology, o.nodes);
   const bool nccl = topology->library().kind == LibraryKind::Nccl;
-  if (!o.nccl_version.empty()) use_nccl_version(o.nccl_version, o.topology, nccl, *topology);
+  if (!o.nccl_version.empty()) nccl::use_release(*topology, o.nccl_version, "--nccl-version", "");
   if (spec.protocol != Protocol::Auto && !nccl)
     throw InputError("--proto", "", "protocols are NCCL's: " + o.topology + " names no NCCL library");
   spec.channels = o.channels > 0 ? o.channels : topology->default_channels();

@@ -7,6 +7,7 @@
 #include "sim/core/data_path.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/step/simulation.hpp"
 
 namespace commsim::validate {
 namespace {
@@ -97,7 +98,7 @@ void load_entries(const std::string& path, Suite& suite) {
     try {
       const Json doc = suite.document(e);
       const Scenario sc = parse_scenario(doc, e.scenario);
-      const std::unique_ptr<Topology> topo = load_topology(sc.topology_path, sc.nodes);
+      const std::unique_ptr<Topology> topo = load_scenario_topology(sc);
       build_plan(sc, *topo, load_model(sc.model_path));
       e.topology_path = sc.topology_path;
       e.topology_name = topo->name();

@@ -100,4 +100,9 @@ std::string scale_key(Collective op, Algorithm algorithm, Protocol protocol);
 std::vector<std::string> table_versions();
 bool known_version(std::string_view version);
 
+// Prices `topology`'s machine with NCCL release `version` (a measurement's release, or an upgrade) in place of its
+// library.version. Throws InputError(file, field) when the topology names no NCCL library or the release has no
+// constants table.
+void use_release(Topology& topology, const std::string& version, const std::string& file, const std::string& field);
+
 }  // namespace commsim::nccl

@@ -208,4 +208,19 @@ std::vector<std::string> table_versions() {
 }
 bool known_version(std::string_view version) { return detail::find_table(version) != nullptr; }
 
+void use_release(Topology& topology, const std::string& version, const std::string& file, const std::string& field) {
+  if (topology.library().kind != LibraryKind::Nccl)
+    throw InputError(file, field, topology.source_file() + " names no NCCL library");
+  if (!known_version(version)) {
+    std::string tables;
+    for (const std::string& v : table_versions()) tables += (tables.empty() ? "" : ", ") + v;
+    throw InputError(file, field,
+                     "\"" + version + "\" is not an NCCL version with constants (major.minor[.patch], at least the " +
+                         "oldest table; tables: " + tables + ")");
+  }
+  CommLibrary library = topology.library();
+  library.version = version;
+  topology.set_library(std::move(library));
+}
+
 }  // namespace commsim::nccl

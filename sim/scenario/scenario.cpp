@@ -273,6 +273,11 @@ Scenario parse_scenario(const Json& document, const std::string& file) {
   top.string_or("description", "");
   s.topology_path = existing_file(top, "topology", resolve(file, top.string("topology")));
   s.nodes = static_cast<int>(top.integer_or("nodes", 0, 1, kMaxNodes));
+  // A release such as 2.20 is a JSON number once --set parses it, and 2.20 reads back as 2.2: asked for as a string.
+  if (const Json* release = top.raw_optional("nccl_version"); release != nullptr && !release->is_string())
+    top.fail("nccl_version",
+             "must be a string such as \"2.26.2\" (on the command line: --set 'nccl_version=\"2.26\"')");
+  s.nccl_version = top.string_or("nccl_version", "");
   s.model_path = existing_file(top, "model", resolve(file, top.string("model")));
   {
     JsonFields d = top.object("device");

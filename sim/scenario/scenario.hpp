@@ -102,6 +102,7 @@ struct Scenario {
   std::string file;
   std::string topology_path;  // resolved against the scenario's folder
   int nodes = 0;              // 0 = the topology's own
+  std::string nccl_version;   // empty = the topology's library.version; else the NCCL release to price with
   std::string model_path;
   Device device;
   int batch_per_gpu = 1;

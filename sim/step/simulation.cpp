@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "sim/collective/nccl_model.hpp"
 #include "sim/topology/calibration_band.hpp"
 
 namespace commsim {
@@ -23,15 +24,22 @@ std::map<std::string, std::string> scenario_settings(const Json& document) {
     }
     out[key] = value.is_string() ? value.get<std::string>() : value.dump();
   };
-  for (const char* key : {"nodes", "batch_per_gpu", "steps", "strategy"})
+  for (const char* key : {"nodes", "nccl_version", "batch_per_gpu", "steps", "strategy"})
     if (document.contains(key)) walk(walk, document[key], key);
   return out;
+}
+
+std::unique_ptr<Topology> load_scenario_topology(const Scenario& scenario) {
+  std::unique_ptr<Topology> topology = load_topology(scenario.topology_path, scenario.nodes);
+  if (!scenario.nccl_version.empty())
+    nccl::use_release(*topology, scenario.nccl_version, scenario.file, "nccl_version");
+  return topology;
 }
 
 SimulationRun prepare_document(const Json& document, const std::string& file) {
   SimulationRun run;
   run.scenario = parse_scenario(document, file);
-  run.topology = load_topology(run.scenario.topology_path, run.scenario.nodes);
+  run.topology = load_scenario_topology(run.scenario);
   run.plan = build_plan(run.scenario, *run.topology, load_model(run.scenario.model_path));
   run.result.scenario_hash = fnv1a_hex(document.dump());
   run.result.settings = scenario_settings(document);

@@ -33,6 +33,9 @@ SimulationRun simulate_scenario(const std::string& path, const std::vector<std::
 SimulationRun simulate_document(const Json& document, const std::string& file, Fidelity fidelity,
                                 const TraceSelection& trace = {});
 
+// The scenario's topology at its node count, priced with the scenario's nccl_version where it names one.
+std::unique_ptr<Topology> load_scenario_topology(const Scenario& scenario);
+
 std::string fnv1a_hex(const std::string& text);
 // The settings a Result records (Result::settings): nodes, batch_per_gpu, steps and every strategy.* leaf.
 std::map<std::string, std::string> scenario_settings(const Json& document);

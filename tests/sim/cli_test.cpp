@@ -126,6 +126,22 @@ TEST_F(Cli, NcclVersionPricesAnotherRelease) {
   EXPECT_NE(overridden, data_rows(run_cli("collective --topology " + shipped("dgx-h100") + args)));
 }
 
+// A scenario's nccl_version does for every collective of a step what --nccl-version does for one: the printed
+// step equals that of the scenario on a copy of its topology naming that release, and differs from the topology's
+// own 2.18 (Llama 3 8B without sharding allreduces its buckets, which 2.26's constants price differently).
+TEST_F(Cli, ScenarioNcclVersionPricesAnotherRelease) {
+  Json doc = Json::parse(read_file(shipped("dgx-h100")));
+  doc["library"]["version"] = "2.26.2";
+  const std::string copy = write_temp_json("dgx-h100-nccl-2.26.2.json", doc);
+  const std::string scenario = "simulate scenarios/llama3-8b-dgx-h100.json --set 'strategy.sharding={\"stage\":0}'";
+  const CliResult released = run_cli(scenario + " --set 'nccl_version=\"2.26.2\"'");
+  const CliResult copied = run_cli(scenario + " --set 'topology=\"" + copy + "\"'");
+  const CliResult own = run_cli(scenario);
+  ASSERT_EQ(released.exit_code, 0) << released.err;
+  EXPECT_EQ(released.out, copied.out);
+  EXPECT_NE(released.out, own.out);
+}
+
 TEST_F(Cli, BadNcclVersion) {
   // 2.9 is older than the oldest constants table (2.18): numerically 2.9 < 2.18 (minor 9 < 18).
   expect_bad_input(run_cli("collective --topology topologies/dgx-h100.json --nccl-version 2.9 --sizes 1M"),
