@@ -12,8 +12,9 @@ namespace flow_detail {
 
 // The link bookkeeping is inline: called from this file only, on every flow's every link.
 
-FlowNetwork::FlowNetwork(const Topology& topology, EventQueue& queue, const LinkQuotient* quotient)
-    : topology_(topology), queue_(queue), quotient_(quotient) {
+FlowNetwork::FlowNetwork(const Topology& topology, EventQueue& queue, const LinkQuotient* quotient,
+                         std::size_t dead_completions_kept)
+    : topology_(topology), queue_(queue), quotient_(quotient), dead_completions_kept_(dead_completions_kept) {
   const std::size_t link_count = topology.link_count();
   links_.resize(link_count);
   records_.resize(link_count);

@@ -40,8 +40,12 @@ inline std::uint64_t payload(EventKind kind, std::uint32_t flow, std::uint32_t v
 
 class FlowNetwork final : public NetworkModel, public EventHandler {
  public:
-  // With a quotient, flows stand for their orbits (LinkQuotient); without, for themselves.
-  FlowNetwork(const Topology& topology, EventQueue& queue, const LinkQuotient* quotient = nullptr);
+  // With a quotient, flows stand for their orbits (LinkQuotient); without, for themselves. Superseded completion
+  // events are dropped from the queue once more than `dead_completions_kept` of them outnumber the flows twice
+  // (tests lower it to drive the dropping on small cases).
+  static constexpr std::size_t kDeadCompletionsKept = 1 << 16;
+  FlowNetwork(const Topology& topology, EventQueue& queue, const LinkQuotient* quotient = nullptr,
+              std::size_t dead_completions_kept = kDeadCompletionsKept);
 
   void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag,
              std::uint32_t copies = 0) override;
@@ -215,10 +219,10 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   std::vector<std::uint32_t> solved_flows_;  // of this instant, in the order their parts were found
   std::vector<LinkId> part_links_;
   std::vector<ShareEntry> heap_;  // progressive filling's entries: a heap, or unordered in a small part
-  // Completion events superseded by a rate change and still in the queue; dropped from it past kDeadCompletionsKept
-  // when they outnumber the flows twice.
+  // Completion events superseded by a rate change and still in the queue; dropped from it past
+  // dead_completions_kept_ when they outnumber the flows twice.
   std::size_t dead_completions_ = 0;
-  static constexpr std::size_t kDeadCompletionsKept = 1 << 16;
+  std::size_t dead_completions_kept_;
   std::uint32_t mark_ = 0;
   bool recompute_pending_ = false;
   LinkUsage usage_;

@@ -85,7 +85,7 @@ inline void FlowNetwork::apply_new_rates() {
   // Where many flows share links, each instant supersedes the completions of all of them: drop the dead ones once
   // they outnumber the flows (amortised O(1) per event) instead of letting the queue grow with every instant.
   const std::size_t flows = flows_.size() - free_.size();
-  if (dead_completions_ > kDeadCompletionsKept && dead_completions_ > 2 * flows) {
+  if (dead_completions_ > dead_completions_kept_ && dead_completions_ > 2 * flows) {
     queue_.drop([this](const EventHandler* handler, std::uint64_t p) {
       return handler == this && (p & 3) == kComplete &&
              (flows_[(p >> 2) & 0xffffffffu].version & 0x3fffffffu) != (p >> 34);
