@@ -251,7 +251,8 @@ void register_collective(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"nccl-tests", "commsim"}));
   cmd->add_option("--nccl-version", o->nccl_version,
                   "NCCL release to price with (e.g. 2.26.2), in place of the topology's library.version; NCCL "
-                  "topologies only");
+                  "topologies only")
+      ->check(nccl_release());
   cmd->add_option("--json", o->json, "write the rows as JSON")->check(writable_file());
   cmd->callback([o, &exit_code] {
     try {

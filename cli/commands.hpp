@@ -37,6 +37,8 @@ const CLI::Validator& writable_file();
 // [8, kMaxBytes]; otherwise an InputError naming --max-bytes. byte_size() checks an option with it at parse time.
 std::uint64_t parse_byte_size(const std::string& text);
 CLI::Validator byte_size();
+// An NCCL release with a constants table (libraries/nccl.json), e.g. 2.26.2.
+CLI::Validator nccl_release();
 // For numeric options: finite and in [min, max]; the message states the bound ("--groups: must be >= 0, got -5").
 CLI::Validator number_in(double min, double max = std::numeric_limits<double>::infinity());
 // A hardware command on a build without that backend: says so on stderr and returns exit code 2.

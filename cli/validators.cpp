@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "cli/commands.hpp"
+#include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
 
 namespace commsim::cli {
@@ -63,6 +64,10 @@ std::uint64_t parse_byte_size(const std::string& text) {
   if (!(bytes <= static_cast<double>(kMaxBytes)))
     throw InputError("--max-bytes", "", text + " is over the 1 TiB limit (1024G)");
   return static_cast<std::uint64_t>(bytes);
+}
+
+CLI::Validator nccl_release() {
+  return CLI::Validator([](std::string& text) { return nccl::release_problem(text); }, "RELEASE");
 }
 
 CLI::Validator byte_size() {

@@ -99,6 +99,8 @@ std::string scale_key(Collective op, Algorithm algorithm, Protocol protocol);
 // Versions present in libraries/nccl.json, newest last; and whether `version` selects one of them.
 std::vector<std::string> table_versions();
 bool known_version(std::string_view version);
+// Why `version` cannot be priced (no constants table for it), or "" when it can.
+std::string release_problem(const std::string& version);
 
 // Prices `topology`'s machine with NCCL release `version` (a measurement's release, or an upgrade) in place of its
 // library.version. Throws InputError(file, field) when the topology names no NCCL library or the release has no

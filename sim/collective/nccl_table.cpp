@@ -208,16 +208,18 @@ std::vector<std::string> table_versions() {
 }
 bool known_version(std::string_view version) { return detail::find_table(version) != nullptr; }
 
+std::string release_problem(const std::string& version) {
+  if (known_version(version)) return "";
+  std::string tables;
+  for (const std::string& v : table_versions()) tables += (tables.empty() ? "" : ", ") + v;
+  return "\"" + version + "\" is not an NCCL version with constants (major.minor[.patch], at least the oldest table; " +
+         "tables: " + tables + ")";
+}
+
 void use_release(Topology& topology, const std::string& version, const std::string& file, const std::string& field) {
   if (topology.library().kind != LibraryKind::Nccl)
     throw InputError(file, field, topology.source_file() + " names no NCCL library");
-  if (!known_version(version)) {
-    std::string tables;
-    for (const std::string& v : table_versions()) tables += (tables.empty() ? "" : ", ") + v;
-    throw InputError(file, field,
-                     "\"" + version + "\" is not an NCCL version with constants (major.minor[.patch], at least the " +
-                         "oldest table; tables: " + tables + ")");
-  }
+  if (const std::string problem = release_problem(version); !problem.empty()) throw InputError(file, field, problem);
   CommLibrary library = topology.library();
   library.version = version;
   topology.set_library(std::move(library));

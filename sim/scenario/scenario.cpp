@@ -278,6 +278,8 @@ Scenario parse_scenario(const Json& document, const std::string& file) {
     top.fail("nccl_version",
              "must be a string such as \"2.26.2\" (on the command line: --set 'nccl_version=\"2.26\"')");
   s.nccl_version = top.string_or("nccl_version", "");
+  if (top.has("nccl_version") && s.nccl_version.empty())
+    top.fail("nccl_version", "must name a release such as \"2.26.2\"");
   s.model_path = existing_file(top, "model", resolve(file, top.string("model")));
   {
     JsonFields d = top.object("device");
