@@ -72,6 +72,8 @@ int calibrate_from_nccl_tests(const CalibrateCommand& c) {
       "commsim calibrate --from-nccl-tests " + logs_list + " (" + std::to_string(cal.samples) + " sizes)";
   library["fitted_band_rel"] = cal.band_rel;
   if (cal.launch_fitted) library["fitted_launch_us_per_gpu"] = cal.launch_us_per_gpu;
+  library.erase("fitted_gpus_per_thread");
+  if (cal.gpus_per_thread > 0) library["fitted_gpus_per_thread"] = cal.gpus_per_thread;
   const std::string out =
       c.out.empty() ? std::filesystem::path(c.topology).stem().string() + "-calibrated.json" : c.out;
   std::ofstream file(out);

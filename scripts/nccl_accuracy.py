@@ -173,6 +173,8 @@ def refit(commsim, curves):
         source = (f"commsim calibrate {topo} --nodes {nodes} --from-nccl-tests {' '.join(files)} "
                   "(written by python3 scripts/nccl_accuracy.py --refit)")
         table["fitted"][arch] = {"scales": lib["fitted"], "band_rel": lib["fitted_band_rel"], "source": source}
+        if "fitted_gpus_per_thread" in lib:  # the nccl-tests -g of every fit curve: the latency scales' regime
+            table["fitted"][arch]["gpus_per_thread"] = lib["fitted_gpus_per_thread"]
         # The host's issue time per GPU comes from the fit curves run with nccl-tests -g > 1 (one machine).
         if "fitted_launch_us_per_gpu" in lib:
             if host is not None:
@@ -283,8 +285,9 @@ def main():
           "rounds busbw to 0.01 GB/s); rows under 8 bytes per rank are left out.", "",
           "Fitted constants (libraries/nccl.json \"fitted\", by `--refit`): per GPU generation the latency and",
           "bandwidth scales of each (collective, algorithm, protocol) NCCL ran on that generation's fit curves, a",
-          "bandwidth never above the links' ceiling; and one host issue time per GPU, from the fit curves run with",
-          "nccl-tests -g > 1 (the lowest time / G).", "",
+          "bandwidth never above the links' ceiling, the latency scales for the fit curves' nccl-tests -g only (a",
+          "curve run with another -g keeps NCCL's latency: docs/calibration.md); and one host issue time per GPU,",
+          "from the fit curves run with nccl-tests -g > 1 (the lowest time / G).", "",
           f"Targets for the predicted curves: median |error| <= {TARGET_LARGE * 100:.0f} % at sizes >= 1 MiB, "
           f"<= {TARGET_SMALL * 100:.0f} % below 1 MiB, no point beyond {TARGET_MAX * 100:.0f} %.", "",
           f"Curves used to fit model constants (`\"fit\": true`): "

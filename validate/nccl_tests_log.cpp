@@ -406,6 +406,9 @@ NcclCalibration fit_nccl(Topology& topology, const std::vector<std::pair<NcclTes
   cal.launch_us_per_gpu = fitted_launch_us_per_gpu(logs);
   cal.launch_fitted = cal.launch_us_per_gpu > 0;
   if (!cal.launch_fitted) cal.launch_us_per_gpu = nccl::launch_us_per_gpu(topology);
+  cal.gpus_per_thread = logs.empty() ? 0 : logs.front().first.gpus_per_thread;
+  for (const auto& [log, op] : logs)
+    if (log.gpus_per_thread != cal.gpus_per_thread) cal.gpus_per_thread = 0;
   // The release decides what NCCL chose and what its model says each size costs: a log is priced with its own.
   struct RestoreLibrary {
     Topology& topology;
@@ -474,6 +477,9 @@ std::string describe(const NcclCalibration& cal) {
                 cal.launch_fitted ? "fitted: the lowest time / nGpus of the logs with nGpus > 1" : "the topology's",
                 cal.issue_bound_samples);
   out += line;
+  if (cal.gpus_per_thread > 0)
+    out += "# logs of " + std::to_string(cal.gpus_per_thread) +
+           " GPU(s) per thread: the latency scales hold for that regime, any other keeps NCCL's latency\n";
   std::string releases;
   for (const std::string& r : cal.priced_release) releases += (releases.empty() ? "" : ", ") + r;
   return out +

@@ -66,6 +66,9 @@ struct NcclCalibration {
   // The host's issue time per GPU (see fit_nccl): fitted from logs with gpus_per_thread > 1, else the topology's.
   double launch_us_per_gpu = 0;
   bool launch_fitted = false;
+  // The GPUs per thread every log ran with (nccl-tests -g), 0 when they differ: the latency scales hold for that
+  // regime (CommLibrary::fitted_gpus_per_thread).
+  int gpus_per_thread = 0;
   std::size_t issue_bound_samples = 0;  // sizes left out of the scale fits as possibly issue-bound
   double band_rel = 0;  // +- relative error band of a prediction: 2 x the RMS relative residual over all samples
   std::size_t samples = 0;

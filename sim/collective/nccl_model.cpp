@@ -37,13 +37,26 @@ struct Fit {
   double band_rel = 0;
   bool measured = false;  // false: NCCL's constants alone
 };
-Fit fitted_scale(const CommLibrary& lib, const Table& t, Collective op, Algorithm algorithm, Protocol protocol) {
+// The fitted scales of (op, algorithm, protocol) for an operation issued with `gpus_per_thread` GPUs per thread.
+// Logs of one thread driving G > 1 GPUs (nccl-tests -g G) time each operation with G kernel issues in it: the
+// issues overlap the collective's own latency, so the latency scale fitted there describes that regime and is
+// confounded with the host for any other (its sizes cannot tell GPU latency from issue overhead). Another regime
+// keeps NCCL's latency (scale 1) and the fitted bandwidth scale, which large sizes, far above the issue time, fix.
+Fit fitted_scale(const CommLibrary& lib, const Table& t, Collective op, Algorithm algorithm, Protocol protocol,
+                 int gpus_per_thread) {
   const std::string key = scale_key(op, algorithm, protocol);
-  if (auto it = lib.fitted.find(key); it != lib.fitted.end()) return {it->second, lib.fitted_band_rel, true};
-  const int arch = arch_index(lib.gpu_arch);
-  if (auto it = t.fitted[arch].find(key); it != t.fitted[arch].end())
-    return {it->second, t.fitted_band_rel[arch], true};
-  return {};
+  Fit fit;
+  int fitted_regime = 0;
+  if (auto it = lib.fitted.find(key); it != lib.fitted.end()) {
+    fit = {it->second, lib.fitted_band_rel, true};
+    fitted_regime = lib.fitted_gpus_per_thread;
+  } else if (const int arch = arch_index(lib.gpu_arch); t.fitted[arch].count(key) > 0) {
+    fit = {t.fitted[arch].at(key), t.fitted_band_rel[arch], true};
+    fitted_regime = t.fitted_gpus_per_thread[arch];
+  }
+  // 0: a training step's collective, issued by its own process (one GPU per thread).
+  if (fitted_regime > 0 && fitted_regime != std::max(gpus_per_thread, 1)) fit.scale.latency_scale = 1;
+  return fit;
 }
 
 double launch_us_of(const CommLibrary& library, const Table& table) {
@@ -202,7 +215,7 @@ Estimate predict_in(const Context& c, const CollectiveSpec& spec, Algorithm algo
 // NCCL's choice for the spec, priced with its fitted scales.
 Estimate predict_chosen(const Context& c, const CollectiveSpec& spec, const Topology& topo, const std::string& field) {
   const Estimate chosen = choose_in(c, spec, topo, field, false);
-  const Fit fit = fitted_scale(c.library, c.table, spec.op, chosen.algorithm, chosen.protocol);
+  const Fit fit = fitted_scale(c.library, c.table, spec.op, chosen.algorithm, chosen.protocol, spec.gpus_per_thread);
   Estimate e = predict_in(c, spec, chosen.algorithm, chosen.protocol, fit.scale);
   e.band_rel = fit.band_rel;
   return e;
@@ -253,7 +266,8 @@ std::vector<TunerRule> tuner_rules(Collective op, const Topology& topo, double m
     const Estimate nccl_choice = predict_chosen(c, spec, topo, "collective");
     std::optional<Estimate> best;
     for (const Estimate& candidate : candidates_in(c, spec)) {
-      const Fit fit = fitted_scale(c.library, c.table, op, candidate.algorithm, candidate.protocol);
+      const Fit fit =
+          fitted_scale(c.library, c.table, op, candidate.algorithm, candidate.protocol, spec.gpus_per_thread);
       if (!fit.measured) continue;  // only where a measurement says how fast it runs
       const Estimate e = predict_in(c, spec, candidate.algorithm, candidate.protocol, fit.scale);
       if (!best || e.seconds < best->seconds) best = e;

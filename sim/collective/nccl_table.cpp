@@ -166,6 +166,7 @@ std::vector<Table> load_tables() {
       if (!doc.at("fitted").contains(arch)) continue;
       t.fitted[a] = read_scales(doc.at("fitted").at(arch).at("scales"));
       t.fitted_band_rel[a] = doc.at("fitted").at(arch).at("band_rel").get<double>();
+      t.fitted_gpus_per_thread[a] = doc.at("fitted").at(arch).value("gpus_per_thread", 0);
     }
     if (doc.at("fitted").contains("host"))
       t.launch_us_per_gpu = doc.at("fitted").at("host").at("launch_us_per_gpu").get<double>();

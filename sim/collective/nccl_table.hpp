@@ -64,6 +64,7 @@ struct Table {
   std::array<bool, kArchs> ll128_enabled{};  // by GPU generation, from "ll128_compute_capabilities"
   std::array<std::map<std::string, ModelScale>, kArchs> fitted;
   std::array<double, kArchs> fitted_band_rel{};
+  std::array<int, kArchs> fitted_gpus_per_thread{};  // CommLibrary::fitted_gpus_per_thread of the table's fit
   // The host time one thread spends issuing one GPU's collective kernel (nccl-tests -g G issues G per operation),
   // fitted with the scales (libraries/nccl.json "fitted"."host"); 0 = not fitted.
   double launch_us_per_gpu = 0;

@@ -45,6 +45,10 @@ struct CommLibrary {
   // The host time one thread spends issuing one GPU's kernel, fitted from logs of one thread driving several GPUs
   // (nccl-tests -g); 0 = the library table's.
   double fitted_launch_us_per_gpu = 0;
+  // The GPUs per thread (nccl-tests -g) of the logs the scales were fitted on; 0 = not one value. Where one thread
+  // drives several GPUs, its kernel issues overlap the collective's own latency, so a latency scale fitted there
+  // holds for that regime only (nccl::fitted_scale).
+  int fitted_gpus_per_thread = 0;
 };
 
 }  // namespace commsim

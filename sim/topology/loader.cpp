@@ -98,6 +98,7 @@ CommLibrary parse_library(JsonFields& top) {
       lib.fitted_launch_us_per_gpu = f.number_or("fitted_launch_us_per_gpu", 0);
       if (!(lib.fitted_launch_us_per_gpu >= 0 && lib.fitted_launch_us_per_gpu < 1000))
         f.fail("fitted_launch_us_per_gpu", "must be in [0, 1000) microseconds");
+      lib.fitted_gpus_per_thread = static_cast<int>(f.integer_or("fitted_gpus_per_thread", 0, 1, 1024));
     }
   }
   f.string("source");  // where the version and the machine facts come from

@@ -226,7 +226,8 @@ TEST(NcclModel, AFittedScaleStopsAtTheLinksCeiling) {
 // nccl-tests -g G: one host thread issues G kernels per operation, so back-to-back operations take at least G x the
 // host's issue time per GPU (libraries/nccl.json "fitted"."host"). On one DGX H100 under NVLS a 1 KiB allreduce is
 // about 16 us of GPU time and a 1 GiB one milliseconds: with G = 8 the floor (8 x ~4 us) sets the first and not the
-// second; without G (a training step's collectives) there is no floor.
+// second; without G (a training step's collectives) there is no floor. Hopper's scales were fitted on logs of one
+// GPU per thread, so at G = 8 the GPU time keeps their bandwidth scale but NCCL's own latency (fitted_scale).
 TEST(NcclModel, OneThreadDrivingSeveralGpusSetsAFloor) {
   auto t = load_topology(shipped("dgx-h100"), 1);
   const double launch_s = nccl::launch_us_per_gpu(*t) * 1e-6;
@@ -239,9 +240,33 @@ TEST(NcclModel, OneThreadDrivingSeveralGpusSetsAFloor) {
     spec.gpus_per_thread = 8;
     const nccl::Estimate issued = nccl::predict(spec, *t);
     EXPECT_DOUBLE_EQ(issued.host_floor_s, 8 * launch_s);
-    EXPECT_DOUBLE_EQ(issued.seconds, std::max(gpu.seconds, 8 * launch_s)) << bytes;
-    EXPECT_EQ(issued.seconds > gpu.seconds, bytes == Bytes{1} << 10) << bytes;
+    EXPECT_DOUBLE_EQ(issued.bandwidth_s, gpu.bandwidth_s) << bytes;
+    const double issued_gpu_s = issued.latency_s + issued.bandwidth_s;
+    EXPECT_DOUBLE_EQ(issued.seconds, std::max(issued_gpu_s, 8 * launch_s)) << bytes;
+    EXPECT_EQ(issued.seconds > issued_gpu_s, bytes == Bytes{1} << 10) << bytes;
   }
+}
+
+// The Ampere scales were fitted on nccl-tests logs run with -g 8 (libraries/nccl.json "fitted"."ampere"
+// "gpus_per_thread"), where one thread's 8 kernel issues overlap each operation's latency: a 64 KiB allreduce on one
+// DGX A100 (ring/LL, NCCL's choice) issued that way gets the fitted latency scale; issued by its own process (a
+// training step, or nccl-tests -g 1) it keeps NCCL's latency. The bandwidth scale holds in both.
+TEST(NcclModel, FittedLatencyScaleHoldsForItsIssueRegime) {
+  const Json fit = Json::parse(read_file("libraries/nccl.json"))["fitted"]["ampere"];
+  ASSERT_EQ(fit["gpus_per_thread"], 8);
+  const double latency_scale = fit["scales"]["allreduce/ring/ll"]["latency_scale"].get<double>();
+  ASSERT_GT(latency_scale, 1.5);  // far enough from 1 for the two regimes to differ
+  auto t = load_topology(shipped("dgx-a100"), 1);
+  CollectiveSpec spec = allreduce(Bytes{64} << 10);
+  const nccl::Estimate nccl_own = nccl::predict_with(spec, *t, Algorithm::Ring, Protocol::LL, {1, 1});
+  const nccl::Estimate own_process = nccl::predict(spec, *t);
+  spec.gpus_per_thread = 8;
+  const nccl::Estimate eight_per_thread = nccl::predict(spec, *t);
+  ASSERT_EQ(own_process.algorithm, Algorithm::Ring);
+  ASSERT_EQ(own_process.protocol, Protocol::LL);
+  EXPECT_DOUBLE_EQ(own_process.latency_s, nccl_own.latency_s);
+  EXPECT_DOUBLE_EQ(eight_per_thread.latency_s, nccl_own.latency_s * latency_scale);
+  EXPECT_DOUBLE_EQ(eight_per_thread.bandwidth_s, own_process.bandwidth_s);
 }
 
 // A training step's launch of one NCCL collective (libraries/overheads.json) is the fitted issue time of one GPU's
@@ -363,14 +388,19 @@ TEST(NcclModel, SubCommunicatorsHaveTheirOwnMachine) {
 }
 
 // Tuner rules appear only where a measured (fitted) candidate beats NCCL's own choice. One DGX A100 node whose
-// calibration says Simple runs at 10x NCCL's bandwidth: NCCL's table still picks LL / LL128 below ~23 MiB (the
-// hand-worked estimates above), where Simple is now predicted far faster, so rules say ring/simple there; from
-// 32 MiB on NCCL picks Simple itself and no rule is needed.
+// calibration says LL128 runs at half NCCL's bandwidth and LL and Simple as NCCL prices them: NCCL's table still
+// picks LL128 from 2 to 16 MiB (LL below, Simple from 32 MiB on), where LL128's bandwidth term doubles and Simple
+// becomes the faster, so rules say ring/simple there; where NCCL picks LL or Simple the fit agrees with NCCL and no
+// rule is needed.
 TEST(NcclModel, TunerRulesOverrideNcclWhereTheFitDisagrees) {
   auto t = load_topology(shipped("dgx-a100"), 1);
   EXPECT_TRUE(nccl::tuner_rules(Collective::AllReduce, *t, 10.0).empty());  // nothing is 11x faster
   CommLibrary library = t->library();
-  library.fitted["allreduce/ring/simple"] = {1.0, 10.0};
+  // The topology's own fit of every ring protocol, so that the table's Ampere fit (of another issue regime) plays no
+  // part.
+  library.fitted["allreduce/ring/ll"] = {1.0, 1.0};
+  library.fitted["allreduce/ring/ll128"] = {1.0, 0.5};
+  library.fitted["allreduce/ring/simple"] = {1.0, 1.0};
   library.fitted_band_rel = 0.05;
   t->set_library(library);
   const std::vector<nccl::TunerRule> rules = nccl::tuner_rules(Collective::AllReduce, *t);
@@ -378,6 +408,7 @@ TEST(NcclModel, TunerRulesOverrideNcclWhereTheFitDisagrees) {
   for (const nccl::TunerRule& r : rules) {
     EXPECT_EQ(r.algorithm, Algorithm::Ring);
     EXPECT_EQ(r.protocol, Protocol::Simple);
+    EXPECT_GT(r.min_bytes, Bytes{1} << 20);
     EXPECT_LE(r.max_bytes, Bytes{32} << 20);
     EXPECT_GT(r.gain, 0.05);
   }

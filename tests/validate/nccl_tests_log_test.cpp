@@ -208,6 +208,7 @@ TEST(NcclTestsLog, FitRecoversTheScalesTheLogWasMadeWith) {
   const validate::NcclCalibration cal =
       validate::fit_nccl(*topology, {{validate::read_nccl_tests_log(dir.file("a.log")), Collective::AllReduce}});
   ASSERT_FALSE(cal.fits.empty());
+  EXPECT_EQ(cal.gpus_per_thread, 8);  // the log's "nGpus 8": the regime its latency scales hold for
   // 1 KiB - 1 GiB spans NCCL's LL, LL128 and Simple on this node; at least one of them has both terms to fit.
   EXPECT_TRUE(std::any_of(cal.fits.begin(), cal.fits.end(),
                           [](const validate::ScaleFit& f) { return f.latency_fitted && f.bandwidth_fitted; }));
