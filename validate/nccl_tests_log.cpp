@@ -55,7 +55,7 @@ double parse_time(const std::string& token, const std::string& file, int line) {
 }
 
 // NCCL_VERSION_CODE as "major.minor.patch": major x 10000 + minor x 100 + patch from 2.9 on, major x 1000 + minor x
-// 100 + patch before (NVIDIA/nccl src/nccl.h.in NCCL_VERSION); empty when `code` is no version.
+// 100 + patch before (NVIDIA/nccl src/nccl.h.in:26, NCCL_VERSION); empty when `code` is no version.
 std::string version_of_code(long long code) {
   if (code <= 0) return "";
   const long long major = code >= 20900 ? code / 10000 : code / 1000, rest = code >= 20900 ? code % 10000 : code % 1000;
@@ -68,8 +68,11 @@ std::string version_of_code(long long code) {
 std::string stated_release(const std::vector<std::string>& words) {
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
-    if (w.rfind("nccl-library=", 0) == 0 && is_unsigned(w.substr(13)) && w.size() <= 13 + 9)
-      return version_of_code(std::stoll(w.substr(13)));
+    const std::string prefix = "nccl-library=";
+    if (w.rfind(prefix, 0) == 0) {
+      const std::string code = w.substr(prefix.size());
+      if (is_unsigned(code) && code.size() <= 9) return version_of_code(std::stoll(code));  // 9 digits: no overflow
+    }
     if (w == "NCCL" && i + 2 < words.size() && words[i + 1] == "version" && !words[i + 2].empty() &&
         std::isdigit(static_cast<unsigned char>(words[i + 2][0])) != 0)
       return words[i + 2].substr(0, words[i + 2].find('+'));
