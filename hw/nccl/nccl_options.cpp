@@ -129,8 +129,8 @@ nlohmann::json BenchResult::to_json() const {
 
 void print_bench_table(const BenchResult& r, std::FILE* out) {
   const BenchOptions& o = r.options;
-  std::fprintf(out, "# %s (commsim bench --backend nccl, nccl-tests format), NCCL %s\n", perf_name(r.op).c_str(),
-               r.nccl_version.c_str());
+  std::fprintf(out, "# %s (commsim bench --backend nccl, nccl-tests format), NCCL version %s\n",
+               perf_name(r.op).c_str(), r.nccl_version.c_str());
   std::fprintf(out,
                "# nThread 1 nGpus %d minBytes %llu maxBytes %llu step: %d(factor) warmup iters: %d iters: %d agg "
                "iters: 1 validation: %d graph: 0\n",

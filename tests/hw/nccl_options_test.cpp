@@ -147,7 +147,8 @@ TEST(NcclBenchReport, ReadsBackAsAnNcclTestsLog) {
   EXPECT_DOUBLE_EQ(log.rows[0].time_us, 150.0);
   EXPECT_EQ(log.ranks, 1);
   EXPECT_EQ(log.hosts, 1);
-  EXPECT_EQ(log.gpus_per_thread, 1);  // one_row's process drives one GPU, as under MPI: no issue floor in the fit
+  EXPECT_EQ(log.gpus_per_thread, 1);      // one_row's process drives one GPU, as under MPI: no issue floor in the fit
+  EXPECT_EQ(log.nccl_version, "2.28.9");  // the header names the release, so calibrate prices the log with it
 }
 
 // Without MPI one process drives every GPU (ncclCommInitAll): the header says so, as nccl-tests -g does, so the
