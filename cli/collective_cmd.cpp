@@ -126,6 +126,12 @@ class FlowRunMonitor {
   std::chrono::steady_clock::time_point size_start_;
 };
 
+// "nccl 2.26.2 (constants of 2.25)": the release, and the table it is priced with where that is an older one.
+std::string library_label(const std::string& version) {
+  const std::string table = nccl::table_for(version);
+  return "nccl " + version + (table == version ? "" : " (constants of " + table + ")");
+}
+
 // The collective, algorithm, protocol and fidelity named on the command line (exit 2 on an unknown name).
 CollectiveSpec parse_names(const CollectiveOptions& o, Fidelity& fidelity) {
   CollectiveSpec spec;
@@ -202,7 +208,7 @@ int run_collective(const CollectiveOptions& o) {
   const reports::CollectiveTableHeader header{to_string(spec.op).data(),
                                               o.topology,
                                               o.fidelity,
-                                              nccl ? "nccl " + topology->library().version : "",
+                                              nccl ? library_label(topology->library().version) : "",
                                               o.sizes.find(':') != std::string::npos,
                                               partial_note,
                                               o.gpus_per_thread};

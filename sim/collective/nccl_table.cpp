@@ -209,6 +209,11 @@ std::vector<std::string> table_versions() {
 }
 bool known_version(std::string_view version) { return detail::find_table(version) != nullptr; }
 
+std::string table_for(std::string_view version) {
+  const detail::Table* t = detail::find_table(version);
+  return t != nullptr ? t->version : "";
+}
+
 std::string release_problem(const std::string& version) {
   if (known_version(version)) return "";
   std::string tables;
