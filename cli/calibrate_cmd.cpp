@@ -67,7 +67,8 @@ int calibrate_from_nccl_tests(const CalibrateCommand& c) {
       library["fitted"][f.key] = {{"latency_scale", f.scale.latency_scale},
                                   {"bandwidth_scale", f.scale.bandwidth_scale}};
   std::string logs_list;
-  for (const std::string& file : c.nccl_tests) logs_list += (logs_list.empty() ? "" : ", ") + file;
+  for (std::size_t i = 0; i < c.nccl_tests.size(); ++i)
+    logs_list += (i == 0 ? "" : ", ") + c.nccl_tests[i] + " (NCCL " + cal.priced_release[i] + ")";
   library["fitted_source"] =
       "commsim calibrate --from-nccl-tests " + logs_list + " (" + std::to_string(cal.samples) + " sizes)";
   library["fitted_band_rel"] = cal.band_rel;

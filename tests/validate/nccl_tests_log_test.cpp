@@ -313,6 +313,11 @@ TEST(NcclTestsLog, CliFitsAPublishedCurveAndWritesALoadableTopology) {
   auto calibrated = load_topology(dir.file("cal.json"), 1);
   EXPECT_FALSE(calibrated->library().fitted.empty());
   EXPECT_GT(calibrated->library().fitted_band_rel, 0);
+  // The curve states no release: it was priced as dgx-a100.json's 2.18, and the source says so. It ran -g 8.
+  EXPECT_NE(calibrated->library().fitted_source.find("superbench_8xa100sxm4_1node_allreduce.json (NCCL 2.18)"),
+            std::string::npos)
+      << calibrated->library().fitted_source;
+  EXPECT_EQ(calibrated->library().fitted_gpus_per_thread, 8);
 }
 
 TEST(NcclTestsLog, BadLogsAreExitTwoWithOneLine) {
