@@ -221,7 +221,10 @@ def curve_section(r):
              f"topology `{c['topology']}`.", ""]
     if c.get("topology_note"):
         lines += [f"Topology note: {c['topology_note']}.", ""]
-    lines += [f"Source: {c['source']}", "", f"Command: `{r['command']}`", ""]
+    lines += [f"Source: {c['source']}", ""]
+    if c.get("env_source"):  # where NCCL settings the source does not print were taken from
+        lines += [f"Environment: {c['env_source']}.", ""]
+    lines += [f"Command: `{r['command']}`", ""]
     if r.get("dropped"):
         lines += [f"Left out: {', '.join(f'{b} B' for b in r['dropped'])} (under 16 bytes per rank, which nccl-tests "
                   "2.13.12+ rounds to 0 and commsim, sizing as it does, does not predict).", ""]
