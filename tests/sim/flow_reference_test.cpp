@@ -117,6 +117,15 @@ double reference_flow_seconds(const Schedule& s, const Topology& t, double reduc
 
 namespace {
 
+// A source and a different destination among `p` ranks, ranks 0 and 1 hot as sources (so that many flows share
+// their links in changing groups).
+std::pair<int, int> hot_rank_pair(std::mt19937& rng, int p) {
+  const int src = static_cast<int>(rng() % 2 ? rng() % 2 : rng() % p);
+  int dst = static_cast<int>(rng() % p);
+  if (dst == src) dst = (dst + 1) % p;
+  return {src, dst};
+}
+
 void expect_engine_matches_reference(const CollectiveSpec& spec, const Topology& t) {
   Schedule s;
   std::vector<OpId> frontier(t.ranks(), kNoOp);
@@ -181,9 +190,7 @@ TEST(FlowReference, RandomContendedSchedules) {
       const int p = t->ranks();
       Schedule s;
       for (int i = 0; i < 300; ++i) {
-        const int src = static_cast<int>(rng() % 2 ? rng() % 2 : rng() % p);  // ranks 0 and 1 are hot
-        int dst = static_cast<int>(rng() % p);
-        if (dst == src) dst = (dst + 1) % p;
+        const auto [src, dst] = hot_rank_pair(rng, p);
         const Bytes bytes = rng() % 10 == 0 ? 0 : 1000 + rng() % 4'000'000;
         const OpId n = static_cast<OpId>(s.ops.size());
         const OpId a = n > 0 && rng() % 3 ? static_cast<OpId>(rng() % n) : kNoOp;
@@ -234,9 +241,7 @@ TEST(FlowReference, DroppingSupersededCompletionsChangesNoResult) {
       const int p = t->ranks();
       Schedule s;
       for (int i = 0; i < 400; ++i) {  // 400 transfers, at most 5 of them waiting for one earlier
-        const int src = static_cast<int>(rng() % 2 ? rng() % 2 : rng() % p);  // ranks 0 and 1 are hot
-        int dst = static_cast<int>(rng() % p);
-        if (dst == src) dst = (dst + 1) % p;
+        const auto [src, dst] = hot_rank_pair(rng, p);
         const OpId n = static_cast<OpId>(s.ops.size());
         s.transfer(src, dst, 1000 + rng() % 4'000'000, {n >= 5 ? static_cast<OpId>(n - 5) : kNoOp});
       }
