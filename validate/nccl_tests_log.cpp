@@ -114,7 +114,9 @@ NcclTestsLog read_nccl_tests_json(const std::string& path, const Json& doc) {
     f.fail("args[0]", "must name all_reduce_perf, all_gather_perf or reduce_scatter_perf");
   log.op_known = true;
   if (const Json* version = f.raw_optional("nccl_version")) {
-    if (!version->is_number_integer()) f.fail("nccl_version", "must be NCCL_VERSION_CODE, an integer (e.g. 22602)");
+    // nccl-tests writes 0 when ncclGetVersion gave nothing: the release is then not stated.
+    if (!version->is_number_integer() || version->get<long long>() < 0)
+      f.fail("nccl_version", "must be NCCL_VERSION_CODE, an integer >= 0 (e.g. 22602)");
     log.nccl_version = version_of_code(version->get<long long>());
   }
   for (const Json& entry : f.array("env")) {
