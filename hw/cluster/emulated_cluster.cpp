@@ -71,16 +71,21 @@ void validate(const EmulatedClusterSpec& spec) {
             "EmulatedClusterSpec.nic_bandwidth_Bps must be 0 (unshaped) or between 1e3 and 1e12 bytes/s, got ") +
         got);
   }
+  if (!(spec.nic_burst_bytes == 0 || (spec.nic_burst_bytes >= kMinBurst_bytes && spec.nic_burst_bytes <= 1e12)))
+    throw ClusterError("EmulatedClusterSpec.nic_burst_bytes must be 0 (4 ms at the rate) or between " +
+                       std::to_string(std::llround(kMinBurst_bytes)) + " and 1e12 bytes, got " +
+                       std::to_string(spec.nic_burst_bytes));
 }
 
-// tbf on one device's egress: the rate in bits/s (tc's "bps" would mean bytes), a bucket of 4 ms of traffic (tbf
-// splits larger GSO packets itself), and up to 50 ms of queue before it drops, enough for one TCP stream to fill it.
+// tbf on one device's egress: the rate in bits/s (tc's "bps" would mean bytes), the spec's bucket (by default 4 ms
+// of traffic; tbf splits larger GSO packets itself), and up to 50 ms of queue before it drops, enough for one TCP
+// stream to fill it.
 std::vector<std::string> tbf_command(const std::string& tc, const std::string& netns, const std::string& device,
-                                     double rate_Bps) {
-  const std::string rate = std::to_string(std::llround(rate_Bps * 8)) + "bit";
-  const std::string burst_bytes = std::to_string(std::llround(std::max(rate_Bps * kBurst_s, kMinBurst_bytes)));
-  return {tc,    "-n",   netns, "qdisc", "replace",   "dev",     device, "root",
-          "tbf", "rate", rate,  "burst", burst_bytes, "latency", "50ms"};
+                                     const EmulatedClusterSpec& spec) {
+  const std::string rate = std::to_string(std::llround(spec.nic_bandwidth_Bps * 8)) + "bit";
+  const std::string burst = std::to_string(std::llround(tbf_burst_bytes(spec)));
+  return {tc,    "-n",   netns, "qdisc", "replace", "dev",     device, "root",
+          "tbf", "rate", rate,  "burst", burst,     "latency", "50ms"};
 }
 
 void write_text_file(const std::string& path, const std::string& text, fs::perms permissions) {
@@ -148,6 +153,10 @@ EmulatedCluster::~EmulatedCluster() {
 
 // Registers everything for cleanup first, writes the state file, then builds fabric and nodes; if any step
 // throws, the half-built cluster's destructor removes what exists. Clusters left by dead owners go first.
+double tbf_burst_bytes(const EmulatedClusterSpec& spec) {
+  return spec.nic_burst_bytes > 0 ? spec.nic_burst_bytes : std::max(spec.nic_bandwidth_Bps * kBurst_s, kMinBurst_bytes);
+}
+
 EmulatedCluster EmulatedCluster::up(const EmulatedClusterSpec& spec, bool persistent) {
   validate(spec);
   install_cleanup_handlers();
@@ -219,8 +228,8 @@ void EmulatedCluster::create_node(int node, const std::string& ip, const std::st
   run_helper({ip, "-n", netns, "addr", "add", node_address(node) + "/16", "dev", interface_name()});
   run_helper({ip, "-n", netns, "link", "set", interface_name(), "up"});
   if (spec_.nic_bandwidth_Bps > 0) {
-    run_helper(tbf_command(tc, netns, interface_name(), spec_.nic_bandwidth_Bps));
-    run_helper(tbf_command(tc, fabric, peer, spec_.nic_bandwidth_Bps));
+    run_helper(tbf_command(tc, netns, interface_name(), spec_));
+    run_helper(tbf_command(tc, fabric, peer, spec_));
   }
 }
 

@@ -12,7 +12,13 @@ namespace commsim::hw {
 struct EmulatedClusterSpec {
   int nodes = 2;                     // number of emulated nodes (namespaces), 1..64
   double nic_bandwidth_Bps = 125e6;  // egress rate of each node's NIC in bytes/s, shaped with tc tbf; 0 = unshaped
+  // tbf's bucket (burst) in bytes: what passes unshaped after an idle spell. 0 = 4 ms of traffic at the rate, at
+  // least two full frames; a topology's burst_bytes sets it, so that the simulator models the bucket the cluster has.
+  double nic_burst_bytes = 0;
 };
+
+// The bucket tbf gets: nic_burst_bytes, or its default.
+double tbf_burst_bytes(const EmulatedClusterSpec& spec);
 
 // Every failure of the emulated cluster: the message is one line saying what failed and why.
 class ClusterError : public std::runtime_error {

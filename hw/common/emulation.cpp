@@ -34,7 +34,9 @@ Emulation emulation_for(const std::string& topology_path, int nodes_override) tr
   e.cluster.nodes = nodes_override > 0 ? nodes_override : topology.value("nodes", 1);
   if (e.cluster.nodes > kMaxEmulatedNodes)
     fail("nodes", std::to_string(e.cluster.nodes) + " nodes (at most " + std::to_string(kMaxEmulatedNodes) + ")");
-  e.cluster.nic_bandwidth_Bps = topology.at("link_classes").at("tcp").at("bandwidth_Bps").get<double>();
+  const Json& tcp = topology.at("link_classes").at("tcp");
+  e.cluster.nic_bandwidth_Bps = tcp.at("bandwidth_Bps").get<double>();
+  e.cluster.nic_burst_bytes = tcp.value("burst_bytes", 0.0);
   return e;
 } catch (const nlohmann::json::exception& error) {
   throw InputError(topology_path, "", std::string("not a topology file: ") + error.what());

@@ -233,8 +233,9 @@ void make_cluster(JobNetwork& net, const Emulation& emulation) {
   net.cluster.emplace(EmulatedCluster::up(emulation.cluster));
   net.job_dir = net.cluster->launch_dir();
   net.mpirun_argv = split_words(net.cluster->write_mpi_launch_files(net.job_dir, emulation.ranks_per_node));
-  char rate[64];
-  std::snprintf(rate, sizeof rate, "%.4g MB/s", emulation.cluster.nic_bandwidth_Bps / 1e6);
+  char rate[96];
+  std::snprintf(rate, sizeof rate, "%.4g MB/s (bucket %.4g kB)", emulation.cluster.nic_bandwidth_Bps / 1e6,
+                tbf_burst_bytes(emulation.cluster) / 1e3);
   net.description = "emulated cluster " + net.cluster->prefix() + ": " + std::to_string(emulation.cluster.nodes) +
                     " nodes x " + std::to_string(emulation.ranks_per_node) + " ranks, each node's NIC shaped to " +
                     rate + " with tc tbf, shared memory inside a node";

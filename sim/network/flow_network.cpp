@@ -26,6 +26,11 @@ FlowNetwork::FlowNetwork(const Topology& topology, EventQueue& queue, const Link
     links_[l].capacity = p.effective_Bps();
     records_[l].link_class = static_cast<std::uint8_t>(p.link_class);
     if (quotient) records_[l].orbit_size = quotient->orbit_size[l];
+    if (p.burst_bytes > 0) {  // the bucket starts full, as tbf's does
+      COMMSIM_CHECK(!quotient, "a token-bucket link in a symmetry's quotient");
+      buckets_.push_back({static_cast<LinkId>(l), p.burst_bytes, p.effective_Bps(), p.burst_Bps, p.burst_bytes});
+      links_[l].capacity = p.burst_Bps;
+    }
   }
 }
 
@@ -90,6 +95,14 @@ void FlowNetwork::on_event(std::uint64_t p) {
   const auto id = static_cast<std::uint32_t>((p >> 2) & 0xffffffffu);
   const auto version = static_cast<std::uint32_t>(p >> 34);
   if (kind == kRecompute) return recompute();
+  if (kind == kBucketEmpty) {  // id: the bucket; a later rate change may have moved the instant
+    TokenBucket& b = buckets_[id];
+    if ((b.version & 0x3fffffffu) != version) return;
+    advance(b, queue_.now());
+    // This is the instant the bucket ran down to one frame: the picosecond's rounding may leave a hair more.
+    b.tokens_bytes = std::min(b.tokens_bytes, kFrameBytes);
+    return mark_dirty({&b.link, 1});
+  }
   Flow& f = flows_[id];
   if ((f.version & 0x3fffffffu) != version) {  // superseded completion (the rate changed since)
     --dead_completions_;

@@ -33,7 +33,7 @@ inline double snap(double rate) {
 
 constexpr LinkId kNoLink = std::numeric_limits<LinkId>::max();
 
-enum EventKind : std::uint64_t { kEnter = 0, kComplete = 1, kRecompute = 2 };
+enum EventKind : std::uint64_t { kEnter = 0, kComplete = 1, kRecompute = 2, kBucketEmpty = 3 };
 inline std::uint64_t payload(EventKind kind, std::uint32_t flow, std::uint32_t version) {
   return (static_cast<std::uint64_t>(version) << 34) | (static_cast<std::uint64_t>(flow) << 2) | kind;
 }
@@ -155,6 +155,28 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   // A link may be listed twice in an instant; recompute() gathers it once.
   void mark_dirty(std::span<const LinkId> links);
 
+  // A link shaped by a token bucket (LinkParams::burst_bytes, tc tbf): its tokens fill at the sustained rate r while
+  // its flows carry less than r, up to the depth, and drain at (carried - r) while they carry more. It offers
+  // burst_Bps while more than one Ethernet frame's tokens are left (tbf sends a packet only when its tokens cover
+  // it), r otherwise. Rates change only at recomputes, so the tokens follow a straight line between them; the
+  // instant they run out is an event of its own that makes the link's flows recompute at r.
+  struct TokenBucket {
+    LinkId link = 0;
+    double depth_bytes = 0, sustained_Bps = 0, burst_Bps = 0;
+    double tokens_bytes = 0;  // at `updated`
+    double carried_Bps = 0;   // the sum of its flows' rates since `updated`
+    TimePs updated = 0;
+    std::uint32_t version = 0;  // of its pending empty event
+  };
+  static constexpr double kFrameBytes = 1514;  // one full Ethernet frame, what tbf charges per 1448-byte segment
+  // The tokens at `now`, from those at b.updated and what the flows carried since.
+  static void advance(TokenBucket& b, TimePs now);
+  // Before an instant's rates: each bucket's tokens brought up to now, its link's capacity set from them, and a link
+  // whose capacity changed marked dirty (its flows' rates depend on it).
+  void refill_buckets();
+  // After them: what each bucket's flows carry now, and when its tokens run out at that rate.
+  void schedule_bucket_events();
+
   void finish(std::uint32_t id);
 
   // Max-min rates of the flows that the changes of this instant can affect, then their completion events.
@@ -225,6 +247,7 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   std::size_t dead_completions_kept_;
   std::uint32_t mark_ = 0;
   bool recompute_pending_ = false;
+  std::vector<TokenBucket> buckets_;  // the shaped links, usually none
   LinkUsage usage_;
 };
 

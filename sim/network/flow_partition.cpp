@@ -234,6 +234,9 @@ Schedule lumped(const Schedule& full, std::uint64_t first, const Colours& c, con
 }  // namespace
 
 std::optional<LumpedSchedules> lump_schedules(const std::vector<const Schedule*>& schedules, const Topology& topology) {
+  // A token bucket's tokens are one link's own history, which a class of links cannot stand for.
+  for (std::size_t l = 0; l < topology.link_count(); ++l)
+    if (topology.link(static_cast<LinkId>(l)).burst_bytes > 0) return std::nullopt;
   const OpGraph g = op_graph(schedules, topology);
   const Colours c = refine(g, topology);
   if (!equitable(g, c, topology)) return std::nullopt;

@@ -12,6 +12,7 @@ namespace commsim::flow_detail {
 
 void FlowNetwork::recompute() {
   recompute_pending_ = false;
+  if (!buckets_.empty()) refill_buckets();
   const std::uint32_t mark = next_mark();
   solved_flows_.clear();
   // The flows on each link that a flow entered or left, in the order of the changes, seed the parts.
@@ -20,6 +21,39 @@ void FlowNetwork::recompute() {
       if (flows_[id].mark != mark) solve_part(id, mark);
   dirty_.clear();
   apply_new_rates();
+  if (!buckets_.empty()) schedule_bucket_events();
+}
+
+void FlowNetwork::advance(TokenBucket& b, TimePs now) {
+  const double elapsed_s = ps_to_seconds(now - b.updated);
+  b.tokens_bytes = std::clamp(b.tokens_bytes + (b.sustained_Bps - b.carried_Bps) * elapsed_s, 0.0, b.depth_bytes);
+  b.updated = now;
+}
+
+void FlowNetwork::refill_buckets() {
+  const TimePs now = queue_.now();
+  for (TokenBucket& b : buckets_) {
+    advance(b, now);
+    const double capacity = b.tokens_bytes > kFrameBytes ? b.burst_Bps : b.sustained_Bps;
+    if (links_[b.link].capacity == capacity) continue;
+    links_[b.link].capacity = capacity;
+    dirty_.push_back(b.link);
+  }
+}
+
+void FlowNetwork::schedule_bucket_events() {
+  const TimePs now = queue_.now();
+  for (std::uint32_t i = 0; i < buckets_.size(); ++i) {
+    TokenBucket& b = buckets_[i];
+    double carried_Bps = 0;
+    for (std::uint32_t id : flows_on(b.link)) carried_Bps += flows_[id].rate;
+    if (carried_Bps == b.carried_Bps) continue;  // the pending event, if any, still holds
+    b.carried_Bps = carried_Bps;
+    ++b.version;
+    if (carried_Bps > b.sustained_Bps && b.tokens_bytes > kFrameBytes)  // at burst_Bps until a frame's are left
+      queue_.schedule(add_ps(now, transfer_ps(b.tokens_bytes - kFrameBytes, carried_Bps - b.sustained_Bps)), this,
+                      payload(kBucketEmpty, i, b.version & 0x3fffffffu));
+  }
 }
 
 inline void FlowNetwork::solve_part(std::uint32_t seed, std::uint32_t mark) {

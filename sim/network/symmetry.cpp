@@ -41,6 +41,7 @@ std::optional<std::vector<LinkId>> link_image(const std::vector<std::vector<int>
         const LinkId l = from.links[k], m = to.links[k];
         const LinkParams &pl = topology.link(l), &pm = topology.link(m);
         if (pl.effective_Bps() != pm.effective_Bps() || pl.link_class != pm.link_class) return std::nullopt;
+        if (pl.burst_bytes > 0) return std::nullopt;  // a bucket's tokens are per link: the engine keeps them unshared
         if (image[l] == kNoLinkInQuotient && preimage[m] == kNoLinkInQuotient) {
           image[l] = m;
           preimage[m] = l;

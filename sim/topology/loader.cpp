@@ -56,6 +56,14 @@ LinkParams parse_link_params(JsonFields& f, LinkClass c) {
   p.per_flow_Bps = f.positive_or("per_flow_Bps", 0);
   if (f.has("flows") && p.per_flow_Bps <= 0) f.fail("flows", "needs per_flow_Bps (what one flow reaches)");
   p.flows = static_cast<int>(f.integer_or("flows", 1, 1, 4096));
+  p.burst_bytes = f.positive_or("burst_bytes", 0);
+  if (f.has("burst_Bps") && p.burst_bytes <= 0) f.fail("burst_Bps", "needs burst_bytes (the token bucket's depth)");
+  if (p.burst_bytes > 0) {
+    p.burst_Bps = f.positive("burst_Bps");
+    if (p.burst_Bps <= p.effective_Bps())
+      f.fail("burst_Bps", "must exceed the sustained rate bandwidth_Bps x efficiency (" +
+                              std::to_string(p.effective_Bps()) + " B/s)");
+  }
   return p;
 }
 

@@ -42,6 +42,12 @@ struct LinkParams {
   // at once (NCCL's socket transport: channels x NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD). 0 = no such cap.
   double per_flow_Bps = 0;
   int flows = 1;
+  // A token bucket in front of the link (Linux tc tbf, as the emulated cluster shapes its NICs): tokens fill at the
+  // sustained rate, effective_Bps(), up to burst_bytes, and while at least one frame's worth is left the link passes
+  // burst_Bps. After an idle spell the first burst_bytes go nearly unshaped. 0 = no bucket. The flow fidelity models
+  // it (sim/network/flow_network.hpp); the analytical one prices the sustained rate.
+  double burst_bytes = 0;
+  double burst_Bps = 0;
   double effective_Bps() const {
     const double rate = bandwidth_Bps * efficiency;
     return per_flow_Bps > 0 && per_flow_Bps * flows < rate ? per_flow_Bps * flows : rate;

@@ -2,6 +2,7 @@
 // share a link share its bandwidth max-min fairly; the analytical network never shares.
 #include <map>
 
+#include "sim/topology/topology_document.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim::test {
@@ -158,6 +159,75 @@ TEST(Contention, ScheduleOnASharedLinkSerializesThroughput) {
   for (int r = 1; r < 4; ++r) s.transfer(r, 0, 1'000'000, {});
   EXPECT_NEAR(run_schedule(s, *t, Network::Flow, 0).seconds, 301e-6, kTol);
   EXPECT_NEAR(run_schedule(s, *t, Network::ContentionFree, 0).seconds, 101e-6, kTol);
+}
+
+// Two nodes of one rank each behind a token-bucket NIC (tc tbf, as the emulated cluster shapes them): sustained
+// r = 1e8 B/s, bucket B = 1 001 514 B, burst_Bps P = 1.1e9 B/s; every other link 1e12 B/s and no latency anywhere.
+// A transfer crosses two bucket links (node 0's egress, the switch's egress to node 1), which drain alike.
+std::unique_ptr<Topology> bucket_pair() {
+  const Json doc = {
+      {"name", "bucket-pair"},
+      {"link_classes",
+       {{"shm", {{"latency_s", 0}, {"bandwidth_Bps", 1e12}, {"source", "test"}}},
+        {"tcp",
+         {{"latency_s", 0},
+          {"bandwidth_Bps", 1e8},
+          {"burst_bytes", 1001514},
+          {"burst_Bps", 1.1e9},
+          {"source", "test"}}}}},
+      {"node",
+       {{"devices",
+         {{{"name", "rank0"}, {"kind", "cpu_rank"}},
+          {{"name", "cpu0"}, {"kind", "cpu"}},
+          {{"name", "nic0"}, {"kind", "nic"}}}},
+        {"links",
+         {{{"a", "rank0"}, {"b", "cpu0"}, {"class", "shm"}}, {{"a", "nic0"}, {"b", "cpu0"}, {"class", "shm"}}}}}},
+      {"nodes", 2},
+      {"fabric", {{"kind", "single_switch"}, {"link_class", "tcp"}}}};
+  return load_topology_document(doc, "bucket-pair.json");
+}
+
+// From a full bucket the flow gets P until one frame's tokens (1514 B) are left: the tokens fall at P - r = 1e9 B/s
+// from B, so that takes (B - 1514) / 1e9 = 1 ms and moves 1.1e6 B. The other 2e6 B of 3.1e6 go at r: 20 ms. 21 ms.
+TEST(TokenBucket, AFullBucketPassesItsBurstThenTheSustainedRate) {
+  auto t = bucket_pair();
+  EventQueue queue;
+  auto net = make_test_network(Network::Flow, *t, queue);
+  Recorder rec(queue);
+  net->start(0, 1, 3.1e6, &rec, 1);
+  queue.run();
+  EXPECT_NEAR(rec.done_at[1], 21e-3, 1e-9);
+}
+
+// After the first transfer (21 ms, above) one frame's tokens are left; the link then idles 5 ms and the bucket
+// fills at r: 1514 + 1e8 x 5e-3 = 501 514 B. The second transfer (1.55e6 B, at 26 ms) gets P for 5e5 / 1e9 = 0.5 ms
+// (5.5e5 B), then 1e6 B at r: 10 ms. Done at 26 + 0.5 + 10 = 36.5 ms. Without the bucket: 26 + 15.5 = 41.5 ms.
+TEST(TokenBucket, AnIdleSpellRefillsTheBucketAtTheSustainedRate) {
+  auto t = bucket_pair();
+  EventQueue queue;
+  auto net = make_test_network(Network::Flow, *t, queue);
+  Recorder rec(queue);
+  net->start(0, 1, 3.1e6, &rec, 1);
+  StartLater second(*net, 0, 1, 1.55e6, &rec, 2);
+  queue.schedule(seconds_to_ps(26e-3, "start"), &second, 0);
+  queue.run();
+  EXPECT_NEAR(rec.done_at[1], 21e-3, 1e-9);
+  EXPECT_NEAR(rec.done_at[2], 36.5e-3, 1e-9);
+}
+
+// Two transfers at once from a full bucket share P: each at P / 2 = 5.5e8 while the tokens fall at P - r = 1e9 B/s,
+// 1 ms as alone, 5.5e5 B each; then r / 2 each for the remaining 1e6 B each: 2e6 / 1e8 = 20 ms. Both done at 21 ms.
+// The bucket is the link's, not the flow's: two flows drain it no faster than one at the same total rate.
+TEST(TokenBucket, FlowsSharingTheLinkShareItsBucket) {
+  auto t = bucket_pair();
+  EventQueue queue;
+  auto net = make_test_network(Network::Flow, *t, queue);
+  Recorder rec(queue);
+  net->start(0, 1, 1.55e6, &rec, 1);
+  net->start(0, 1, 1.55e6, &rec, 2);
+  queue.run();
+  EXPECT_NEAR(rec.done_at[1], 21e-3, 1e-9);
+  EXPECT_NEAR(rec.done_at[2], 21e-3, 1e-9);
 }
 
 }  // namespace

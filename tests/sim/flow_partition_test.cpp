@@ -55,7 +55,7 @@ Schedule schedule_of(CollectiveSpec spec, const Topology& t) {
 // delays (equal, waiting for nothing), 2 kinds of transfer, and 2 kinds of reduce (after an edge inside a node or
 // between nodes): 5 classes.
 TEST(FlowPartition, RingOfTwoNodesHasFiveClasses) {
-  const std::unique_ptr<Topology> t = load_topology(shipped("emulated-cpu-cluster"), 2);
+  const std::unique_ptr<Topology> t = load_unshaped(shipped("emulated-cpu-cluster"), 2);
   ASSERT_EQ(t->ranks(), 4);
   CollectiveSpec spec = make_spec(*t, Collective::AllReduce, Algorithm::Ring, Bytes(4) << 20, 1e10);
   spec.aggregate = true;
@@ -71,7 +71,7 @@ TEST(FlowPartition, RingOfTwoNodesHasFiveClasses) {
 TEST(FlowPartition, LumpedEqualsFullOnEveryShippedTopology) {
   int cases = 0;
   for (const char* name : kShippedTopologies) {
-    const std::unique_ptr<Topology> t = load_topology(shipped(name), 3);
+    const std::unique_ptr<Topology> t = load_unshaped(shipped(name), 3);
     if (t->ranks() > 96) continue;  // the full run stays quick
     for (Algorithm algo : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical})
       for (Bytes bytes : {Bytes(24) << 20, (Bytes(1) << 20) + 7})

@@ -154,7 +154,7 @@ TEST(FlowReference, FixturesEveryAlgorithm) {
 TEST(FlowReference, ShippedTopologiesEveryAlgorithm) {
   for (const char* name :
        {"dgx1-v100", "pcie-gen4-8gpu", "cloud-tcp-10gbe", "astra-ring-switch", "emulated-cpu-cluster"}) {
-    auto t = load_topology(shipped(name));
+    auto t = load_unshaped(shipped(name));
     for (Algorithm a :
          {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D})
       for (Bytes m : {Bytes(64) << 10, Bytes(8) << 20}) {

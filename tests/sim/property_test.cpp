@@ -38,7 +38,7 @@ class EveryAlgorithmOnEveryTopology : public ::testing::TestWithParam<Param> {};
 
 TEST_P(EveryAlgorithmOnEveryTopology, Properties) {
   const auto [algo, name] = GetParam();
-  auto t = load_topology(shipped(name));
+  auto t = load_unshaped(shipped(name));
   const int p = t->ranks();
   // Bandwidth lower bound. Every algorithm here transfers at least 2(p-1) m bytes in total (test 1 checks the
   // exact totals: 2(p-1) m for ring, tree and halving-doubling, more for the two-level ones). Each transferred
@@ -112,7 +112,7 @@ TEST_P(RingOnEveryTopology, ClosedFormEqualsTheEngines) {
   // NIC across), but the rank before the slowest edge still sends its 2(p-1) steps back to back over it, each
   // after the data from its left has arrived (earlier, over faster edges): the engine again takes 2(p-1) h_max,
   // which the closed form charges. No two ring edges share a directed link, so Flow agrees as well.
-  auto t = load_topology(shipped(GetParam()));
+  auto t = load_unshaped(shipped(GetParam()));
   for (Bytes m : {Bytes(1) << 20, Bytes(1) << 30}) {
     const CollectiveSpec s = make_spec(*t, Collective::AllReduce, Algorithm::Ring, m);
     const double cf = closed_form_seconds(s, *t);
@@ -132,7 +132,7 @@ TEST_P(RingOnEveryTopology, ClosedFormSharesChannelsAsFlowDoes) {
   const std::string name = GetParam();
   const bool known_gap =
       name == "dgx-h100" || name == "hgx-h200" || name == "h100-pcie-nvlink-pairs" || name == "gb200-nvl72";
-  auto t = load_topology(shipped(name));
+  auto t = load_unshaped(shipped(name));
   CollectiveSpec s = cli_spec(*t, Algorithm::Ring, Bytes(64) << 20);
   const double cf = closed_form_seconds(s, *t), flow = simulate(s, *t, Network::Flow);
   if (known_gap)

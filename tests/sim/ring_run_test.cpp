@@ -135,7 +135,7 @@ TEST(RingRun, ReductionsOvertakenByTheAllgather) {
 
 // Links the symmetry fixes (the emulated cluster's shared NICs, weight 2 in the quotient), through the channel map.
 TEST(RingRun, LinksFixedByTheSymmetry) {
-  const std::unique_ptr<Topology> t = load_topology(shipped("emulated-cpu-cluster"));
+  const std::unique_ptr<Topology> t = load_unshaped(shipped("emulated-cpu-cluster"));
   const Bytes unit = static_cast<Bytes>(2 * t->ranks()) << 14;
   expect_same({ring_spec(*t, Collective::AllReduce, 2, 4 * unit, 1, 0),
                ring_spec(*t, Collective::ReduceScatter, 2, 3 * unit, 1, 10e9)},

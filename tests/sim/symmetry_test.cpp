@@ -88,7 +88,7 @@ TEST(Symmetry, AstraRingRunsOneFlowPerStep) {
 // max-min share), an allreduce and an allgather of other sizes, on a node fabric and on the ASTRA ring + switch.
 TEST(Symmetry, TwoStreamsSharingLinksMatchTheFullSchedules) {
   for (const char* name : {"dgx-a100", "astra-ring-switch", "dgx1-v100"}) {
-    const std::unique_ptr<Topology> t = load_topology(shipped(name), 4);
+    const std::unique_ptr<Topology> t = load_unshaped(shipped(name), 4);
     const int channels = t->default_channels();
     const Bytes unit = static_cast<Bytes>(channels) * static_cast<Bytes>(t->ranks()) << 16;
     const std::vector<CollectiveSpec> specs = {ring_spec(*t, Collective::AllReduce, channels, 3 * unit),
@@ -120,7 +120,7 @@ TEST(Symmetry, CombinesTheRotationWithTheChannelMap) {
 // the NIC's links: an orbit of 1 link carrying both images of a flow (weight 2), so the quotient's weighted shares
 // are what is compared here, alone and beside a second stream. The engine is run here on that symmetry directly.
 TEST(Symmetry, LinksFixedByTheSymmetryCarryEveryImage) {
-  const std::unique_ptr<Topology> t = load_topology(shipped("emulated-cpu-cluster"));
+  const std::unique_ptr<Topology> t = load_unshaped(shipped("emulated-cpu-cluster"));
   const Bytes unit = static_cast<Bytes>(2 * t->ranks()) << 14;
   for (const std::vector<CollectiveSpec>& specs :
        {std::vector<CollectiveSpec>{ring_spec(*t, Collective::AllReduce, 2, 4 * unit)},
