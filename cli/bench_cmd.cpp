@@ -34,7 +34,7 @@ hw::HardwareRunRequest request_of(const BenchCommand& o) {
 void register_bench(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<BenchCommand>();
   CLI::App* cmd = app.add_subcommand(
-      "bench", "Microbenchmarks for calibration: ping-pong per link class, allreduce sweep, reduction rate");
+      "bench", "Microbenchmarks for calibration: ping-pong per link class, allreduce sweep, reduction and DGC rates");
   cmd->add_option("--backend", o->backend, "mpi | nccl")->check(CLI::IsMember({"mpi", "nccl"}));
   cmd->add_option("topology", o->topology,
                   "topology JSON (mpi: one rank per rank; default topologies/emulated-cpu-cluster.json)");

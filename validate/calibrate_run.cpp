@@ -132,6 +132,9 @@ std::string describe(const Calibration& cal) {
   }
   out += "  reduction (gamma): " +
          (cal.reduce_Bps > 0 ? fixed(cal.reduce_Bps / 1e9, 2) + " GB/s" : std::string("not measured")) + "\n";
+  out += "  DGC local work: " +
+         (cal.dgc_Bps > 0 ? fixed(cal.dgc_Bps / 1e9, 2) + " GB/s of fp32 gradient" : std::string("not measured")) +
+         "\n";
   out += "  measured on " + cal.provenance.host + ", " + cal.provenance.network + "\n";
   return out;
 }

@@ -194,15 +194,16 @@ Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::stri
       samples[k]["runs_seconds_per_repetition"] = t;
     }
   }
-  if (merged.contains("reduction")) {
+  for (const auto& [block, rate] : {std::pair{"reduction", "reduce_Bps"}, std::pair{"dgc", "dgc_Bps"}}) {
+    if (!merged.contains(block)) continue;
     std::vector<double> g;
-    for (const Json& r : runs) g.push_back(r.at("reduction").at("reduce_Bps").get<double>());
-    merged["reduction"]["reduce_Bps"] = median(g);
+    for (const Json& r : runs) g.push_back(r.at(block).at(rate).get<double>());
+    merged[block][rate] = median(g);
   }
   merged["merged_from"] = files;
   merged["merge"] =
       "ping-pong: the fastest run per class and size (what the link can do, without interference); allreduce: the "
-      "median run per size (what a collective costs on this host as it is); reduction rate: the median";
+      "median run per size (what a collective costs on this host as it is); reduction and DGC rates: the median";
   return merged;
 }
 
@@ -344,32 +345,36 @@ constexpr const char* kCalibrationWhat =
 // sources.calibration: how, from what, the evidence per class and of the collective fit.
 Json calibration_evidence(const Calibration& cal, const Json& classes, const Json& bench, const TrustLimits& limits) {
   const Provenance& pv = cal.provenance;
-  return {{"what", kCalibrationWhat},
-          {"model", cal.model == CalibrationModel::Collective ? "collective" : "links"},
-          {"topology", {{"name", pv.topology_name}, {"file", pv.topology_file}}},
-          {"provenance",
-           {{"host", pv.host},
-            {"date", pv.date},
-            {"commsim_version", pv.commsim_version},
-            {"calibrated_by", std::string("commsim ") + COMMSIM_VERSION},
-            {"backend", pv.backend},
-            {"network", pv.network},
-            {"cluster", pv.cluster},
-            {"bench_file", pv.bench_file},
-            {"bench_runs", bench.value("merged_from", Json::array({pv.bench_file}))},
-            {"bench_ranks", bench.value("ranks", 0)}}},
-          {"limits",
-           {{"min_r2", limits.min_r2},
-            {"max_rms_rel_residual", limits.max_rms_rel},
-            {"max_abs_rel_residual", limits.max_abs_rel}}},
-          {"link_classes", classes},
-          {"collective", collective_evidence(cal)},
-          {"reduction",
-           {{"reduce_Bps", cal.reduce_Bps},
-            {"use",
-             "validation sets the scenario device's memory_Bps to 3 x reduce_Bps (the simulator reduces at "
-             "memory_Bps / 3: two reads and a write)"}}},
-          {"trusted", cal.trusted()}};
+  return {
+      {"what", kCalibrationWhat},
+      {"model", cal.model == CalibrationModel::Collective ? "collective" : "links"},
+      {"topology", {{"name", pv.topology_name}, {"file", pv.topology_file}}},
+      {"provenance",
+       {{"host", pv.host},
+        {"date", pv.date},
+        {"commsim_version", pv.commsim_version},
+        {"calibrated_by", std::string("commsim ") + COMMSIM_VERSION},
+        {"backend", pv.backend},
+        {"network", pv.network},
+        {"cluster", pv.cluster},
+        {"bench_file", pv.bench_file},
+        {"bench_runs", bench.value("merged_from", Json::array({pv.bench_file}))},
+        {"bench_ranks", bench.value("ranks", 0)}}},
+      {"limits",
+       {{"min_r2", limits.min_r2},
+        {"max_rms_rel_residual", limits.max_rms_rel},
+        {"max_abs_rel_residual", limits.max_abs_rel}}},
+      {"link_classes", classes},
+      {"collective", collective_evidence(cal)},
+      {"reduction",
+       {{"reduce_Bps", cal.reduce_Bps},
+        {"use",
+         "validation sets the scenario device's memory_Bps to 3 x reduce_Bps (the simulator reduces at "
+         "memory_Bps / 3: two reads and a write)"}}},
+      {"dgc",
+       {{"dgc_Bps", cal.dgc_Bps},
+        {"use", "validation sets the scenario device's dgc_Bps to it (0: not measured, DGC priced as memory passes)"}}},
+      {"trusted", cal.trusted()}};
 }
 
 // The calibrated topology: the input with the fitted classes replaced and the evidence under sources.calibration.
@@ -411,6 +416,10 @@ Calibration calibrate(const Json& topology, const std::string& topology_file, co
   if (const Json* red = b.raw_optional("reduction")) {
     JsonFields r(*red, bench_file, "reduction");
     cal.reduce_Bps = r.positive("reduce_Bps");
+  }
+  if (const Json* dgc = b.raw_optional("dgc")) {
+    JsonFields d(*dgc, bench_file, "dgc");
+    cal.dgc_Bps = d.positive("dgc_Bps");
   }
   cal.collective = fit_collective(bench, bench_file, cal.classes, cal.reduce_Bps, kCollectiveLimits, options);
   cal.collective_used = model == CalibrationModel::Collective && cal.collective.trusted;

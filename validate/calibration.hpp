@@ -85,6 +85,7 @@ struct Calibration {
   CollectiveFit collective;
   std::vector<ClassCalibration> classes;
   double reduce_Bps = 0;  // gamma: local float reduction a[i] += b[i], bytes of vector per second (0 = not measured)
+  double dgc_Bps = 0;     // a rank's DGC work, bytes of fp32 gradient per second (0 = not measured)
   Provenance provenance;
   bool trusted() const;
   Json calibrated_topology;  // the topology document to write
@@ -112,6 +113,7 @@ struct CalibrationSummary {
   std::string topology_name;  // the name of the topology that was calibrated (scenarios are matched on it)
   bool cluster = false;
   double reduce_Bps = 0;
+  double dgc_Bps = 0;                                    // 0: not measured (calibrations before it was)
   std::vector<std::pair<std::string, double>> band_rel;  // per link class
   std::string date, host, model;
   struct ClassLine {

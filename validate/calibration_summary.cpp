@@ -27,6 +27,7 @@ void read_summary_fields(const Json& doc, const Json& cal, CalibrationSummary& s
   s.date = pv.value("date", "");
   s.host = pv.value("host", "");
   s.reduce_Bps = cal.at("reduction").at("reduce_Bps").get<double>();
+  s.dgc_Bps = cal.contains("dgc") ? cal.at("dgc").at("dgc_Bps").get<double>() : 0.0;
   s.model = cal.value("model", "");
   for (const auto& [name, c] : cal.at("link_classes").items()) {
     s.band_rel.emplace_back(name, c.at("band_rel").get<double>());

@@ -28,10 +28,12 @@ std::string summary_line(const Validation& v) {
          " %: " + (s.median_met ? "met" : "missed") + "), max |error| " + fixed(100 * s.max_abs_error, 1) + " % on " +
          s.max_error_scenario + " (target <= " + fixed(100 * s.target_max, 0) +
          " %: " + (s.max_met ? "met" : "missed") + "), measurement inside the band " + std::to_string(s.inside) + "/" +
-         std::to_string(s.measured) + ", speedup signs right " +
+         std::to_string(s.measured) + " (target >= " + fixed(100 * s.target_inside, 0) +
+         " %: " + (s.inside_met ? "met" : "missed") + "), speedup signs right " +
          std::to_string(v.speedups.size() - s.wrong_signs.size() - s.unresolved.size()) + "/" +
          std::to_string(v.speedups.size()) +
-         (s.unresolved.empty() ? "" : " (" + std::to_string(s.unresolved.size()) + " within noise)");
+         (s.unresolved.empty() ? "" : " (" + std::to_string(s.unresolved.size()) + " within noise)") +
+         " (target all: " + (s.signs_met ? "met" : "missed") + ")";
 }
 
 // One scenario: its prediction, its measured statistic (or why there is none) and each run; each run's files are
@@ -108,8 +110,10 @@ Json summary_json(const Validation& v) {
           {"targets",
            {{"median_abs_error", s.target_median},
             {"max_abs_error", s.target_max},
+            {"inside_band_share", s.target_inside},
             {"median_met", s.median_met},
             {"max_met", s.max_met},
+            {"inside_met", s.inside_met},
             {"signs_met", s.signs_met}}},
           {"line", summary_line(v)}};
 }
@@ -117,7 +121,7 @@ Json summary_json(const Validation& v) {
 Json method_json() {
   return {{"prediction",
            "commsim simulate, flow fidelity, the scenario's topology replaced by the calibrated one, device "
-           "memory_Bps = 3 x the calibrated reduction rate"},
+           "memory_Bps = 3 x the calibrated reduction rate, dgc_Bps = the calibrated DGC rate"},
           {"measured_statistic",
            "steady steps grouped by the Plan's step kind; median per kind, weighted by the kind's share "
            "of steps (= the backend's median when all steps are alike)"},
@@ -292,7 +296,7 @@ std::string to_html(const Validation& v) {
   for (const CalibrationSummary& c : v.calibrations)
     fit_rows.push_back({c.topology_name, c.file, c.host, c.date, c.cluster ? "emulated cluster" : "loopback"});
   page.paragraph(
-      "Fitting: the microbenchmarks (ping-pong per link class, reduction rate) of `commsim bench`, fitted by "
+      "Fitting: the microbenchmarks (ping-pong per link class, reduction and DGC rates) of `commsim bench`, fitted by "
       "`commsim calibrate` into these calibrated topologies. Judging: one `commsim run` per scenario below, separate "
       "runs "
       "that the fit never saw.");
@@ -322,7 +326,8 @@ std::string to_html(const Validation& v) {
   page.heading("Method");
   page.paragraph(
       "Prediction: the simulator (flow fidelity) with the scenario's topology replaced by the calibrated one and the "
-      "device's memory_Bps set to 3 x the calibrated reduction rate. Measured value: steady steps grouped by the "
+      "device's memory_Bps set to 3 x the calibrated reduction rate and its dgc_Bps to the calibrated DGC rate. "
+      "Measured value: steady steps grouped by the "
       "Plan's step kind, the median of each kind weighted by its share of steps. Band: predicted -/+ sqrt(model^2 + "
       "(2 sigma)^2), model = re-simulation with every calibrated link class slower/faster by 2 x its RMS relative fit "
       "residual, sigma = the measured half interquartile range / 0.6745. A speedup's measured sign counts only when "

@@ -165,7 +165,7 @@ ValidateOutcome run_validation(const ValidateOptions& o) {
   summarise(v);
   write_report(v, out.report_dir);
   const Summary& s = v.summary;
-  out.exit_code = s.median_met && s.max_met && s.signs_met ? 0 : 1;
+  out.exit_code = s.median_met && s.max_met && s.inside_met && s.signs_met ? 0 : 1;
   return out;
 }
 

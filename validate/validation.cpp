@@ -22,13 +22,15 @@ std::string safe_name(const std::string& name) {
   return s;
 }
 
-// The scenario (with its overrides) on an in-memory topology, its device reducing at the calibrated rate:
-// memory_Bps = 3 x reduce_Bps (the simulator reduces at memory_Bps / 3). `topology_name` names it in errors.
+// The scenario (with its overrides) on an in-memory topology, its device at the calibrated local rates: memory_Bps
+// = 3 x reduce_Bps (the simulator reduces at memory_Bps / 3), dgc_Bps as measured. `topology_name` names it in
+// errors.
 SimulationRun simulate_with(const Json& document, const std::string& scenario_file, const Json& topology,
-                            const std::string& topology_name, double reduce_Bps) {
+                            const std::string& topology_name, const CalibrationSummary& rates) {
   SimulationRun run;
   run.scenario = parse_scenario(document, scenario_file);
-  if (reduce_Bps > 0) run.scenario.device.memory_Bps = 3 * reduce_Bps;
+  if (rates.reduce_Bps > 0) run.scenario.device.memory_Bps = 3 * rates.reduce_Bps;
+  if (rates.dgc_Bps > 0) run.scenario.device.dgc_Bps = rates.dgc_Bps;
   run.topology = load_topology_document(topology, topology_name, run.scenario.nodes);
   run.plan = build_plan(run.scenario, *run.topology, load_model(run.scenario.model_path));
   try {
@@ -84,20 +86,19 @@ std::string measured_file_name(const std::string& name, int run) {
 
 Prediction predict(const Suite& suite, const SuiteEntry& entry, const CalibrationSummary& calibration) {
   const Json document = suite.document(entry);
-  const double reduce_Bps = calibration.reduce_Bps;
   Prediction p;
   p.calibration_file = calibration.file;
   const SimulationRun nominal =
-      simulate_with(document, entry.scenario, calibration.topology, calibration.file, reduce_Bps);
+      simulate_with(document, entry.scenario, calibration.topology, calibration.file, calibration);
   p.step_time_s = nominal.result.step_time_s;
   p.step_kind = nominal.plan.step_plan_of;
   p.steady_from = nominal.result.steady_from;
   p.ranks = nominal.plan.ranks;
   p.fast_s = simulate_with(document, entry.scenario, scale_link_classes(calibration.topology, calibration, -1),
-                           calibration.file + " (band, faster)", reduce_Bps)
+                           calibration.file + " (band, faster)", calibration)
                  .result.step_time_s;
   p.slow_s = simulate_with(document, entry.scenario, scale_link_classes(calibration.topology, calibration, +1),
-                           calibration.file + " (band, slower)", reduce_Bps)
+                           calibration.file + " (band, slower)", calibration)
                  .result.step_time_s;
   return p;
 }
@@ -223,6 +224,7 @@ void summarise(Validation& v) {
   const bool all_measured = s.measured == s.scenarios && s.measured > 0;
   s.median_met = all_measured && s.median_abs_error <= s.target_median;
   s.max_met = all_measured && s.max_abs_error <= s.target_max;
+  s.inside_met = all_measured && s.inside >= s.target_inside * s.measured;
   s.signs_met =
       all_measured && s.wrong_signs.empty() && s.unresolved.empty() && v.speedups.size() == v.suite->comparisons.size();
 }

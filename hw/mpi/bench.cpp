@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <random>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "hw/common/dgc.hpp"
 #include "hw/common/dtype.hpp"
 #include "hw/common/schedule_program.hpp"
 #include "hw/common/verifiable.hpp"
@@ -26,6 +28,8 @@ namespace {
 
 constexpr std::uint64_t kMaxPingPongBytes = 64ull << 20;
 constexpr std::uint64_t kReductionBytes = 64ull << 20;
+constexpr std::size_t kDgcElements = std::size_t{1} << 20;  // 4 MiB of fp32 gradient, a mid-size layer's
+constexpr double kDgcSparsity = 0.99;                       // DGC's final sparsity in the suite and Paddle's default
 constexpr int kMaxRepetitions = 10000;
 
 constexpr double kSettleSeconds = 0.02;  // untimed round trips before a ping-pong sweep (see ping_pong)
@@ -201,37 +205,82 @@ nlohmann::json allreduce_sweep(const Topology& topology, const BenchOptions& o, 
           {"samples", samples}};
 }
 
-// Gamma: how fast a rank adds two float vectors (the Reduce op of a schedule, and the unit of every rank's local
-// memory-bound work: casts, DGC), in bytes of the vector per second. Every rank runs it at the same time, as they
-// do in a training step, and the slowest rank's time counts: on a host whose ranks share cores and memory (the
-// emulated cluster runs 8 ranks on 2 cores) that is what each rank gets. Rank 0 alone is kept for reference.
-nlohmann::json reduction(const BenchOptions& o) {
-  const std::size_t count = kReductionBytes / sizeof(float);
-  std::vector<float> a(count, 1.0f), b(count, 2.0f);
-  sum_into(CommDtype::Fp32, a.data(), b.data(), count);  // warm-up: pages
+// How long `work` takes a rank when every rank runs it at the same time, as in a training step: on a host whose
+// ranks share cores and memory (the emulated cluster runs 8 ranks on 2 cores) that is what each rank gets. Rank 0
+// times it alone first (kept for reference) and sets the repetitions; the slowest rank's time per repetition counts.
+struct AllAtOnce {
+  double slowest_s = 0, alone_s = 0;
+  int repetitions = 0;
+};
+AllAtOnce time_all_at_once(const BenchOptions& o, const std::function<void()>& work) {
+  work();  // warm-up: pages
   int rank = 0, reps = 3;
   COMMSIM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  double alone_s = 0;
+  AllAtOnce t;
   if (rank == 0) {
     const double start = MPI_Wtime();
-    sum_into(CommDtype::Fp32, a.data(), b.data(), count);
-    alone_s = MPI_Wtime() - start;
-    reps = static_cast<int>(std::clamp(o.target_s * 4 / std::max(alone_s, 1e-9), 3.0, 1000.0));
+    work();
+    t.alone_s = MPI_Wtime() - start;
+    reps = static_cast<int>(std::clamp(o.target_s * 4 / std::max(t.alone_s, 1e-9), 3.0, 1000.0));
   }
   COMMSIM_MPI_CHECK(MPI_Bcast(&reps, 1, MPI_INT, 0, MPI_COMM_WORLD));
   COMMSIM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   const double start = MPI_Wtime();
-  for (int r = 0; r < reps; ++r) sum_into(CommDtype::Fp32, a.data(), b.data(), count);
+  for (int r = 0; r < reps; ++r) work();
   const double mine_s = (MPI_Wtime() - start) / reps;
-  double slowest_s = 0;
-  COMMSIM_MPI_CHECK(MPI_Reduce(&mine_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  COMMSIM_MPI_CHECK(MPI_Reduce(&mine_s, &t.slowest_s, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+  t.repetitions = reps;
+  return t;
+}
+
+// Gamma: how fast a rank adds two float vectors (the Reduce op of a schedule, and the unit of every rank's local
+// memory-bound work: casts), in bytes of the vector per second, every rank at once.
+nlohmann::json reduction(const BenchOptions& o) {
+  const std::size_t count = kReductionBytes / sizeof(float);
+  std::vector<float> a(count, 1.0f), b(count, 2.0f);
+  const AllAtOnce t = time_all_at_once(o, [&] { sum_into(CommDtype::Fp32, a.data(), b.data(), count); });
   return {{"dtype", "float32"},
           {"bytes", kReductionBytes},
-          {"seconds_per_repetition", slowest_s},
-          {"repetitions", reps},
-          {"reduce_Bps", static_cast<double>(kReductionBytes) / slowest_s},
-          {"reduce_alone_Bps", static_cast<double>(kReductionBytes) / alone_s},
+          {"seconds_per_repetition", t.slowest_s},
+          {"repetitions", t.repetitions},
+          {"reduce_Bps", static_cast<double>(kReductionBytes) / t.slowest_s},
+          {"reduce_alone_Bps", static_cast<double>(kReductionBytes) / t.alone_s},
           {"repetition", "a[i] += b[i] over the whole vector, every rank at once; time = slowest rank"}};
+}
+
+// A rank's DGC work on one fp32 gradient, as the backend does it (TaskExecutor::select_top_k and gather_sparse):
+// add the gradient to the residual, select the top (1 - sparsity) by magnitude (top_k_indices: a sampled threshold,
+// one pass, an exact pick among the candidates), take the picked entries out of the residual, clear the dense sum
+// and average it into the gradient. The scattered adds of every rank's pairs are left out (the simulator prices
+// them per pair). Its rate, in bytes of gradient per second every rank at once, is what the simulator's device
+// dgc_Bps stands for: the selection's compare-and-branch pass is not memory-bound, so memory passes misprice it.
+nlohmann::json dgc_local_work(const BenchOptions& o, int ranks) {
+  std::vector<float> gradient(kDgcElements), residual(kDgcElements, 0.0f), dense(kDgcElements), averaged(kDgcElements);
+  std::mt19937 random(1);  // gradient-like values: spread magnitudes, no ties at the threshold
+  std::normal_distribution<float> normal;
+  for (float& g : gradient) g = normal(random);
+  const auto kept = static_cast<std::size_t>(std::ceil((1 - kDgcSparsity) * kDgcElements));
+  std::vector<float> values(kept);
+  const AllAtOnce t = time_all_at_once(o, [&] {
+    for (std::size_t j = 0; j < kDgcElements; ++j) residual[j] += gradient[j];
+    const std::vector<std::uint32_t> chosen = top_k_indices(residual.data(), kDgcElements, kept);
+    for (std::size_t c = 0; c < chosen.size(); ++c) {
+      values[c] = residual[chosen[c]];
+      residual[chosen[c]] = 0;
+    }
+    std::fill(dense.begin(), dense.end(), 0.0f);
+    for (std::size_t j = 0; j < kDgcElements; ++j) averaged[j] = dense[j] / static_cast<float>(ranks);
+  });
+  const double bytes = 4.0 * kDgcElements;
+  return {{"elements", kDgcElements},
+          {"sparsity", kDgcSparsity},
+          {"seconds_per_repetition", t.slowest_s},
+          {"repetitions", t.repetitions},
+          {"dgc_Bps", bytes / t.slowest_s},
+          {"dgc_alone_Bps", bytes / t.alone_s},
+          {"repetition",
+           "residual += gradient, top-k selection, picked entries cleared, dense sum cleared and averaged into the "
+           "gradient, every rank at once; time = slowest rank"}};
 }
 
 // The class of the slowest link between two ranks, as the topology names it (tcp across emulated nodes).
@@ -308,11 +357,14 @@ nlohmann::json run_bench(const Topology& topology, const BenchOptions& options) 
   report["pingpong"] = ping_pongs(topology, options, rank, ranks);
   report["allreduce"] = allreduce_sweep(topology, options, rank, ranks);
   nlohmann::json gamma = reduction(options);  // every rank takes part
+  nlohmann::json dgc = dgc_local_work(options, ranks);
   if (rank == 0) {
     report["reduction"] = gamma;
+    report["dgc"] = dgc;
     std::printf("# local reduction (gamma): %.3g GB/s of float vector summed (a[i] += b[i], %llu MiB)\n",
-                report["reduction"]["reduce_Bps"].get<double>() / 1e9,
-                static_cast<unsigned long long>(kReductionBytes >> 20));
+                gamma["reduce_Bps"].get<double>() / 1e9, static_cast<unsigned long long>(kReductionBytes >> 20));
+    std::printf("# DGC local work: %.3g GB/s of fp32 gradient (residual, top-k at sparsity %.2f, clear, average)\n",
+                dgc["dgc_Bps"].get<double>() / 1e9, kDgcSparsity);
   }
   idle_barrier(MPI_COMM_WORLD);
   if (rank != 0) return nullptr;

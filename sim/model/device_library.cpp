@@ -84,8 +84,9 @@ Device parse_device(JsonFields& d) {
   device.efficiency = d.positive("efficiency");
   if (device.efficiency > 1) d.fail("efficiency", "must be in (0, 1]");
   device.memory_Bps = d.has("memory_Bps") ? d.positive("memory_Bps") : library->memory_Bps;
+  device.dgc_Bps = d.positive_or("dgc_Bps", 0);
   // A number given here needs its source; the library's carry theirs.
-  if (d.has("peak_flops") || d.has("memory_Bps"))
+  if (d.has("peak_flops") || d.has("memory_Bps") || d.has("dgc_Bps"))
     d.string("source");
   else
     d.string_or("source", "");

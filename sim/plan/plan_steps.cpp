@@ -21,11 +21,16 @@ void dgc_bucket(const StepBuilder& b, StepPlan& step, const Bucket& bucket, int 
     Task select;
     select.kind = TaskKind::TopK;
     select.stream = bucket.stream;
-    // A rank's DGC work on the fp32 gradient, memory-bound: add it to the residual (read 2, write 1), one pass
-    // against a sampled threshold to select (DGC paper, sec. 3), and decoding the gathered pairs: clear the
-    // dense sum (1), average it into the gradient (2), plus p x kept scattered adds (~16 B each). Priced here,
-    // before the gather, on the same stream: the stream is busy for the same time.
-    select.seconds = (7.0 * 4.0 * static_cast<double>(elements) + 16.0 * b.ranks * kept) / b.sc.device.memory_Bps;
+    // A rank's DGC work on the fp32 gradient: add it to the residual (read 2, write 1), one pass against a sampled
+    // threshold to select (DGC paper, sec. 3), and decoding the gathered pairs: clear the dense sum (1), average it
+    // into the gradient (2) -- seven memory passes, or the device's measured dgc_Bps for all of it -- plus p x kept
+    // scattered adds (~16 B each). Priced here, before the gather, on the same stream: the stream is busy for the
+    // same time.
+    const Device& device = b.sc.device;
+    const double gradient_bytes = 4.0 * static_cast<double>(elements);
+    const double scattered_bytes = 16.0 * b.ranks * kept;
+    select.seconds = device.dgc_Bps > 0 ? gradient_bytes / device.dgc_Bps + scattered_bytes / device.memory_Bps
+                                        : (7.0 * gradient_bytes + scattered_bytes) / device.memory_Bps;
     select.kept = static_cast<std::uint64_t>(kept);
     select.deps = deps;
     select.label = "top-k " + name;

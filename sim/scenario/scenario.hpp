@@ -95,6 +95,9 @@ struct Device {
   double peak_flops = 0;  // FLOP/s of the datatype the model trains in
   double efficiency = 0;  // sustained fraction of peak (model FLOPs utilisation)
   double memory_Bps = 0;  // memory bandwidth, for casts, top-k selection and reductions
+  // Measured rate of a rank's DGC work per fp32 gradient byte (residual, selection, clearing, averaging: what
+  // `commsim bench` times as dgc_Bps); 0 = priced as seven memory passes at memory_Bps.
+  double dgc_Bps = 0;
 };
 
 struct Scenario {

@@ -266,6 +266,21 @@ TEST(Dgc, LocalWorkIsPricedFromMemoryBandwidth) {
   EXPECT_NEAR(simulate(slow_memory).step_time_s - simulate(fast_memory).step_time_s, expected_s, 1e-9);
 }
 
+TEST(Dgc, AMeasuredDgcRateReplacesTheMemoryPasses) {
+  // With the device's dgc_Bps (the rate `commsim bench` measures for the residual, selection, clearing and averaging)
+  // the 4 Mi fp32 elements cost 4 x 4 Mi / dgc_Bps instead of 7 memory passes; the 16 B per gathered pair stay at
+  // memory_Bps. Memory at 1e9, dgc_Bps 2e8: (16 MiB / 2e8 + 16 x 4 x 4195 / 1e9) s = 83.886 + 0.268 ms over the
+  // fast-memory step, where both are negligible (3e18 B/s).
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Json dgc = {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {0.999}}};
+  const Json fast = scenario(t, {{"fusion", kOneBucket}, {"overlap", false}, {"dgc", dgc}});
+  Json measured = fast;
+  measured["device"]["memory_Bps"] = 1e9;
+  measured["device"]["dgc_Bps"] = 2e8;
+  const double expected_s = 4.0 * 4 * kMiB / 2e8 + 16.0 * 4 * 4195 / 1e9;
+  EXPECT_NEAR(simulate(measured).step_time_s - simulate(fast).step_time_s, expected_s, 1e-9);
+}
+
 TEST(LocalSgd, KFourCommunicatesAQuarterAsOften) {
   // k_steps 4 from step 0 over 8 steps: parameters are averaged after steps 3 and 7 only; the other six steps
   // only compute (12 ms).

@@ -44,6 +44,7 @@ TEST(Calibration, CalibratedTopologyReproducesTheFittedPaths) {
   const Calibration cal = calibrate(topology, kTopology, bench, "bench.json");
   ASSERT_TRUE(cal.trusted()) << cal.classes[0].why_not << cal.classes[1].why_not;
   EXPECT_EQ(cal.reduce_Bps, 3e9);
+  EXPECT_EQ(cal.dgc_Bps, 6e8);  // the bench's dgc_Bps (a fifth of 3e9), as measured
   const Json& lc = cal.calibrated_topology["link_classes"];
   EXPECT_NEAR(lc["tcp"]["latency_s"].get<double>(), 40e-6, 1e-12);
   EXPECT_EQ(lc["tcp"]["bandwidth_Bps"].get<double>(), 1.25e8);  // the datasheet rate stays: tc shapes from it
@@ -67,6 +68,7 @@ TEST(Calibration, CalibratedTopologyReproducesTheFittedPaths) {
   EXPECT_EQ(s.topology_name, "emulated-cpu-cluster");
   EXPECT_TRUE(s.cluster);
   EXPECT_EQ(s.reduce_Bps, 3e9);
+  EXPECT_EQ(s.dgc_Bps, 6e8);
   ASSERT_EQ(s.band_rel.size(), 2u);
 }
 
@@ -196,7 +198,8 @@ TEST(Calibration, LinksModelIgnoresTheSweep) {
   EXPECT_NEAR(cal.calibrated_topology["link_classes"]["tcp"]["latency_s"].get<double>(), 40e-6, 1e-12);
 }
 
-// Merging runs: ping-pong takes the fastest run per size, allreduce the median run, the reduction rate the median.
+// Merging runs: ping-pong takes the fastest run per size, allreduce the median run, the reduction and DGC rates the
+// median (runs at 1, 1.5 and 3 x: reduction 1.5e9, DGC a fifth of it).
 TEST(Calibration, MergeTakesFastestPingPongAndMedianAllreduce) {
   std::vector<Json> runs;
   for (const double f : {1.0, 1.5, 3.0}) {
@@ -211,6 +214,7 @@ TEST(Calibration, MergeTakesFastestPingPongAndMedianAllreduce) {
   EXPECT_EQ(m["allreduce"]["samples"][5]["seconds_per_repetition"],
             runs[1]["allreduce"]["samples"][5]["seconds_per_repetition"]);
   EXPECT_EQ(m["reduction"]["reduce_Bps"].get<double>(), 1.5e9);
+  EXPECT_EQ(m["dgc"]["dgc_Bps"].get<double>(), 1.5e9 / 5);
   runs[2]["ranks"] = 4;
   EXPECT_THROW(merge_bench_runs(runs, {"a.json", "b.json", "c.json"}), InputError);
 }

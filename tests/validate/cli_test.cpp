@@ -130,6 +130,7 @@ TEST(ValidateCli, RejudgesGivenMeasurementsAndWritesTheReport) {
     Json doc = suite.document(e);
     doc["topology"] = std::filesystem::absolute(cal).string();
     doc["device"]["memory_Bps"] = 3 * summary.reduce_Bps;
+    doc["device"]["dgc_Bps"] = summary.dgc_Bps;
     Result r = simulate_document(doc, e.scenario, Fidelity::Flow).result;
     r.backend = "mpi";
     validate::test_support::write(dir.file("measured/measured-" + e.name + ".json"), r.to_json());
@@ -142,6 +143,7 @@ TEST(ValidateCli, RejudgesGivenMeasurementsAndWritesTheReport) {
   const Json v = read_json_file(dir.file("report/validation.json"));
   EXPECT_EQ(v["summary"]["inside_band"].get<int>(), 2);
   EXPECT_TRUE(v["summary"]["targets"]["signs_met"].get<bool>());
+  EXPECT_TRUE(v["summary"]["targets"]["inside_met"].get<bool>());
   EXPECT_EQ(v["speedups"][0]["technique"], "overlap");
   std::ifstream html(dir.file("report/index.html"));
   const std::string page((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());

@@ -139,6 +139,7 @@ TEST(InMemoryCalibration, PredictsExactlyAsTheTopologyReadBackFromAFile) {
       Json doc = suite.document(e);
       doc["topology"] = std::filesystem::absolute(path).string();
       doc["device"]["memory_Bps"] = 3 * from_file.reduce_Bps;
+      if (from_file.dgc_Bps > 0) doc["device"]["dgc_Bps"] = from_file.dgc_Bps;
       return simulate_document(doc, e.scenario, Fidelity::Flow).result.step_time_s;
     };
     const validate::Prediction p = validate::predict(suite, e, in_memory);

@@ -29,7 +29,8 @@ struct TempDir {
 inline void write(const std::string& path, const nlohmann::json& doc) { std::ofstream(path) << doc.dump(2) << "\n"; }
 inline void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-// A bench report as `commsim bench --backend mpi --json` writes it: per class, round trips of one_way(bytes) x 2.
+// A bench report as `commsim bench --backend mpi --json` writes it: per class, round trips of one_way(bytes) x 2; the
+// DGC work at a fifth of the reduction rate.
 inline nlohmann::json bench_report(const std::function<double(double)>& shm_one_way,
                                    const std::function<double(double)>& tcp_one_way, double reduce_Bps = 3e9) {
   auto samples = [](const std::function<double(double)>& one_way) {
@@ -49,7 +50,8 @@ inline nlohmann::json bench_report(const std::function<double(double)>& shm_one_
            {{{"link_class", "shm"}, {"ranks", {0, 1}}, {"samples", samples(shm_one_way)}},
             {{"link_class", "tcp"}, {"ranks", {0, 2}}, {"samples", samples(tcp_one_way)}}}},
           {"allreduce", {{"samples", nlohmann::json::array()}}},
-          {"reduction", {{"reduce_Bps", reduce_Bps}}}};
+          {"reduction", {{"reduce_Bps", reduce_Bps}}},
+          {"dgc", {{"dgc_Bps", reduce_Bps / 5}}}};
 }
 
 }  // namespace commsim::validate::test_support
