@@ -3,6 +3,7 @@
 // task_executor (a task's real work), step_results (the Result from every rank's records).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -103,23 +104,31 @@ class RankRunner {
   }
 
   // The compute stream's tasks in plan order. The GPU's compute is emulated by waiting for its scenario time (the
-  // CPU is free meanwhile, as with a GPU); Local SGD's own update follows the step's last compute task.
+  // CPU is free meanwhile, as with a GPU). An emulated kernel starts when the previous one ends and its dependencies
+  // did (their recorded ends), not when this thread wakes up: on a host whose cores are all busy the thread wakes
+  // late, and a GPU does not wait for its host thread between kernels it already has. Local SGD's own update, CPU
+  // work, follows the step's last compute task in real time.
   void run_compute_stream(const StepPlan& plan, double factor) {
     const std::size_t n = plan.tasks.size();
     int last_compute = -1;
     for (std::size_t i = 0; i < n; ++i)
       if (plan.tasks[i].stream == 0) last_compute = static_cast<int>(i);
+    double gpu_free_s = 0;  // when the emulated GPU ends its last kernel, seconds since step_begin_
     for (std::size_t i = 0; i < n; ++i) {
       const Task& t = plan.tasks[i];
       if (t.stream != 0) continue;
       board_.wait(t.deps);
-      start_s_[i] = MPI_Wtime() - step_begin_;
-      std::this_thread::sleep_until(std::chrono::steady_clock::now() +
-                                    std::chrono::duration<double>(t.seconds * factor));
+      double start_s = gpu_free_s;
+      for (int d : t.deps) start_s = std::max(start_s, end_s_[static_cast<std::size_t>(d)]);
+      gpu_free_s = start_s + t.seconds * factor;
+      start_s_[i] = start_s;
+      std::this_thread::sleep_for(std::chrono::duration<double>(gpu_free_s - (MPI_Wtime() - step_begin_)));
+      end_s_[i] = gpu_free_s;
       if (static_cast<int>(i) == last_compute &&
-          (plan.kind == StepKind::LocalOnly || plan.kind == StepKind::LocalAverage))
+          (plan.kind == StepKind::LocalOnly || plan.kind == StepKind::LocalAverage)) {
         executor_.local_update(salt_);
-      end_s_[i] = MPI_Wtime() - step_begin_;
+        end_s_[i] = gpu_free_s = MPI_Wtime() - step_begin_;
+      }
       board_.finish(static_cast<int>(i));
     }
   }
