@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 
 #include "sim/core/host.hpp"
 #include "sim/core/json_fields.hpp"
@@ -114,10 +115,23 @@ CollectiveFit fit_collective(const Json& bench, const std::string& bench_file,
   }
   JsonFields a(ar, bench_file, "allreduce");
   const Json& samples = a.array("samples");
+  double relative_variance_sum = 0;
+  int sizes_with_runs = 0;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     JsonFields s(samples[i], bench_file, "allreduce.samples[" + std::to_string(i) + "]");
     c.samples.push_back({s.positive("bytes"), s.positive("seconds_per_repetition")});
+    // merge_bench_runs keeps every run's time beside the median: their sample variance, relative to the median
+    if (const Json* runs = s.raw_optional("runs_seconds_per_repetition"); runs && runs->size() >= 2) {
+      const std::vector<double> t = runs->get<std::vector<double>>();
+      const double mean = std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
+      double squares = 0;
+      for (double x : t) squares += (x - mean) * (x - mean);
+      relative_variance_sum +=
+          squares / static_cast<double>(t.size() - 1) / (c.samples.back().seconds * c.samples.back().seconds);
+      ++sizes_with_runs;
+    }
   }
+  if (sizes_with_runs > 0) c.run_spread_rel = std::sqrt(relative_variance_sum / sizes_with_runs);
   c.ranks = bench.value("ranks", 0);
   if (c.samples.empty() || c.ranks < 2) return c;
   c.present = true;
@@ -138,7 +152,7 @@ CollectiveFit fit_collective(const Json& bench, const std::string& bench_file,
     else
       c.why_not = "the large-size allreduce time is below the reduction time alone";
   }
-  c.band_rel = std::min(0.9, 2 * c.fit.rms_rel);
+  c.band_rel = std::min(0.9, 2 * std::hypot(c.fit.rms_rel, c.run_spread_rel));
   c.trusted = c.why_not.empty();
   if (!c.trusted) c.why_not = "collective fit: " + c.why_not;
   return c;
@@ -327,6 +341,7 @@ Json collective_evidence(const Calibration& cal) {
          {"bottleneck_class", cf.bottleneck_class},
          {"alpha_step_s", cf.alpha_step_s},
          {"beta_Bps", cf.beta_Bps},
+         {"run_spread_rel", cf.run_spread_rel},
          {"band_rel", cf.band_rel},
          {"fit", piecewise_json(cf.fit)},
          {"samples", samples_json(cf.samples, cf.fit.rel_residuals, {})},

@@ -62,7 +62,10 @@ struct CollectiveFit {
   PiecewiseFit fit;              // t = A + B S per regime
   double alpha_step_s = 0;       // A / (2(p-1)) of the smallest-size regime: latency of one ring step
   double beta_Bps = 0;           // 2(p-1)/p / (B - (p-1)/(p gamma)) of the largest-size regime
-  double band_rel = 0;           // 2 x RMS relative residual of the fit
+  // The sweep's repeatability: the pooled relative standard deviation of each size's time across the bench runs
+  // merged (0 with one run). Two calibrations of one quiet host can fit at 2.5 % and 6.9 % RMS: the band counts both.
+  double run_spread_rel = 0;
+  double band_rel = 0;  // 2 x sqrt(RMS relative residual of the fit^2 + run_spread_rel^2)
   bool trusted = false;
   std::string why_not;
 };

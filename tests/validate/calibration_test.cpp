@@ -186,6 +186,30 @@ TEST(Calibration, CollectiveModelReproducesTheAllreduceSweep) {
   }
 }
 
+// Three bench runs whose sweeps are the same ring at 0.9x, 1x and 1.1x the time (alpha x f, beta and gamma / f):
+// the merge keeps the 1x run per size, which the fit matches exactly (RMS ~ 0), and every size's three times have a
+// sample standard deviation of 0.1 x the median. The band is then 2 x sqrt(0^2 + 0.1^2) = 0.2, not the fit's ~0.
+TEST(Calibration, CollectiveBandCountsTheRunToRunSpread) {
+  const Json topology = read_json_file(kTopology);
+  std::vector<Json> runs;
+  for (const double f : {0.9, 1.0, 1.1}) {
+    Json b = test_support::bench_report([](double x) { return 1e-6 + x / 5e9; },
+                                        [](double x) { return 40e-6 + x / 112.5e6; }, 3e9);
+    test_support::add_ring_sweep(b, 8, f * 500e-6, 70e6 / f, 3e9 / f);
+    runs.push_back(b);
+  }
+  const Json merged = merge_bench_runs(runs, {"a.json", "b.json", "c.json"});
+  const Calibration cal = calibrate(topology, kTopology, merged, "merged.json");
+  ASSERT_TRUE(cal.collective_used) << cal.collective.why_not;
+  EXPECT_LT(cal.collective.fit.rms_rel, 1e-9);
+  EXPECT_NEAR(cal.collective.run_spread_rel, 0.1, 1e-9);
+  EXPECT_NEAR(cal.collective.band_rel, 0.2, 1e-9);
+  // One run alone: no spread, the band is the fit's.
+  const Calibration single = calibrate(topology, kTopology, runs[1], "b.json");
+  EXPECT_EQ(single.collective.run_spread_rel, 0);
+  EXPECT_LT(single.collective.band_rel, 1e-8);
+}
+
 // Links model: the sweep is fitted and reported but the topology keeps the ping-pong values.
 TEST(Calibration, LinksModelIgnoresTheSweep) {
   const Json topology = read_json_file(kTopology);
