@@ -123,8 +123,10 @@ std::string describe(const Calibration& cal) {
     for (double b : cf.fit.breakpoints_bytes) bp += (bp.empty() ? "" : ", ") + bytes_text(b);
     out += "  collective (allreduce sweep, ring schedule, " + std::to_string(cf.ranks) + " ranks): R^2 " +
            fixed(cf.fit.r2, 4) + ", RMS resid " + fixed(100 * cf.fit.rms_rel, 1) + " %" +
-           (bp.empty() ? "" : ", regimes break at " + bp) + "; step latency " + fixed(cf.alpha_step_s * 1e6, 1) +
-           " us, " + cf.bottleneck_class + " beta " + fixed(cf.beta_Bps / 1e6, 1) + " MB/s; " +
+           (cf.run_spread_rel > 0 ? ", runs spread " + fixed(100 * cf.run_spread_rel, 1) + " %" : "") + ", band +-" +
+           fixed(100 * cf.band_rel, 1) + " %" + (bp.empty() ? "" : ", regimes break at " + bp) + "; step latency " +
+           fixed(cf.alpha_step_s * 1e6, 1) + " us, " + cf.bottleneck_class + " beta " + fixed(cf.beta_Bps / 1e6, 1) +
+           " MB/s; " +
            (cal.collective_used ? "USED for the topology"
             : cf.trusted        ? "not used (--model links)"
                                 : "not used: " + cf.why_not) +
