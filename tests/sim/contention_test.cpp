@@ -1,6 +1,9 @@
 // Contention in the flow-level network, driven directly through make_network and a TransferListener: flows that
 // share a link share its bandwidth max-min fairly; the analytical network never shares.
 #include <map>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "sim/topology/topology_document.hpp"
 #include "tests/sim/test_util.hpp"
@@ -187,47 +190,45 @@ std::unique_ptr<Topology> bucket_pair() {
   return load_topology_document(doc, "bucket-pair.json");
 }
 
-// From a full bucket the flow gets P until one frame's tokens (1514 B) are left: the tokens fall at P - r = 1e9 B/s
-// from B, so that takes (B - 1514) / 1e9 = 1 ms and moves 1.1e6 B. The other 2e6 B of 3.1e6 go at r: 20 ms. 21 ms.
-TEST(TokenBucket, AFullBucketPassesItsBurstThenTheSustainedRate) {
+// Transfers from rank 0 to rank 1 of bucket_pair(), each (bytes, start time in s); when each is delivered, in s.
+std::vector<double> bucket_pair_delivered_s(const std::vector<std::pair<double, double>>& transfers) {
   auto t = bucket_pair();
   EventQueue queue;
   auto net = make_test_network(Network::Flow, *t, queue);
   Recorder rec(queue);
-  net->start(0, 1, 3.1e6, &rec, 1);
+  std::vector<std::unique_ptr<StartLater>> starts;
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    starts.push_back(std::make_unique<StartLater>(*net, 0, 1, transfers[i].first, &rec, i));
+    queue.schedule(seconds_to_ps(transfers[i].second, "start"), starts.back().get(), 0);
+  }
   queue.run();
-  EXPECT_NEAR(rec.done_at[1], 21e-3, 1e-9);
+  std::vector<double> delivered;
+  for (std::size_t i = 0; i < transfers.size(); ++i) delivered.push_back(rec.done_at[i]);
+  return delivered;
+}
+
+// From a full bucket the flow gets P until one frame's tokens (1514 B) are left: the tokens fall at P - r = 1e9 B/s
+// from B, so that takes (B - 1514) / 1e9 = 1 ms and moves 1.1e6 B. The other 2e6 B of 3.1e6 go at r: 20 ms. 21 ms.
+TEST(TokenBucket, AFullBucketPassesItsBurstThenTheSustainedRate) {
+  EXPECT_NEAR(bucket_pair_delivered_s({{3.1e6, 0}})[0], 21e-3, 1e-9);
 }
 
 // After the first transfer (21 ms, above) one frame's tokens are left; the link then idles 5 ms and the bucket
 // fills at r: 1514 + 1e8 x 5e-3 = 501 514 B. The second transfer (1.55e6 B, at 26 ms) gets P for 5e5 / 1e9 = 0.5 ms
 // (5.5e5 B), then 1e6 B at r: 10 ms. Done at 26 + 0.5 + 10 = 36.5 ms. Without the bucket: 26 + 15.5 = 41.5 ms.
 TEST(TokenBucket, AnIdleSpellRefillsTheBucketAtTheSustainedRate) {
-  auto t = bucket_pair();
-  EventQueue queue;
-  auto net = make_test_network(Network::Flow, *t, queue);
-  Recorder rec(queue);
-  net->start(0, 1, 3.1e6, &rec, 1);
-  StartLater second(*net, 0, 1, 1.55e6, &rec, 2);
-  queue.schedule(seconds_to_ps(26e-3, "start"), &second, 0);
-  queue.run();
-  EXPECT_NEAR(rec.done_at[1], 21e-3, 1e-9);
-  EXPECT_NEAR(rec.done_at[2], 36.5e-3, 1e-9);
+  const std::vector<double> delivered = bucket_pair_delivered_s({{3.1e6, 0}, {1.55e6, 26e-3}});
+  EXPECT_NEAR(delivered[0], 21e-3, 1e-9);
+  EXPECT_NEAR(delivered[1], 36.5e-3, 1e-9);
 }
 
 // Two transfers at once from a full bucket share P: each at P / 2 = 5.5e8 while the tokens fall at P - r = 1e9 B/s,
 // 1 ms as alone, 5.5e5 B each; then r / 2 each for the remaining 1e6 B each: 2e6 / 1e8 = 20 ms. Both done at 21 ms.
 // The bucket is the link's, not the flow's: two flows drain it no faster than one at the same total rate.
 TEST(TokenBucket, FlowsSharingTheLinkShareItsBucket) {
-  auto t = bucket_pair();
-  EventQueue queue;
-  auto net = make_test_network(Network::Flow, *t, queue);
-  Recorder rec(queue);
-  net->start(0, 1, 1.55e6, &rec, 1);
-  net->start(0, 1, 1.55e6, &rec, 2);
-  queue.run();
-  EXPECT_NEAR(rec.done_at[1], 21e-3, 1e-9);
-  EXPECT_NEAR(rec.done_at[2], 21e-3, 1e-9);
+  const std::vector<double> delivered = bucket_pair_delivered_s({{1.55e6, 0}, {1.55e6, 0}});
+  EXPECT_NEAR(delivered[0], 21e-3, 1e-9);
+  EXPECT_NEAR(delivered[1], 21e-3, 1e-9);
 }
 
 }  // namespace
