@@ -2,8 +2,9 @@
 //
 // Two independent sources of uncertainty, combined in quadrature on each side:
 //  - the model: every calibrated link class's transfer time is uncertain by +-band_rel (2 x the RMS relative
-//    residual of its fitted line, with the bench runs' spread for the collective fit's class); the scenario is re-simulated with all calibrated links slower by that factor
-//    (slow_s) and faster (fast_s), so the band follows how much of the step is communication on which class;
+//    residual of its fitted line, with the bench runs' spread for the collective fit's class); the scenario is
+//    re-simulated with all calibrated links slower by that factor (slow_s) and faster (fast_s), so the band follows how
+//    much of the step is communication on which class;
 //  - the measurement: the steps of one run vary; step_time_spread_s is half their interquartile range, so their
 //    standard deviation is sigma = spread / 0.6745 (normal distribution) and the band takes +-2 sigma.
 //   low  = predicted - sqrt((predicted - fast_s)^2 + (2 sigma)^2)

@@ -211,7 +211,13 @@ Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::stri
   for (const auto& [block, rate] : {std::pair{"reduction", "reduce_Bps"}, std::pair{"dgc", "dgc_Bps"}}) {
     if (!merged.contains(block)) continue;
     std::vector<double> g;
-    for (const Json& r : runs) g.push_back(r.at(block).at(rate).get<double>());
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      const Json& run = runs[r];
+      if (!run.contains(block) || !run[block].contains(rate) || !run[block][rate].is_number())
+        throw InputError(files[r], std::string(block) + "." + rate,
+                         "missing, but " + files[0] + " has it: not runs of one bench");
+      g.push_back(run[block][rate].get<double>());
+    }
     merged[block][rate] = median(g);
   }
   merged["merged_from"] = files;

@@ -151,12 +151,12 @@ EmulatedCluster::~EmulatedCluster() {
   if (!removed) std::fprintf(stderr, "commsim: could not fully remove emulated cluster %s\n", prefix_.c_str());
 }
 
-// Registers everything for cleanup first, writes the state file, then builds fabric and nodes; if any step
-// throws, the half-built cluster's destructor removes what exists. Clusters left by dead owners go first.
 double tbf_burst_bytes(const EmulatedClusterSpec& spec) {
   return spec.nic_burst_bytes > 0 ? spec.nic_burst_bytes : std::max(spec.nic_bandwidth_Bps * kBurst_s, kMinBurst_bytes);
 }
 
+// Registers everything for cleanup first, writes the state file, then builds fabric and nodes; if any step
+// throws, the half-built cluster's destructor removes what exists. Clusters left by dead owners go first.
 EmulatedCluster EmulatedCluster::up(const EmulatedClusterSpec& spec, bool persistent) {
   validate(spec);
   install_cleanup_handlers();

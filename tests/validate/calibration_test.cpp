@@ -241,4 +241,7 @@ TEST(Calibration, MergeTakesFastestPingPongAndMedianAllreduce) {
   EXPECT_EQ(m["dgc"]["dgc_Bps"].get<double>(), 1.5e9 / 5);
   runs[2]["ranks"] = 4;
   EXPECT_THROW(merge_bench_runs(runs, {"a.json", "b.json", "c.json"}), InputError);
+  runs[2]["ranks"] = 8;
+  runs[2].erase("dgc");  // a run of an older bench, without the DGC rate: named, not a JSON library error
+  EXPECT_THROW(merge_bench_runs(runs, {"a.json", "b.json", "c.json"}), InputError);
 }
