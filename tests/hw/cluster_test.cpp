@@ -240,6 +240,21 @@ TEST_F(ClusterTest, DestructorRemovesEverything) {
   EXPECT_EQ(leftovers(prefix), "");
 }
 
+// The bucket tbf gets is the spec's (a topology's burst_bytes, which the simulator's flow fidelity models), and by
+// default 4 ms of traffic: 125e6 B/s x 0.004 s = 500 000 B. tc prints a size in bytes unless it is within 16 B of a
+// whole KiB (iproute2's sprint_size): 250 000 and 500 000 are not.
+TEST_F(ClusterTest, TbfBucketIsTheSpecs) {
+  for (const auto& [burst_bytes, printed] : {std::pair{250000.0, "burst 250000b"}, std::pair{0.0, "burst 500000b"}}) {
+    const EmulatedCluster cluster =
+        EmulatedCluster::up({.nodes = 1, .nic_bandwidth_Bps = 125e6, .nic_burst_bytes = burst_bytes});
+    const std::string qdisc = run_command({tool_path("tc"), "-n", cluster.node_namespace(0), "qdisc", "show", "dev",
+                                           cluster.prefix() + "-nic"})
+                                  .output;
+    EXPECT_NE(qdisc.find(printed), std::string::npos) << qdisc;
+  }
+  EXPECT_THROW(EmulatedCluster::up({.nodes = 1, .nic_bandwidth_Bps = 125e6, .nic_burst_bytes = 100}), ClusterError);
+}
+
 // exit() skips the destructors of live objects; the cluster is still removed (by an atexit handler).
 TEST_F(ClusterTest, ExitWithoutDestructorLeavesNothing) {
   int reported[2];
