@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cli/commands.hpp"
+#include "sim/core/data_path.hpp"
 #include "sim/core/error.hpp"
 
 namespace commsim::cli {
@@ -64,7 +65,7 @@ int run_compare(const CompareOptions& o) {
   const std::string title = top.string("name");
   top.string_or("description", "");
   const std::string scenario_path = (std::filesystem::path(o.file).parent_path() / top.string("scenario")).string();
-  if (!std::filesystem::is_regular_file(scenario_path)) top.fail("scenario", "no such file " + scenario_path);
+  if (!is_regular_file(scenario_path)) top.fail("scenario", "no such file " + scenario_path);
   const Json base_document = read_json_file(scenario_path);
   const Json& variants = top.array("variants");
   top.reject_unknown();

@@ -26,9 +26,10 @@ struct SimulateOptions {
 const CLI::Validator& writable_file() {
   static const CLI::Validator validator(
       [](std::string& path) -> std::string {
-        if (std::filesystem::is_directory(path)) return "cannot write " + path + ": it is a directory";
-        const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
-        if (std::filesystem::is_directory(dir) && access(dir.c_str(), W_OK) == 0) return "";
+        std::error_code ec;  // a name the system cannot look up (too long) is refused below, not thrown
+        if (std::filesystem::is_directory(path, ec)) return "cannot write " + path + ": it is a directory";
+        const std::filesystem::path dir = std::filesystem::absolute(path, ec).parent_path();
+        if (std::filesystem::is_directory(dir, ec) && access(dir.c_str(), W_OK) == 0) return "";
         return "cannot write " + path + " (" + dir.string() + " is not a writable directory)";
       },
       "FILE");

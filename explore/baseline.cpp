@@ -36,7 +36,7 @@ Baseline load_baseline(const std::string& path, bool updating) {
     if (!names.insert(e.name).second) f.fail("name", "\"" + e.name + "\" appears twice");
     e.scenario = f.string("scenario");
     e.scenario_path = resolve_data_path((fs::path(path).parent_path() / e.scenario).lexically_normal().string());
-    if (!fs::is_regular_file(e.scenario_path)) f.fail("scenario", "no such file " + e.scenario_path);
+    if (!is_regular_file(e.scenario_path)) f.fail("scenario", "no such file " + e.scenario_path);
     if (const Json* sets = f.raw_optional("set")) {
       if (!sets->is_array()) f.fail("set", "must be an array of \"key=value\" strings");
       for (const Json& s : *sets) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "reports/format.hpp"
+#include "sim/core/data_path.hpp"
 #include "sim/core/json_document_cache.hpp"
 
 namespace commsim::explore {
@@ -73,7 +74,7 @@ Axis parse_axis(const std::string& spec, const std::string& scenario_file) {
     if (axis.key == "topology" || axis.key == "model") {
       namespace fs = std::filesystem;
       const fs::path beside_scenario = fs::path(scenario_file).parent_path() / v;
-      if (!fs::exists(beside_scenario) && fs::exists(v)) value = fs::absolute(v).lexically_normal().string();
+      if (!path_exists(beside_scenario.string()) && path_exists(v)) value = fs::absolute(v).lexically_normal().string();
     }
     axis.values.push_back(value);
     axis.labels.push_back(v);

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "sim/core/data_path.hpp"
 #include "validate/process.hpp"
 
 namespace commsim::validate {
@@ -17,14 +18,14 @@ std::string last_line(const std::string& log) {
 
 // The response the child wrote; exit code -1 when it wrote none (killed, or not a commsim).
 hw::HardwareRunResponse read_response(const std::string& file) {
-  if (!fs::exists(file)) return {};
+  if (!path_exists(file)) return {};
   return hw::read_hardware_response(read_json_file(file), file);
 }
 
 // Why the run is not usable, or "" when it is.
 std::string why_not_ok(const HardwareRun& run, const ProcessResult& process, const hw::HardwareRunRequest& request) {
   const int code = process.exit_code;
-  if (code != 0 || (!request.result_file.empty() && !fs::exists(request.result_file)))
+  if (code != 0 || (!request.result_file.empty() && !path_exists(request.result_file)))
     return "commsim hw-run exited " + std::to_string(code) + (process.timed_out ? " (timed out)" : "") + ": " +
            last_line(run.log_file) + " (log: " + run.log_file + ")";
   if (request.cluster && !run.response.cluster)

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "reports/format.hpp"
+#include "sim/core/data_path.hpp"
 #include "sim/core/host.hpp"
 #include "validate/calibrate_run.hpp"
 #include "validate/report.hpp"
@@ -111,7 +112,7 @@ Measurement measure_or_read(const ValidateOptions& o, const Suite& suite, const 
                             const std::string& runs_dir, int run) {
   if (o.measured_dir.empty()) return measure(o.commsim, suite, e, o.cluster, runs_dir, run);
   const std::string file = (fs::path(o.measured_dir) / measured_file_name(e.name, run)).string();
-  if (fs::exists(file)) return read_measurement(file);
+  if (path_exists(file)) return read_measurement(file);
   Measurement m;
   m.error = "no " + file;
   return m;

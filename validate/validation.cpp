@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "sim/core/data_path.hpp"
 #include "sim/core/statistics.hpp"
 #include "sim/result/result.hpp"
 #include "sim/step/simulation.hpp"
@@ -106,7 +107,7 @@ Prediction predict(const Suite& suite, const SuiteEntry& entry, const Calibratio
 Measurement read_measurement(const std::string& json_file) {
   Measurement m = measurement_of(Result::from_json(read_json_file(json_file), json_file), json_file);
   const std::string response = without_json_extension(json_file) + ".response.json";
-  if (fs::exists(response)) m.network = hw::read_hardware_response(read_json_file(response), response).network;
+  if (path_exists(response)) m.network = hw::read_hardware_response(read_json_file(response), response).network;
   return m;
 }
 

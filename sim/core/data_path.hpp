@@ -20,4 +20,10 @@ std::vector<std::string> data_dirs();
 // The file `path` names under the rule above.
 std::string resolve_data_path(const std::string& path);
 
+// Whether `path` names something that exists / a regular file, answered without throwing: a name the system cannot
+// look up at all (longer than a file name may be, a loop of links) is simply not there, and the caller's error
+// names it (std::filesystem's one-argument forms throw there).
+bool path_exists(const std::string& path);
+bool is_regular_file(const std::string& path);
+
 }  // namespace commsim
