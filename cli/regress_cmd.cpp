@@ -34,7 +34,7 @@ struct RegressOptions {
 // with when a run failed (its last line is printed). The temporary files are removed.
 int measure_on_hardware(const explore::Baseline& b, const RegressOptions& o, std::map<std::string, Result>& measured) {
   const fs::path dir = fs::temp_directory_path() / ("commsim-regress-" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  reports::create_directories(dir.string(), "TMPDIR");
   struct RemoveOnExit {
     fs::path path;
     ~RemoveOnExit() {

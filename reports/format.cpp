@@ -112,6 +112,12 @@ void write_file(const std::string& path, const std::string& text, const std::str
   if (!out) throw InputError(flag, "", "cannot write " + path);
 }
 
+void create_directories(const std::string& dir, const std::string& flag) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError(flag, "", "cannot create directory " + dir + ": " + ec.message());
+}
+
 void write_file_replacing(const std::string& path, const std::string& text, const std::string& flag) {
   const std::string temporary = path + ".partial-" + std::to_string(getpid());
   std::error_code ec;

@@ -37,6 +37,8 @@ class TextTable {
 
 // Writes `text` to `path`; a failure is an InputError naming `flag` and the path.
 void write_file(const std::string& path, const std::string& text, const std::string& flag);
+// Creates `dir` and its parents; where that fails (no permission, a name too long) an InputError naming the flag.
+void create_directories(const std::string& dir, const std::string& flag);
 
 // Writes `text` to a temporary file beside `path` and renames it over `path`, so that a reader (or an interrupted
 // run) sees the old file or the new one, never half of one. The temporary file is removed on failure.

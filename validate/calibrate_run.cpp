@@ -43,7 +43,8 @@ hw::HardwareRunRequest bench_request(const CalibrateOptions& o, const std::strin
 // response); returns the files. Bad input of the child is an InputError here, any other failure MeasurementFailed.
 std::vector<std::string> measure_benches(const CalibrateOptions& o, const std::string& bench_file) {
   if (o.repeats < 1) throw InputError("--repeats", "", "must be at least 1");
-  if (!fs::path(bench_file).parent_path().empty()) fs::create_directories(fs::path(bench_file).parent_path());
+  if (!fs::path(bench_file).parent_path().empty())
+    reports::create_directories(fs::path(bench_file).parent_path().string(), "--bench-out");
   std::vector<std::string> files;
   for (int run = 1; run <= o.repeats; ++run) {
     const std::string stem = without_extension(bench_file) + ".run" + std::to_string(run);
@@ -81,7 +82,8 @@ Calibration run_calibration(const CalibrateOptions& o) {
   if (files.size() > 1 || measure) reports::write_file(bench_file, merged.dump(2) + "\n", "--bench-out");
   Calibration cal = calibrate(topology, o.topology, merged, bench_file, o.model);
   if (cal.trusted()) {
-    if (!fs::path(o.out).parent_path().empty()) fs::create_directories(fs::path(o.out).parent_path());
+    if (!fs::path(o.out).parent_path().empty())
+      reports::create_directories(fs::path(o.out).parent_path().string(), "-o");
     reports::write_file(o.out, cal.calibrated_topology.dump(2) + "\n", "-o");
   }
   return cal;

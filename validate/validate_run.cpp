@@ -151,8 +151,8 @@ ValidateOutcome run_validation(const ValidateOptions& o) {
   out.report_dir = o.report_dir.empty() ? "validation-" + safe(v.suite->name) : o.report_dir;
   const std::string runs_dir = (fs::path(out.report_dir) / "runs").string();
   const std::string work_dir = (fs::path(out.report_dir) / "calibration").string();
-  fs::create_directories(runs_dir);
-  fs::create_directories(work_dir);
+  reports::create_directories(runs_dir, "--report");
+  reports::create_directories(work_dir, "--report");
   v.cluster = o.cluster;
   v.host = host_name();
   v.date = utc_timestamp();
