@@ -50,7 +50,11 @@ void FlowNetwork::schedule_bucket_events() {
     if (carried_Bps == b.carried_Bps) continue;  // the pending event, if any, still holds
     b.carried_Bps = carried_Bps;
     ++b.version;
-    if (carried_Bps > b.sustained_Bps && b.tokens_bytes > kFrameBytes)  // at burst_Bps until a frame's are left
+    if (carried_Bps <= b.sustained_Bps || b.tokens_bytes <= kFrameBytes) continue;
+    // At burst_Bps until a frame's tokens are left. Flows held just above the sustained rate elsewhere may drain a
+    // bucket so slowly that it lasts past the end of simulated time: then it never runs down, and no event is due.
+    const double drain_s = (b.tokens_bytes - kFrameBytes) / (carried_Bps - b.sustained_Bps);
+    if (drain_s < kMaxSimulatedSeconds - ps_to_seconds(now) - 1)
       queue_.schedule(add_ps(now, transfer_ps(b.tokens_bytes - kFrameBytes, carried_Bps - b.sustained_Bps)), this,
                       payload(kBucketEmpty, i, b.version & 0x3fffffffu));
   }

@@ -165,13 +165,14 @@ TEST(Contention, ScheduleOnASharedLinkSerializesThroughput) {
 }
 
 // Two nodes of one rank each behind a token-bucket NIC (tc tbf, as the emulated cluster shapes them): sustained
-// r = 1e8 B/s, bucket B = 1 001 514 B, burst_Bps P = 1.1e9 B/s; every other link 1e12 B/s and no latency anywhere.
-// A transfer crosses two bucket links (node 0's egress, the switch's egress to node 1), which drain alike.
-std::unique_ptr<Topology> bucket_pair() {
+// r = 1e8 B/s, bucket B = 1 001 514 B, burst_Bps P = 1.1e9 B/s; every other link `shm_Bps` (1e12 B/s) and no
+// latency anywhere. A transfer crosses two bucket links (node 0's egress, the switch's egress to node 1), which drain
+// alike.
+std::unique_ptr<Topology> bucket_pair(double shm_Bps = 1e12) {
   const Json doc = {
       {"name", "bucket-pair"},
       {"link_classes",
-       {{"shm", {{"latency_s", 0}, {"bandwidth_Bps", 1e12}, {"source", "test"}}},
+       {{"shm", {{"latency_s", 0}, {"bandwidth_Bps", shm_Bps}, {"source", "test"}}},
         {"tcp",
          {{"latency_s", 0},
           {"bandwidth_Bps", 1e8},
@@ -190,9 +191,10 @@ std::unique_ptr<Topology> bucket_pair() {
   return load_topology_document(doc, "bucket-pair.json");
 }
 
-// Transfers from rank 0 to rank 1 of bucket_pair(), each (bytes, start time in s); when each is delivered, in s.
-std::vector<double> bucket_pair_delivered_s(const std::vector<std::pair<double, double>>& transfers) {
-  auto t = bucket_pair();
+// Transfers from rank 0 to rank 1 of bucket_pair(shm_Bps), each (bytes, start time in s); when each is delivered.
+std::vector<double> bucket_pair_delivered_s(const std::vector<std::pair<double, double>>& transfers,
+                                            double shm_Bps = 1e12) {
+  auto t = bucket_pair(shm_Bps);
   EventQueue queue;
   auto net = make_test_network(Network::Flow, *t, queue);
   Recorder rec(queue);
@@ -229,6 +231,13 @@ TEST(TokenBucket, FlowsSharingTheLinkShareItsBucket) {
   const std::vector<double> delivered = bucket_pair_delivered_s({{1.55e6, 0}, {1.55e6, 0}});
   EXPECT_NEAR(delivered[0], 21e-3, 1e-9);
   EXPECT_NEAR(delivered[1], 21e-3, 1e-9);
+}
+
+// A flow held by another link at 0.1 B/s above the sustained rate drains the bucket so slowly (1e6 B / 0.1 B/s =
+// 1e7 s, past the 100 days simulated time can reach) that it never runs down: the flow keeps its 1e8 + 0.1 B/s, and
+// 3.1e6 B take 3.1e6 / (1e8 + 0.1) s = 31 ms (less 3.1e-11 s). No event is scheduled past the end of time.
+TEST(TokenBucket, ABucketThatWouldOutlastSimulatedTimeNeverRunsDown) {
+  EXPECT_NEAR(bucket_pair_delivered_s({{3.1e6, 0}}, 1e8 + 0.1)[0], 3.1e6 / (1e8 + 0.1), 1e-9);
 }
 
 }  // namespace
