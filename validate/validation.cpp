@@ -27,11 +27,11 @@ std::string safe_name(const std::string& name) {
 // = 3 x reduce_Bps (the simulator reduces at memory_Bps / 3), dgc_Bps as measured. `topology_name` names it in
 // errors.
 SimulationRun simulate_with(const Json& document, const std::string& scenario_file, const Json& topology,
-                            const std::string& topology_name, const CalibrationSummary& rates) {
+                            const std::string& topology_name, const CalibrationSummary& calibration) {
   SimulationRun run;
   run.scenario = parse_scenario(document, scenario_file);
-  if (rates.reduce_Bps > 0) run.scenario.device.memory_Bps = 3 * rates.reduce_Bps;
-  if (rates.dgc_Bps > 0) run.scenario.device.dgc_Bps = rates.dgc_Bps;
+  if (calibration.reduce_Bps > 0) run.scenario.device.memory_Bps = 3 * calibration.reduce_Bps;
+  if (calibration.dgc_Bps > 0) run.scenario.device.dgc_Bps = calibration.dgc_Bps;
   run.topology = load_topology_document(topology, topology_name, run.scenario.nodes);
   run.plan = build_plan(run.scenario, *run.topology, load_model(run.scenario.model_path));
   try {

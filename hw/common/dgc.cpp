@@ -65,6 +65,13 @@ std::vector<std::uint32_t> top_k_indices(const float* values, std::size_t count,
   return select_exact(values, candidates, k);
 }
 
+void take_chosen(float* residual, const std::vector<std::uint32_t>& chosen, float* values) {
+  for (std::size_t c = 0; c < chosen.size(); ++c) {
+    values[c] = residual[chosen[c]];
+    residual[chosen[c]] = 0;
+  }
+}
+
 void accumulate_sparse(float* dense, const float* values, const std::uint32_t* indices, std::size_t pairs) {
   for (std::size_t j = 0; j < pairs; ++j) dense[indices[j]] += values[j];
 }

@@ -14,6 +14,10 @@ namespace commsim::hw {
 // the selection among them is exact.
 std::vector<std::uint32_t> top_k_indices(const float* values, std::size_t count, std::size_t k);
 
+// Takes the chosen entries out of the residual: their values into `values` (in the order of `chosen`), zeros where
+// they were (DGC keeps the rest for later steps).
+void take_chosen(float* residual, const std::vector<std::uint32_t>& chosen, float* values);
+
 // Sparse accumulation of one rank's pairs: dense[indices[j]] += values[j].
 void accumulate_sparse(float* dense, const float* values, const std::uint32_t* indices, std::size_t pairs);
 

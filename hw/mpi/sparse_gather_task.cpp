@@ -24,10 +24,7 @@ void TaskExecutor::select_top_k(const PreparedTask& p, Stream& stream, std::uint
     }
   const std::vector<std::uint32_t> chosen = top_k_indices(residual.data(), residual.size(), p.kept);
   std::vector<float> values(chosen.size());
-  for (std::size_t c = 0; c < chosen.size(); ++c) {
-    values[c] = residual[chosen[c]];
-    residual[chosen[c]] = 0;
-  }
+  take_chosen(residual.data(), chosen, values.data());
   const std::size_t element = element_bytes(context_.dtype);
   cast_from_float(context_.dtype, values.data(), stream.vector.data(), values.size());
   std::memcpy(stream.vector.data() + chosen.size() * element, chosen.data(), chosen.size() * sizeof(std::uint32_t));
