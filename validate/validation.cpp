@@ -33,6 +33,7 @@ SimulationRun simulate_with(const Json& document, const std::string& scenario_fi
   if (calibration.reduce_Bps > 0) run.scenario.device.memory_Bps = 3 * calibration.reduce_Bps;
   if (calibration.dgc_Bps > 0) run.scenario.device.dgc_Bps = calibration.dgc_Bps;
   run.topology = load_topology_document(topology, topology_name, run.scenario.nodes);
+  use_scenario_release(run.scenario, *run.topology);
   run.plan = build_plan(run.scenario, *run.topology, load_model(run.scenario.model_path));
   try {
     run.result = simulate_plan(run.plan, *run.topology, Fidelity::Flow);

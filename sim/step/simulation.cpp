@@ -29,10 +29,13 @@ std::map<std::string, std::string> scenario_settings(const Json& document) {
   return out;
 }
 
+void use_scenario_release(const Scenario& scenario, Topology& topology) {
+  if (!scenario.nccl_version.empty()) nccl::use_release(topology, scenario.nccl_version, scenario.file, "nccl_version");
+}
+
 std::unique_ptr<Topology> load_scenario_topology(const Scenario& scenario) {
   std::unique_ptr<Topology> topology = load_topology(scenario.topology_path, scenario.nodes);
-  if (!scenario.nccl_version.empty())
-    nccl::use_release(*topology, scenario.nccl_version, scenario.file, "nccl_version");
+  use_scenario_release(scenario, *topology);
   return topology;
 }
 

@@ -35,6 +35,8 @@ SimulationRun simulate_document(const Json& document, const std::string& file, F
 
 // The scenario's topology at its node count, priced with the scenario's nccl_version where it names one.
 std::unique_ptr<Topology> load_scenario_topology(const Scenario& scenario);
+// The same release applied to a topology loaded otherwise (validation's calibrated one, from memory).
+void use_scenario_release(const Scenario& scenario, Topology& topology);
 
 std::string fnv1a_hex(const std::string& text);
 // The settings a Result records (Result::settings): nodes, batch_per_gpu, steps and every strategy.* leaf.

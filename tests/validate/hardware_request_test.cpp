@@ -113,6 +113,27 @@ TEST(HardwareRequest, StrictReaderNamesFileAndField) {
   }
 }
 
+// A scenario's nccl_version reaches validation's prediction too: on the calibrated emulated topology, which names no
+// NCCL library, it is refused with one line (it was silently ignored), as `commsim simulate` refuses it.
+TEST(InMemoryCalibration, ScenarioNcclVersionIsAppliedToTheCalibratedTopology) {
+  const std::string topology_file = "validate/suites/topologies/emulated-cpu-cluster-2x2.json";
+  const Json bench = validate::test_support::bench_report([](double b) { return 1e-6 + b / 5e9; },
+                                                          [](double b) { return 40e-6 + b / 112.5e6; });
+  const validate::Calibration cal = validate::calibrate(read_json_file(topology_file), topology_file, bench, "b.json");
+  const validate::CalibrationSummary summary = validate::summarise_calibration(cal.calibrated_topology, "cal.json");
+  validate::Suite suite = validate::load_suite("validate/suites/smoke.json");
+  ASSERT_FALSE(suite.entries.empty());
+  validate::SuiteEntry entry = suite.entries.front();
+  EXPECT_NO_THROW(validate::predict(suite, entry, summary));
+  entry.set["nccl_version"] = "2.26.2";
+  try {
+    validate::predict(suite, entry, summary);
+    ADD_FAILURE() << "a release on a topology without NCCL was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("names no NCCL library"), std::string::npos) << e.what();
+  }
+}
+
 // The prediction used to simulate the calibrated topology (and its band's scaled copies) written to files and read
 // back; it now simulates them from memory. Both are the same document, and JSON numbers survive dump and parse
 // exactly, so the step times must be equal to the last bit -- here against the old route, spelled out.
