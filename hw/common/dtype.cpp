@@ -103,6 +103,12 @@ void decode_all(const void* in, float* out, std::size_t count) {
   const auto* b = static_cast<const Bits*>(in);
   for (std::size_t i = 0; i < count; ++i) out[i] = Decode(b[i]);
 }
+template <typename Bits, float (*Decode)(Bits)>
+void decode_all_divided(const void* in, float* out, std::size_t count, float divisor) {
+  const auto* b = static_cast<const Bits*>(in);
+  for (std::size_t i = 0; i < count; ++i) out[i] = Decode(b[i]) / divisor;
+}
+float identity(float value) { return value; }
 template <typename Bits, Bits (*Encode)(float), float (*Decode)(Bits)>
 void sum_all(void* accumulator, const void* addend, std::size_t count) {
   auto* a = static_cast<Bits*>(accumulator);
@@ -137,6 +143,19 @@ void cast_to_float(CommDtype dtype, const void* in, float* out, std::size_t coun
       return decode_all<std::uint16_t, bf16_to_float>(in, out, count);
     case CommDtype::Fp8:
       return decode_all<std::uint8_t, fp8_e4m3_to_float>(in, out, count);
+  }
+}
+
+void cast_to_float_divided(CommDtype dtype, const void* in, float* out, std::size_t count, float divisor) {
+  switch (dtype) {
+    case CommDtype::Fp32:
+      return decode_all_divided<float, identity>(in, out, count, divisor);
+    case CommDtype::Fp16:
+      return decode_all_divided<std::uint16_t, half_to_float>(in, out, count, divisor);
+    case CommDtype::Bf16:
+      return decode_all_divided<std::uint16_t, bf16_to_float>(in, out, count, divisor);
+    case CommDtype::Fp8:
+      return decode_all_divided<std::uint8_t, fp8_e4m3_to_float>(in, out, count, divisor);
   }
 }
 

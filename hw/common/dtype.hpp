@@ -27,6 +27,9 @@ float round_to(CommDtype dtype, float value);
 void cast_from_float(CommDtype dtype, const float* in, void* out, std::size_t count);
 // out[i] = in[i] read as `dtype`, widened to float.
 void cast_to_float(CommDtype dtype, const void* in, float* out, std::size_t count);
+// out[i] = (in[i] read as `dtype`, widened to float) / divisor: the same values as cast_to_float then a division,
+// in one pass that reads `in` and writes `out` once.
+void cast_to_float_divided(CommDtype dtype, const void* in, float* out, std::size_t count, float divisor);
 // accumulator[i] += addend[i], both in `dtype`: widened to float, added, rounded back (as NCCL sums half types).
 void sum_into(CommDtype dtype, void* accumulator, const void* addend, std::size_t count);
 

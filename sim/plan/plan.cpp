@@ -115,8 +115,9 @@ int StepBuilder::communicate(StepPlan& plan, int stream, Collective op, std::uin
   const Overheads& o = overheads;
   const double gradient_bytes = 4.0 * static_cast<double>(elements);  // the fp32 gradients the buckets hold
   t.start_grid_s = o.cycle_s;
-  t.overhead_before_s = o.per_bucket_s + o.launch_s + o.copy_in_passes * gradient_bytes / sc.device.memory_Bps;
-  t.overhead_after_s = o.copy_out_passes * gradient_bytes / sc.device.memory_Bps;
+  const double copy_bytes = cast_task >= 0 && o.copies_are_casts ? 0.0 : gradient_bytes;  // else the cast prices them
+  t.overhead_before_s = o.per_bucket_s + o.launch_s + o.copy_in_passes * copy_bytes / sc.device.memory_Bps;
+  t.overhead_after_s = o.copy_out_passes * copy_bytes / sc.device.memory_Bps;
   const int task = add(plan, t);
   if (cast_task >= 0) plan.tasks[static_cast<std::size_t>(cast_task)].prepares = task;
   return task;

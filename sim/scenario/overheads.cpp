@@ -64,6 +64,7 @@ Overheads resolve_overheads(const Framework& fw, LibraryKind library) {
   o.copy_in_passes = fw.copy_in_passes.value_or(row.at("copy_in_passes").get<double>());
   o.copy_out_passes = fw.copy_out_passes.value_or(row.at("copy_out_passes").get<double>());
   o.cycle_s = fw.cycle_ms.value_or(row.at("cycle_ms").get<double>()) * 1e-3;
+  o.copies_are_casts = row.value("copies_are_casts", false);
   return o;
 }
 

@@ -14,7 +14,7 @@ namespace commsim {
 
 // A scenario's `framework` block: a framework of the table and, optionally, values that replace the table's.
 struct Framework {
-  std::string name = "none";  // none, pytorch_ddp, horovod
+  std::string name = "none";  // none, commsim_mpi, pytorch_ddp, horovod
   std::optional<double> launch_us, per_bucket_us, copy_in_passes, copy_out_passes, cycle_ms;
 };
 
@@ -25,6 +25,9 @@ struct Overheads {
   double copy_in_passes = 0;   // passes over the bucket's bytes before its collective (into the flat buffer)
   double copy_out_passes = 0;  // passes over the bucket's bytes after it (back into the gradients)
   double cycle_s = 0;          // a bucket's collective starts at the next multiple of this (Horovod's cycle)
+  // The copies are the casts when the gradients travel narrower (the MPI executor packs by casting): the plan's cast
+  // task then prices them, and no copy pass is charged besides.
+  bool copies_are_casts = false;
 };
 
 // Reads the block; throws InputError naming the field for an unknown framework, an unknown key or a negative value.

@@ -74,6 +74,21 @@ TEST(Dtype, Fp8E4m3RoundsAndSaturates) {
   }
 }
 
+// The executor's one-pass unpack must give the gradients the checked path gives: widen, then divide (the average of
+// 8 ranks: 3.0 / 8 = 0.375 exactly, and a value no dtype holds exactly still divides the same rounded value).
+TEST(Dtype, CastToFloatDividedIsTheCastThenTheDivision) {
+  const std::vector<float> values = {3.0f, -1.0f, 0.1f, 448.0f, 1e-3f, 0.0f, 65504.0f, -7.25f};
+  for (CommDtype d : {CommDtype::Fp32, CommDtype::Fp16, CommDtype::Bf16, CommDtype::Fp8}) {
+    std::vector<std::byte> vector(values.size() * element_bytes(d));
+    cast_from_float(d, values.data(), vector.data(), values.size());
+    std::vector<float> widened(values.size()), divided(values.size());
+    cast_to_float(d, vector.data(), widened.data(), values.size());
+    cast_to_float_divided(d, vector.data(), divided.data(), values.size(), 8.0f);
+    for (std::size_t i = 0; i < values.size(); ++i) EXPECT_EQ(divided[i], widened[i] / 8.0f) << i;
+    EXPECT_EQ(divided[0], 0.375f);
+  }
+}
+
 // ---- verifiable inputs -------------------------------------------------------------------------------------
 
 // The sum of `ranks` values below bound() must stay within the dtype's exact integers: 2^24, 2048, 256, 16.
