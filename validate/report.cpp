@@ -18,8 +18,7 @@ std::string pct(double f) { return (f >= 0 ? "+" : "") + fixed(100 * f, 1) + " %
 std::string sign_word(Sign s) { return s == Sign::Faster ? "faster" : s == Sign::Slower ? "slower" : "same"; }
 
 std::string speedup_verdict(const SpeedupOutcome& s) {
-  if (!s.resolved) return "within noise";
-  return s.sign_right ? "right" : "WRONG";
+  return std::string(s.sign_right ? "right" : "WRONG") + (s.resolved ? "" : " (within noise)");
 }
 
 std::string summary_line(const Validation& v) {
@@ -30,9 +29,8 @@ std::string summary_line(const Validation& v) {
          " %: " + (s.max_met ? "met" : "missed") + "), measurement inside the band " + std::to_string(s.inside) + "/" +
          std::to_string(s.measured) + " (target >= " + fixed(100 * s.target_inside, 0) +
          " %: " + (s.inside_met ? "met" : "missed") + "), speedup signs right " +
-         std::to_string(v.speedups.size() - s.wrong_signs.size() - s.unresolved.size()) + "/" +
-         std::to_string(v.speedups.size()) +
-         (s.unresolved.empty() ? "" : " (" + std::to_string(s.unresolved.size()) + " within noise)") +
+         std::to_string(v.speedups.size() - s.wrong_signs.size()) + "/" + std::to_string(v.speedups.size()) +
+         (s.unresolved.empty() ? "" : " (" + std::to_string(s.unresolved.size()) + " measured within noise)") +
          " (target all: " + (s.signs_met ? "met" : "missed") + ")";
 }
 
@@ -129,9 +127,10 @@ Json method_json() {
            "predicted -/+ sqrt(model^2 + (2 sigma)^2): model = re-simulation with every calibrated link class "
            "slower/faster by 2 x its RMS relative fit residual; sigma = measured half-IQR / 0.6745"},
           {"sign",
-           "a measured speedup has a sign only when the two measured medians differ by more than 2 standard "
-           "errors of their difference (standard error of a median = 1.2533 sigma / sqrt(steps)); predicted "
-           "|speedup - 1| < 1 % counts as no change"}};
+           "faster, slower or no change, the same rule for the prediction and the measurement: |speedup - 1| "
+           "< 1 % is no change, and so is a measured speedup whose two medians differ by no more than 2 standard "
+           "errors of their difference (standard error of a median = 1.2533 sigma / sqrt(steps)); a sign is "
+           "right when both agree"}};
 }
 
 }  // namespace

@@ -90,10 +90,11 @@ struct SpeedupOutcome {
   double predicted = 0, measured = 0;  // baseline time / variant time (> 1: the technique helps)
   Sign predicted_sign = Sign::Same, measured_sign = Sign::Same;
   bool resolved = false;    // the measured medians differ by more than 2 standard errors of their difference
-  bool sign_right = false;  // resolved and the same sign as predicted
+  bool sign_right = false;  // the same sign measured and predicted ("no change" being one of them)
 };
 
-// Predicted sign: |speedup - 1| below this counts as "no change".
+// |speedup - 1| below this counts as "no change", predicted or measured (a measured speedup also counts as "no
+// change" while its medians are not resolved).
 inline constexpr double kNoChange = 0.01;
 
 SpeedupOutcome compare_speedup(const Comparison& c, const ScenarioOutcome& v, const ScenarioOutcome& b);

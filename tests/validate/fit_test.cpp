@@ -195,7 +195,7 @@ TEST(Speedup, SignRightWhenBothFaster) {
 }
 
 // Predicted faster, measured slower by more than the noise: wrong. Measured 2 ms apart with 1 ms standard errors:
-// within noise (2 < 2.83), not resolved and not counted right.
+// within noise (2 < 2.83), so the measurement says no change, and the predicted 2x speedup is wrong.
 TEST(Speedup, WrongAndUnresolvedSigns) {
   const Comparison e{"dgc", "v", "b", ""};
   const SpeedupOutcome wrong = compare_speedup(e, outcome(0.05, 0.12, 0.001), outcome(0.1, 0.1, 0.001));
@@ -204,5 +204,27 @@ TEST(Speedup, WrongAndUnresolvedSigns) {
   EXPECT_EQ(wrong.measured_sign, Sign::Slower);
   const SpeedupOutcome noise = compare_speedup(e, outcome(0.05, 0.098, 0.001), outcome(0.1, 0.1, 0.001));
   EXPECT_FALSE(noise.resolved);
+  EXPECT_EQ(noise.measured_sign, Sign::Same);
   EXPECT_FALSE(noise.sign_right);
+}
+
+// "No change" is one rule for both sides: |speedup - 1| < 1 %, or for the measurement also a difference within
+// noise. Standard errors of 0.1 ms, so 2 x sqrt(2) x 0.1 = 0.28 ms resolves every difference below.
+TEST(Speedup, NoChangeIsTheSameThresholdPredictedAndMeasured) {
+  const Comparison e{"fusion", "v", "b", ""};
+  // Predicted 100 / 100.6 = 0.994x and measured the same 0.994x (0.6 ms, resolved): both "no change", right. (The
+  // rule before held the prediction to 1 % and the measurement to none, and called this pair wrong.)
+  const SpeedupOutcome same = compare_speedup(e, outcome(0.1006, 0.1006, 1e-4), outcome(0.1, 0.1, 1e-4));
+  EXPECT_TRUE(same.resolved);
+  EXPECT_EQ(same.predicted_sign, Sign::Same);
+  EXPECT_EQ(same.measured_sign, Sign::Same);
+  EXPECT_TRUE(same.sign_right);
+  // Predicted 100 / 99.5 = 1.005x (no change), measured 100 / 98.8 = 1.012x (faster, beyond 1 %): wrong.
+  const SpeedupOutcome missed = compare_speedup(e, outcome(0.0995, 0.0988, 1e-4), outcome(0.1, 0.1, 1e-4));
+  EXPECT_EQ(missed.measured_sign, Sign::Faster);
+  EXPECT_FALSE(missed.sign_right);
+  // Within noise and predicted within 1 %: both say no change, right.
+  const SpeedupOutcome quiet = compare_speedup(e, outcome(0.1005, 0.10002, 1e-4), outcome(0.1, 0.1, 1e-4));
+  EXPECT_FALSE(quiet.resolved);
+  EXPECT_TRUE(quiet.sign_right);
 }
