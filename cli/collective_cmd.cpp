@@ -138,9 +138,14 @@ CollectiveSpec parse_names(const CollectiveOptions& o, Fidelity& fidelity) {
   if (!parse_collective(o.op, spec.op))
     throw InputError("--op", "",
                      "unknown collective \"" + o.op + "\" (allreduce, reducescatter, allgather, broadcast, reduce)");
-  if (!parse_algorithm(o.algo, spec.algorithm))
+  // A list in NCCL_ALGO / NCCL_PROTO's syntax narrows NCCL's own choice (algorithm / protocol Auto).
+  if (nccl::is_nccl_list(o.algo))
+    spec.algorithm = Algorithm::Auto, spec.nccl_algorithms = nccl::enabled_by_list(o.algo, spec.op, false, "--algo");
+  else if (!parse_algorithm(o.algo, spec.algorithm))
     throw InputError("--algo", "", "unknown algorithm \"" + o.algo + "\" (" + algorithm_names(", ") + ")");
-  if (!parse_protocol(o.proto, spec.protocol))
+  if (nccl::is_nccl_list(o.proto))
+    spec.protocol = Protocol::Auto, spec.nccl_protocols = nccl::enabled_by_list(o.proto, spec.op, true, "--proto");
+  else if (!parse_protocol(o.proto, spec.protocol))
     throw InputError("--proto", "", "unknown protocol \"" + o.proto + "\" (ll, ll128, simple, auto)");
   if (!parse_fidelity(o.fidelity, fidelity))
     throw InputError("--fidelity", "", "unknown fidelity \"" + o.fidelity + "\" (analytical, flow)");
@@ -174,8 +179,10 @@ int run_collective(const CollectiveOptions& o) {
   auto topology = load_topology(o.topology, o.nodes);
   const bool nccl = topology->library().kind == LibraryKind::Nccl;
   if (!o.nccl_version.empty()) nccl::use_release(*topology, o.nccl_version, "--nccl-version", "");
-  if (spec.protocol != Protocol::Auto && !nccl)
+  if ((spec.protocol != Protocol::Auto || spec.nccl_protocols != 0) && !nccl)
     throw InputError("--proto", "", "protocols are NCCL's: " + o.topology + " names no NCCL library");
+  if (spec.nccl_algorithms != 0 && !nccl)
+    throw InputError("--algo", "", "lists in NCCL_ALGO's syntax are NCCL's: " + o.topology + " names no NCCL library");
   spec.channels = o.channels > 0 ? o.channels : topology->default_channels();
   spec.nccl_channels = nccl ? o.channels : 0;
   spec.gpus_per_thread = o.gpus_per_thread;
@@ -228,9 +235,13 @@ void register_collective(CLI::App& app, int& exit_code) {
   cmd->add_option("--topology", o->topology, "topology JSON file")->required();
   cmd->add_option("--nodes", o->nodes, "number of nodes (overrides the file)")->check(number_in(1, kMaxNodes));
   cmd->add_option("--op", o->op, "allreduce | reducescatter | allgather | broadcast | reduce");
-  cmd->add_option("--algo", o->algo, algorithm_names(" | ") + " (NCCL_ALGO)");
+  cmd->add_option("--algo", o->algo,
+                  algorithm_names(" | ") +
+                      "; on NCCL topologies also a list in NCCL_ALGO's syntax (ring,tree  ^nvls  "
+                      "ring;allreduce:tree)");
   cmd->add_option("--proto", o->proto,
-                  "ll | ll128 | simple | auto: NCCL's protocol (NCCL_PROTO), NCCL topologies only");
+                  "ll | ll128 | simple | auto, or a list in NCCL_PROTO's syntax (simple,ll128  ^ll): NCCL's protocol, "
+                  "NCCL topologies only");
   cmd->add_option("--sizes", o->sizes, "MIN:MAX doubling range or a comma list, bytes with K/M/G suffixes");
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
   cmd->add_option("--channels", o->channels,

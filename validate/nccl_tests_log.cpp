@@ -36,12 +36,14 @@ bool environment_value(const std::string& line, const std::string& variable, std
   return !value.empty();
 }
 
-// NCCL_ALGO's spelling (Ring, Tree, NVLS, NVLSTree, CollNetDirect, CollNetChain, PAT), any case.
-bool parse_nccl_algorithm(const std::string& name, Algorithm& out) {
-  const std::string n = lower(name);
-  if (n == "collnetdirect") return (out = Algorithm::CollNetDirect), true;
-  if (n == "collnetchain") return (out = Algorithm::CollNetChain), true;
-  return parse_algorithm(n, out);
+// Keeps NCCL_ALGO / NCCL_PROTO's value after checking it as NCCL parses it (what it enables depends on the
+// collective, which a text log learns from --op later: fitting applies it, nccl::enabled_by_list).
+void keep_nccl_setting(const std::string& name, const std::string& value, NcclTestsLog& log, const std::string& file,
+                       const std::string& field) {
+  if (name != "NCCL_ALGO" && name != "NCCL_PROTO") return;
+  const bool protocols = name == "NCCL_PROTO";
+  nccl::parse_nccl_list(value, Collective::AllReduce, protocols, file, field);
+  (protocols ? log.nccl_proto : log.nccl_algo) = value;
 }
 
 double parse_time(const std::string& token, const std::string& file, int line) {
@@ -124,10 +126,7 @@ NcclTestsLog read_nccl_tests_json(const std::string& path, const Json& doc) {
     const std::string text = entry.get<std::string>();
     const std::size_t eq = text.find('=');
     const std::string name = text.substr(0, eq), value = eq == std::string::npos ? "" : text.substr(eq + 1);
-    if (name == "NCCL_ALGO" && !parse_nccl_algorithm(value, log.forced_algorithm))
-      f.fail("env", "NCCL_ALGO \"" + value + "\" is not one commsim models");
-    if (name == "NCCL_PROTO" && !parse_protocol(lower(value), log.forced_protocol))
-      f.fail("env", "NCCL_PROTO \"" + value + "\" is not ll, ll128 or simple");
+    keep_nccl_setting(name, value, log, path, "env " + name);
   }
   JsonFields config = f.object("config");
   log.gpus_per_thread = static_cast<int>(config.integer("ngpus", 1, 1024));
@@ -176,13 +175,10 @@ NcclTestsLog read_curve(const std::string& path, const Json& doc) {
     if (!version->is_string()) f.fail("nccl_version", "must be a release such as \"2.26.2\", or null when not stated");
     log.nccl_version = version->get<std::string>();
   }
-  if (const Json* env = f.raw_optional("env")) {
-    if (env->contains("NCCL_ALGO") &&
-        !parse_nccl_algorithm(env->at("NCCL_ALGO").get<std::string>(), log.forced_algorithm))
-      f.fail("env.NCCL_ALGO", "is not an algorithm commsim models");
-    if (env->contains("NCCL_PROTO") &&
-        !parse_protocol(lower(env->at("NCCL_PROTO").get<std::string>()), log.forced_protocol))
-      f.fail("env.NCCL_PROTO", "is not ll, ll128 or simple");
+  if (f.raw_optional("env") != nullptr) {
+    JsonFields env = f.object("env");
+    for (const char* name : {"NCCL_ALGO", "NCCL_PROTO"})
+      if (env.has(name)) keep_nccl_setting(name, env.string(name), log, path, std::string("env.") + name);
   }
   const Json& rows = f.array("rows");
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -218,11 +214,9 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     std::string value;
-    if (environment_value(line, "NCCL_ALGO", value) && !parse_nccl_algorithm(value, log.forced_algorithm))
-      throw InputError(path, "line " + std::to_string(number), "NCCL_ALGO \"" + value + "\" is not one commsim models");
-    if (environment_value(line, "NCCL_PROTO", value) && !parse_protocol(value, log.forced_protocol))
-      throw InputError(path, "line " + std::to_string(number),
-                       "NCCL_PROTO \"" + value + "\" is not ll, ll128 or simple");
+    for (const char* name : {"NCCL_ALGO", "NCCL_PROTO"})
+      if (environment_value(line, name, value))
+        keep_nccl_setting(name, value, log, path, "line " + std::to_string(number) + " " + name);
     std::istringstream words(line);
     std::vector<std::string> t;
     for (std::string w; words >> w;) t.push_back(w);
@@ -429,12 +423,16 @@ NcclCalibration fit_nccl(Topology& topology, const std::vector<std::pair<NcclTes
       library.version = cal.priced_release.back();
       topology.set_library(std::move(library));
     }
+    // NCCL's choice as the run's NCCL_ALGO / NCCL_PROTO left it.
+    CollectiveSpec spec;
+    spec.op = op;
+    spec.algorithm = Algorithm::Auto;
+    if (!log.nccl_algo.empty())
+      spec.nccl_algorithms = nccl::enabled_by_list(log.nccl_algo, op, false, log.file, "NCCL_ALGO");
+    if (!log.nccl_proto.empty())
+      spec.nccl_protocols = nccl::enabled_by_list(log.nccl_proto, op, true, log.file, "NCCL_PROTO");
     for (const NcclTestsRow& row : log.rows) {
-      CollectiveSpec spec;
-      spec.op = op;
       spec.bytes = row.bytes;
-      spec.algorithm = log.forced_algorithm;
-      spec.protocol = log.forced_protocol;
       const nccl::Estimate chosen = nccl::choose(spec, topology, log.file);
       const nccl::Estimate e = nccl::predict_with(spec, topology, chosen.algorithm, chosen.protocol, {});
       groups[nccl::scale_key(op, chosen.algorithm, chosen.protocol)].push_back(

@@ -28,11 +28,12 @@ struct NcclTestsRow {
 
 struct NcclTestsLog {
   std::string file;
-  std::vector<NcclTestsRow> rows;                // rows with a non-zero size
-  int ranks = 0;                                 // "#  Rank N ... device" lines (0 when the log does not list them)
-  int hosts = 0;                                 // distinct host names of those lines
-  Algorithm forced_algorithm = Algorithm::Auto;  // NCCL_ALGO from "set by environment" lines
-  Protocol forced_protocol = Protocol::Auto;
+  std::vector<NcclTestsRow> rows;  // rows with a non-zero size
+  int ranks = 0;                   // "#  Rank N ... device" lines (0 when the log does not list them)
+  int hosts = 0;                   // distinct host names of those lines
+  // NCCL_ALGO / NCCL_PROTO as the run set them ("set by environment" lines, the -J file's or a curve's env), in
+  // NCCL's list syntax (nccl::parse_nccl_list); empty: NCCL's own choice.
+  std::string nccl_algo, nccl_proto;
   int gpus_per_thread = 1;  // nccl-tests -g: GPUs whose kernels one thread issues (its header's nGpus)
   bool op_known = false;    // a curve file names its collective; a text log does not (the caller's --op)
   Collective op = Collective::AllReduce;

@@ -73,6 +73,10 @@ struct CollectiveSpec {
   // many GPUs per operation (nccl-tests -g), so an operation takes at least that many kernel issues. 0 = no such
   // floor (a training step's launches are priced by libraries/overheads.json).
   int gpus_per_thread = 0;
+  // NCCL topologies: the algorithms and protocols a list in NCCL_ALGO / NCCL_PROTO's syntax leaves enabled for this
+  // collective (bit i: NCCL's i-th algorithm or protocol; nccl::parse_nccl_list); 0 = all of them. They narrow
+  // what `algorithm` / `protocol` = Auto may choose.
+  unsigned nccl_algorithms = 0, nccl_protocols = 0;
 };
 
 // Every field of a CollectiveSpec, in one ordered value: the key of any cache of what a spec costs or generates
@@ -91,6 +95,7 @@ struct CollectiveKey {
   bool aggregate;
   int nccl_channels;
   int gpus_per_thread;
+  unsigned nccl_algorithms, nccl_protocols;
   auto operator<=>(const CollectiveKey&) const = default;
 };
 CollectiveKey collective_key(const CollectiveSpec& spec);

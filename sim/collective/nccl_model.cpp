@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -173,6 +174,8 @@ std::vector<Estimate> candidates_in(const Context& c, const CollectiveSpec& spec
   return out;
 }
 
+bool enabled(unsigned mask, int index) { return mask == 0 || ((mask >> index) & 1u) != 0; }
+
 Estimate choose_in(const Context& c, const CollectiveSpec& spec, const Topology& topo, const std::string& field,
                    bool schedulable_only) {
   const std::vector<Estimate> all = candidates_in(c, spec);
@@ -181,14 +184,25 @@ Estimate choose_in(const Context& c, const CollectiveSpec& spec, const Topology&
     if (spec.algorithm != Algorithm::Auto && e.algorithm != spec.algorithm) continue;
     if (schedulable_only && !algorithm_entry(e.algorithm).has_schedule()) continue;
     if (spec.protocol != Protocol::Auto && e.protocol != spec.protocol) continue;
+    if (!enabled(spec.nccl_algorithms, nccl_index(e.algorithm)) ||
+        !enabled(spec.nccl_protocols, proto_index(e.protocol)))
+      continue;
     if (best == nullptr || e.seconds < best->seconds) best = &e;  // ties keep NCCL's order
   }
-  if (best == nullptr)
+  if (best == nullptr) {
+    const std::string algorithms = spec.nccl_algorithms != 0 ? "the algorithms of the --algo list"
+                                   : spec.algorithm == Algorithm::Auto
+                                       ? "any algorithm"
+                                       : "algorithm " + std::string(to_string(spec.algorithm));
+    const std::string protocols = spec.nccl_protocols != 0 ? "the protocols of the --proto list"
+                                  : spec.protocol == Protocol::Auto
+                                      ? "any protocol"
+                                      : "protocol " + std::string(to_string(spec.protocol));
     throw InputError(field, "algo",
-                     "NCCL has no " + std::string(to_string(spec.algorithm)) + "/" +
-                         std::string(to_string(spec.protocol)) + " " + std::string(to_string(spec.op)) + " on " +
-                         topo.name() + " (" + std::to_string(topo.ranks()) + " ranks, " + std::to_string(topo.nodes()) +
-                         " nodes)");
+                     "NCCL runs no " + std::string(to_string(spec.op)) + " on " + topo.name() + " (" +
+                         std::to_string(topo.ranks()) + " ranks, " + std::to_string(topo.nodes()) + " nodes) with " +
+                         algorithms + " and " + protocols);
+  }
   return *best;
 }
 
@@ -231,6 +245,90 @@ void require_nccl(const Topology& topo) {
 std::vector<Estimate> candidates(const CollectiveSpec& spec, const Topology& topo) {
   if (topo.library().kind != LibraryKind::Nccl) return {};
   return candidates_in(context_of(spec, topo), spec);
+}
+
+namespace {
+
+bool same_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// NCCL's spelling of its algorithms (src/device/... ncclAlgoStr, in NcclAlgo order) and protocols (ncclProtoStr).
+constexpr std::array<std::string_view, kNcclAlgos> kNcclAlgoNames = {
+    "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+constexpr std::array<std::string_view, kProtos> kNcclProtoNames = {"LL", "LL128", "Simple"};
+
+int element_index(std::string_view name, bool protocols) {
+  if (protocols) {
+    for (int p = 0; p < kProtos; ++p)
+      if (same_name(name, kNcclProtoNames[p])) return p;
+    return -1;
+  }
+  for (int a = 0; a < kNcclAlgos; ++a)
+    if (same_name(name, kNcclAlgoNames[a]) || same_name(name, algorithm_entry(kAlgorithms[a]).name)) return a;
+  return -1;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  for (std::size_t at = 0;;) {
+    const std::size_t end = text.find(separator, at);
+    parts.push_back(text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+    if (end == std::string_view::npos) return parts;
+    at = end + 1;
+  }
+}
+
+}  // namespace
+
+bool is_nccl_list(std::string_view text) { return text.find_first_of(",;:^") != std::string_view::npos; }
+
+unsigned parse_nccl_list(std::string_view text, Collective op, bool protocols, const std::string& file,
+                         const std::string& field) {
+  const int elements = protocols ? kProtos : kNcclAlgos;
+  const unsigned all = (1u << elements) - 1;
+  const std::string quoted = "\"" + std::string(text) + "\"";
+  unsigned mask = all;
+  const std::vector<std::string_view> entries = split(text, ';');
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::vector<std::string_view> parts = split(entries[i], ':');
+    if (parts.size() > 2) throw InputError(file, field, "more than one ':' in an entry of " + quoted);
+    if (parts.size() == 1 && i > 0)
+      throw InputError(file, field, "every entry but the first must name its collective (as NCCL requires): " + quoted);
+    std::string_view list = parts.back();
+    bool applies = parts.size() == 1;
+    if (parts.size() == 2) {
+      Collective prefix;
+      std::string lower(parts[0]);
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      if (!parse_collective(lower, prefix))
+        throw InputError(file, field, "unknown collective \"" + std::string(parts[0]) + "\" in " + quoted);
+      applies = prefix == op;
+    }
+    const bool exclude = !list.empty() && list.front() == '^';
+    if (exclude) list.remove_prefix(1);
+    unsigned entry_mask = exclude ? all : 0;
+    for (std::string_view name : split(list, ',')) {
+      const int index = element_index(name, protocols);
+      if (index < 0)
+        throw InputError(file, field,
+                         "unknown " + std::string(protocols ? "protocol" : "algorithm") + " \"" + std::string(name) +
+                             "\" in " + quoted);
+      entry_mask = exclude ? entry_mask & ~(1u << index) : entry_mask | (1u << index);
+    }
+    if (applies) mask = entry_mask;
+  }
+  return mask;
+}
+
+unsigned enabled_by_list(std::string_view text, Collective op, bool protocols, const std::string& file,
+                         const std::string& field) {
+  const unsigned mask = parse_nccl_list(text, op, protocols, file, field);
+  if (mask == 0)
+    throw InputError(file, field, "\"" + std::string(text) + "\" enables nothing for " + std::string(to_string(op)));
+  return mask;
 }
 
 Estimate choose(const CollectiveSpec& spec, const Topology& topo, const std::string& field, bool schedulable_only) {

@@ -60,9 +60,26 @@ Machine machine_of(const Topology& topology, const std::vector<int>& ranks = {})
 // (the library's default constants, all channels), in registry order. Empty when the topology's library is not NCCL.
 std::vector<Estimate> candidates(const CollectiveSpec& spec, const Topology& topology);
 
+// A list in the syntax of NCCL_ALGO (`protocols` false) or NCCL_PROTO (true), as NCCL parses it (NVIDIA/nccl
+// src/graph/tuning.cc parseList, v2.26.2-1:34-116): entries separated by ';', each a comma-separated list of names,
+// which enables those and disables the rest, or with a leading '^' disables those and enables the rest; every entry
+// but the first starts with a collective and ':' and applies to that collective only; later entries override earlier
+// ones. Names ignore case and are NCCL's (Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; LL, LL128,
+// Simple) or commsim's (collnet_direct, nvlstree, ...). Returns the set it enables for `op` (bit i: NCCL's i-th
+// algorithm or protocol; 0 when it enables none); throws InputError(file, field) naming what NCCL would refuse.
+unsigned parse_nccl_list(std::string_view text, Collective op, bool protocols, const std::string& file,
+                         const std::string& field = "");
+// The same set as a CollectiveSpec's nccl_algorithms / nccl_protocols: a list that enables nothing for `op` is bad
+// input as well (NCCL would find no algorithm to run).
+unsigned enabled_by_list(std::string_view text, Collective op, bool protocols, const std::string& file,
+                         const std::string& field = "");
+// Whether an --algo / --proto value is such a list rather than one name.
+bool is_nccl_list(std::string_view text);
+
 // NCCL's choice: the candidate of least estimated time among those allowed by spec.algorithm / spec.protocol
-// (Auto = any). Throws InputError naming `field` when the forced algorithm or protocol cannot run.
-// `schedulable_only` keeps to ring and tree, the algorithms with schedules (the flow fidelity).
+// (Auto = any) and spec.nccl_algorithms / spec.nccl_protocols. Throws InputError naming `field` when the forced
+// algorithm or protocol cannot run. `schedulable_only` keeps to ring and tree, the algorithms with schedules (the flow
+// fidelity).
 Estimate choose(const CollectiveSpec& spec, const Topology& topology, const std::string& field = "collective",
                 bool schedulable_only = false);
 

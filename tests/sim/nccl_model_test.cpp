@@ -75,6 +75,60 @@ TEST(NcclModel, ChoosesTheProtocolOfLeastEstimatedTime) {
   EXPECT_THROW(nccl::choose(forced, *t, "--algo"), InputError);
 }
 
+// NCCL_ALGO / NCCL_PROTO lists, on the examples of NCCL's own comment above parseList (src/graph/tuning.cc). Bit i
+// is NCCL's i-th algorithm (Tree 0, Ring 1, CollNetDirect 2, CollNetChain 3, NVLS 4, NVLSTree 5, PAT 6) or protocol
+// (LL 0, LL128 1, Simple 2).
+TEST(NcclList, ParsesAsNcclDoes) {
+  auto algos = [](const char* text, Collective op) { return nccl::parse_nccl_list(text, op, false, "--algo"); };
+  auto protos = [](const char* text, Collective op) { return nccl::parse_nccl_list(text, op, true, "--proto"); };
+  // "Enable ring and collnetdirect for all functions, then select tree and collnetdirect for allreduce and ring for
+  // broadcast."
+  const char* per_op = "ring,collnetdirect;allreduce:tree,collnetdirect;broadcast:ring";
+  EXPECT_EQ(algos(per_op, Collective::AllReduce), 0b0000101u);
+  EXPECT_EQ(algos(per_op, Collective::ReduceScatter), 0b0000110u);
+  EXPECT_EQ(algos(per_op, Collective::Broadcast), 0b0000010u);
+  // "Enable LL and Simple for all functions, but everything except LL for allreduce."
+  EXPECT_EQ(protos("LL,Simple;allreduce:^LL", Collective::AllReduce), 0b110u);
+  EXPECT_EQ(protos("LL,Simple;allreduce:^LL", Collective::AllGather), 0b101u);
+  // "Enable everything but LL128, but only LL128 for allreduce."
+  EXPECT_EQ(protos("^LL128;allreduce:LL128", Collective::AllReduce), 0b010u);
+  EXPECT_EQ(protos("^LL128;allreduce:LL128", Collective::AllGather), 0b101u);
+  // Names ignore case, in NCCL's spelling or commsim's.
+  EXPECT_EQ(algos("NVLSTree,nvlstree,collnet_direct,PAT", Collective::AllGather), 0b1100100u);
+  // What NCCL refuses (ncclInvalidUsage): bad input naming the option.
+  for (const char* bad : {"ring,bogus", "allreduce:tree;ring", "ring;sendrecv:tree", "allreduce:tree:ring"})
+    EXPECT_THROW(algos(bad, Collective::AllReduce), InputError) << bad;
+  // A list may enable nothing for one collective (0) and something for another; as a spec's set it is bad input.
+  const char* none_for_allreduce = "ring;allreduce:^tree,ring,collnetdirect,collnetchain,nvls,nvlstree,pat";
+  EXPECT_EQ(algos(none_for_allreduce, Collective::AllReduce), 0u);
+  EXPECT_EQ(algos(none_for_allreduce, Collective::AllGather), 0b0000010u);
+  EXPECT_THROW(nccl::enabled_by_list(none_for_allreduce, Collective::AllReduce, false, "--algo"), InputError);
+  EXPECT_TRUE(nccl::is_nccl_list("^nvls"));
+  EXPECT_FALSE(nccl::is_nccl_list("nvlstree"));
+}
+
+// A list narrows NCCL's choice to what it enables. One DGX A100 at 1 MiB (hand-worked above): ring LL 46.611 us,
+// LL128 49.190, Simple 63.903; LL wins. NCCL_PROTO=^LL leaves LL128, NCCL_PROTO=Simple,LL128;allreduce:Simple leaves
+// Simple for an allreduce.
+TEST(NcclList, NarrowsNcclsChoice) {
+  auto t = dgx_a100_one_node();
+  CollectiveSpec spec = allreduce(1 << 20);
+  spec.nccl_algorithms = nccl::enabled_by_list("ring", spec.op, false, "--algo");
+  EXPECT_EQ(nccl::choose(spec, *t).protocol, Protocol::LL);
+  spec.nccl_protocols = nccl::enabled_by_list("^LL", spec.op, true, "--proto");
+  nccl::Estimate e = nccl::choose(spec, *t);
+  EXPECT_EQ(e.protocol, Protocol::LL128);
+  EXPECT_NEAR(e.seconds * 1e6, 40.6 + 1048576 / (1000 * 213.624 * 8 / 14), 1e-6);
+  spec.nccl_protocols = nccl::enabled_by_list("Simple,LL128;allreduce:Simple", spec.op, true, "--proto");
+  e = nccl::choose(spec, *t);
+  EXPECT_EQ(e.protocol, Protocol::Simple);
+  EXPECT_NEAR(e.seconds * 1e6, 56.0 + 1048576 / (1000 * 232.2 * 8 / 14), 1e-6);
+  // NVLS is not on A100: a list that enables only it leaves NCCL nothing to run, bad input naming the option.
+  spec.nccl_algorithms = nccl::enabled_by_list("nvls", spec.op, false, "--algo");
+  spec.nccl_protocols = 0;
+  EXPECT_THROW(nccl::choose(spec, *t, "--algo"), InputError);
+}
+
 // Channels launched (enqueue.cc): fewer while n < nc x threads x threshold. Ring LL: threshold 8 x 8 ranks = 64 B
 // per thread, 512 threads, so 32 KiB per channel: 64 KiB -> 2 channels, 256 KiB -> 8, 512 KiB -> 16, 768 KiB and
 // more -> all 24.

@@ -88,8 +88,8 @@ TEST(NcclTestsLog, ParsesRowsRanksHostsAndForcedSettings) {
   EXPECT_EQ(log.ranks, 8);
   EXPECT_EQ(log.gpus_per_thread, 8);  // the header's "nGpus 8"
   EXPECT_EQ(log.hosts, 1);
-  EXPECT_EQ(log.forced_algorithm, Algorithm::Ring);
-  EXPECT_EQ(log.forced_protocol, Protocol::LL128);
+  EXPECT_EQ(log.nccl_algo, "ring");  // as the "set by environment" line gives it, lower-cased
+  EXPECT_EQ(log.nccl_proto, "ll128");
 }
 
 // The file `all_reduce_perf -J out.json` writes (nccl-tests >= 2.17.3, laid out as src/util.cu writes it): two
@@ -123,8 +123,8 @@ TEST(NcclTestsLog, ParsesTheJsonNcclTestsWrites) {
   EXPECT_EQ(log.hosts, 2);
   EXPECT_TRUE(log.op_known);
   EXPECT_EQ(log.op, Collective::AllReduce);
-  EXPECT_EQ(log.forced_algorithm, Algorithm::Tree);
-  EXPECT_EQ(log.forced_protocol, Protocol::Simple);
+  EXPECT_EQ(log.nccl_algo, "Tree");
+  EXPECT_EQ(log.nccl_proto, "Simple");
   EXPECT_EQ(log.nccl_version, "2.27.3");  // NCCL_VERSION_CODE 22703 = 2 x 10000 + 27 x 100 + 3
 
   // The same file from a binary commsim cannot fit, and a row without a time: one line naming the field.
@@ -222,6 +222,21 @@ TEST(NcclTestsLog, FitRecoversTheScalesTheLogWasMadeWith) {
     }
     EXPECT_LT(f.rms_rel, 1e-3) << f.key;
   }
+}
+
+// NCCL_ALGO in NCCL's list syntax, as a run may set it: "^Ring" leaves tree to an allreduce on one DGX A100 (no
+// NVLS, CollNet or PAT there), so every scale fitted is a tree one.
+TEST(NcclTestsLog, AListInNcclAlgoNarrowsWhatIsFitted) {
+  auto topology = load_topology("topologies/dgx-a100.json", 1);
+  TempDir dir("nccl-list");
+  std::ofstream(dir.file("a.log")) << "node1:1:1 [0] NCCL INFO NCCL_ALGO set by environment to ^Ring\n"
+                                   << all_reduce_log(doubling_sizes(1024, Bytes{1} << 26),
+                                                     [](Bytes b) { return 10.0 + static_cast<double>(b) / 1e3; });
+  const validate::NcclTestsLog log = validate::read_nccl_tests_log(dir.file("a.log"));
+  EXPECT_EQ(log.nccl_algo, "^ring");
+  const validate::NcclCalibration cal = validate::fit_nccl(*topology, {{log, Collective::AllReduce}});
+  ASSERT_FALSE(cal.fits.empty());
+  for (const validate::ScaleFit& f : cal.fits) EXPECT_EQ(f.key.rfind("allreduce/tree/", 0), 0u) << f.key;
 }
 
 // A log twice as fast as the links allow at large sizes (the model's latency plus half its bandwidth term, which
@@ -328,12 +343,15 @@ TEST(NcclTestsLog, BadLogsAreExitTwoWithOneLine) {
   }) << "        2048          512     float     sum      -1   fast    0.1    0.1      0   12.0    0.1    0.1      0\n";
   std::ofstream(dir.file("ranks.log")) << all_reduce_log({1024, 2048, 4096},
                                                          [](Bytes b) { return 10.0 + static_cast<double>(b) / 1e3; });
+  std::ofstream(dir.file("algo.log")) << "node1:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring,Bogus\n"
+                                      << all_reduce_log({1024}, [](Bytes) { return 10.0; });
   const std::pair<std::string, std::string> cases[] = {
       {"calibrate topologies/dgx-a100.json --nodes 1 --from-nccl-tests " + dir.file("empty.log"),
        "no nccl-tests result rows"},
       {"calibrate topologies/dgx-a100.json --nodes 1 --from-nccl-tests " + dir.file("garbled.log"), "line"},
       {"calibrate topologies/dgx-a100.json --nodes 2 --from-nccl-tests " + dir.file("ranks.log"), "has 8 ranks"},
       {"calibrate topologies/emulated-cpu-cluster.json --from-nccl-tests " + dir.file("ranks.log"), "library"},
+      {"calibrate topologies/dgx-a100.json --nodes 1 --from-nccl-tests " + dir.file("algo.log"), "line 1 NCCL_ALGO"},
   };
   for (const auto& [args, words] : cases) {
     std::string err;
