@@ -98,9 +98,15 @@ double bus_bandwidth_GBps(int a, int p, Collective op, const Machine& m, const C
                                       : t.ll_max_bw_multi_node[lib.cpu_amd ? 1 : 0][nodes_index];
   // The tuning model counts the search's channels; NCCL runs twice as many (each search ring used by two CTAs).
   const double search_channels = std::max(1, m.channels / 2);
+  // Across nodes a graph is as fast as the slower of its node part and its network share. NCCL prices trees on 2
+  // nodes and CollNet with the node part alone (tuning.cc: bw = nNodes <= 2 || collnet ? bwIntra : bwInter), which
+  // its search raises to twice the network's for those graphs (search.cc, "increase bwIntra for trees (2 nodes or
+  // collnet)": while bwIntra < 2 bwInter): in the double binary tree on 2 nodes each node sends the vector once per
+  // direction while the tree's bus bandwidth counts it twice.
+  const bool doubled_network = (a == kTree && nodes == 2) || a == kCollNetDirect || a == kCollNetChain;
   double bus = a == kNvls || a == kNvlsTree ? nvls_bus_bw(a, op, m, lib, t)
                : nodes == 1                 ? m.intra_GBps
-                                            : std::min(m.intra_GBps, m.inter_GBps);
+                                            : std::min(m.intra_GBps, (doubled_network ? 2 : 1) * m.inter_GBps);
   if (a == kRing && p == 0)
     bus = std::min(ll_max_bw, bus * ((nodes > 1 || op == Collective::AllReduce || op == Collective::Reduce)
                                          ? t.ring_ll_factor_allreduce_or_multi_node

@@ -75,6 +75,27 @@ TEST(NcclModel, ChoosesTheProtocolOfLeastEstimatedTime) {
   EXPECT_THROW(nccl::choose(forced, *t, "--algo"), InputError);
 }
 
+// Trees on 2 nodes are priced with the node part alone, which NCCL's search raises up to twice the network's
+// (tuning.cc: bw = nNodes <= 2 ? bwIntra : bwInter; search.cc: "increase bwIntra for trees (2 nodes or collnet)").
+// GCP A3 Mega (gcp-a3-mega.json, NCCL 2.21 table): 369.9 GB/s per GPU inside the node, 188.6 GB/s of network per
+// node, 16 channels (8 in the search). Tree Simple: busBw = min(0.92 x bw, 8 x perChMaxTreeBw[Hopper]), algbw =
+// busBw / 2:
+//   2 nodes: bw = min(369.9, 2 x 188.6) = 369.9 -> min(340.308, 8 x 41.4 = 331.2) / 2 = 165.6 GB/s
+//   4 nodes: bw = min(369.9, 188.6) = 188.6     -> min(173.512, 8 x 36.0 = 288) / 2   = 86.756 GB/s
+// A ring stays bounded by the network: 188.6 x 16 / (2 x 15) = 100.587 GB/s on 2 nodes.
+TEST(NcclModel, TreesOnTwoNodesArePricedWithTheNodePart) {
+  auto algbw_GBps = [](int nodes, Algorithm a) {
+    auto t = load_topology(shipped("gcp-a3-mega"), nodes);
+    for (const nccl::Estimate& e : nccl::candidates(allreduce(1 << 30), *t))
+      if (e.algorithm == a && e.protocol == Protocol::Simple) return e.algbw_Bps / 1e9;
+    ADD_FAILURE() << to_string(a) << " on " << nodes << " nodes";
+    return 0.0;
+  };
+  EXPECT_NEAR(algbw_GBps(2, Algorithm::Tree), 165.6, 1e-9);
+  EXPECT_NEAR(algbw_GBps(4, Algorithm::Tree), 86.756, 1e-9);
+  EXPECT_NEAR(algbw_GBps(2, Algorithm::Ring), 188.6 * 16 / 30, 1e-9);
+}
+
 // NCCL_ALGO / NCCL_PROTO lists, on the examples of NCCL's own comment above parseList (src/graph/tuning.cc). Bit i
 // is NCCL's i-th algorithm (Tree 0, Ring 1, CollNetDirect 2, CollNetChain 3, NVLS 4, NVLSTree 5, PAT 6) or protocol
 // (LL 0, LL128 1, Simple 2).
