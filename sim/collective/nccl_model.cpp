@@ -255,10 +255,13 @@ bool same_name(std::string_view a, std::string_view b) {
          });
 }
 
-// NCCL's spelling of its algorithms (src/device/... ncclAlgoStr, in NcclAlgo order) and protocols (ncclProtoStr).
+// NCCL's spelling of its algorithms and protocols, in NcclAlgo order (ncclAlgoStr, ncclProtoStr: src/init.cc:43-44 at
+// v2.26.2-1), the names NCCL_ALGO and NCCL_PROTO take.
 constexpr std::array<std::string_view, kNcclAlgos> kNcclAlgoNames = {
     "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
 constexpr std::array<std::string_view, kProtos> kNcclProtoNames = {"LL", "LL128", "Simple"};
+constexpr std::array<Collective, 5> kCollectives = {Collective::AllReduce, Collective::ReduceScatter,
+                                                    Collective::AllGather, Collective::Broadcast, Collective::Reduce};
 
 int element_index(std::string_view name, bool protocols) {
   if (protocols) {
@@ -300,12 +303,11 @@ unsigned parse_nccl_list(std::string_view text, Collective op, bool protocols, c
     std::string_view list = parts.back();
     bool applies = parts.size() == 1;
     if (parts.size() == 2) {
-      Collective prefix;
-      std::string lower(parts[0]);
-      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
-      if (!parse_collective(lower, prefix))
+      // NCCL's prefixes are its collectives (ncclFuncStr: AllReduce, ...), which commsim names in lower case.
+      if (std::none_of(kCollectives.begin(), kCollectives.end(),
+                       [&](Collective c) { return same_name(parts[0], to_string(c)); }))
         throw InputError(file, field, "unknown collective \"" + std::string(parts[0]) + "\" in " + quoted);
-      applies = prefix == op;
+      applies = same_name(parts[0], to_string(op));
     }
     const bool exclude = !list.empty() && list.front() == '^';
     if (exclude) list.remove_prefix(1);
