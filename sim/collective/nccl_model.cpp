@@ -201,7 +201,8 @@ Estimate choose_in(const Context& c, const CollectiveSpec& spec, const Topology&
     throw InputError(field, "algo",
                      "NCCL runs no " + std::string(to_string(spec.op)) + " on " + topo.name() + " (" +
                          std::to_string(topo.ranks()) + " ranks, " + std::to_string(topo.nodes()) + " nodes) with " +
-                         algorithms + " and " + protocols);
+                         algorithms + " and " + protocols +
+                         (schedulable_only ? " among the algorithms the flow fidelity schedules (ring, tree)" : ""));
   }
   return *best;
 }
