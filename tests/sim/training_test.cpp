@@ -252,33 +252,32 @@ TEST(Dgc, StepTimesFollowPaddlesRampUpIndex) {
   EXPECT_EQ(r.steady_from, 7);
 }
 
+// What the local DGC work adds to a sparse step (sparsity 0.999 from step 0, one bucket, no overlap: the work is on
+// the step's critical path) at these device rates, against the tests' 3e18 B/s memory, where it is negligible.
+// dgc_Bps 0: not given (priced from memory passes).
+double dgc_local_work_s(double memory_Bps, double dgc_Bps) {
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Json dgc = {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {0.999}}};
+  const Json fast = scenario(t, {{"fusion", kOneBucket}, {"overlap", false}, {"dgc", dgc}});
+  Json slow = fast;
+  slow["device"]["memory_Bps"] = memory_Bps;
+  if (dgc_Bps > 0) slow["device"]["dgc_Bps"] = dgc_Bps;
+  return simulate(slow).step_time_s - simulate(fast).step_time_s;
+}
+
 TEST(Dgc, LocalWorkIsPricedFromMemoryBandwidth) {
   // A sparse step's local DGC work is memory-bound: 7 passes over the 4 Mi fp32 elements (residual 3, selection 1,
   // decode 3) plus 16 B for each of the p x kept gathered pairs, p = 4, kept = ceil(0.001 x 4 Mi) = 4195. At
-  // memory_Bps 1e9 instead of the tests' 3e18 the step grows by (7 x 4 x 4 Mi + 16 x 4 x 4195) / 1e9 = 117.71 ms
-  // (one bucket, no overlap: the work is on the step's critical path; nothing else uses memory_Bps here).
-  const std::string t = cluster(10e9, 10e9, 0);
-  const Json dgc = {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {0.999}}};
-  const Json fast_memory = scenario(t, {{"fusion", kOneBucket}, {"overlap", false}, {"dgc", dgc}});
-  Json slow_memory = fast_memory;
-  slow_memory["device"]["memory_Bps"] = 1e9;
-  const double expected_s = (7.0 * 4 * 4 * kMiB + 16.0 * 4 * 4195) / 1e9;
-  EXPECT_NEAR(simulate(slow_memory).step_time_s - simulate(fast_memory).step_time_s, expected_s, 1e-9);
+  // memory_Bps 1e9 the step grows by (7 x 4 x 4 Mi + 16 x 4 x 4195) / 1e9 = 117.71 ms (nothing else in this step
+  // uses memory_Bps).
+  EXPECT_NEAR(dgc_local_work_s(1e9, 0), (7.0 * 4 * 4 * kMiB + 16.0 * 4 * 4195) / 1e9, 1e-9);
 }
 
 TEST(Dgc, AMeasuredDgcRateReplacesTheMemoryPasses) {
   // With the device's dgc_Bps (the rate `commsim bench` measures for the residual, selection, clearing and averaging)
   // the 4 Mi fp32 elements cost 4 x 4 Mi / dgc_Bps instead of 7 memory passes; the 16 B per gathered pair stay at
-  // memory_Bps. Memory at 1e9, dgc_Bps 2e8: (16 MiB / 2e8 + 16 x 4 x 4195 / 1e9) s = 83.886 + 0.268 ms over the
-  // fast-memory step, where both are negligible (3e18 B/s).
-  const std::string t = cluster(10e9, 10e9, 0);
-  const Json dgc = {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {0.999}}};
-  const Json fast = scenario(t, {{"fusion", kOneBucket}, {"overlap", false}, {"dgc", dgc}});
-  Json measured = fast;
-  measured["device"]["memory_Bps"] = 1e9;
-  measured["device"]["dgc_Bps"] = 2e8;
-  const double expected_s = 4.0 * 4 * kMiB / 2e8 + 16.0 * 4 * 4195 / 1e9;
-  EXPECT_NEAR(simulate(measured).step_time_s - simulate(fast).step_time_s, expected_s, 1e-9);
+  // memory_Bps. Memory at 1e9, dgc_Bps 2e8: 16 MiB / 2e8 + 16 x 4 x 4195 / 1e9 = 83.886 + 0.268 ms.
+  EXPECT_NEAR(dgc_local_work_s(1e9, 2e8), 4.0 * 4 * kMiB / 2e8 + 16.0 * 4 * 4195 / 1e9, 1e-9);
 }
 
 TEST(LocalSgd, KFourCommunicatesAQuarterAsOften) {
