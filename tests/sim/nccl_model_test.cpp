@@ -83,17 +83,22 @@ TEST(NcclModel, ChoosesTheProtocolOfLeastEstimatedTime) {
 //   2 nodes: bw = min(369.9, 2 x 188.6) = 369.9 -> min(340.308, 8 x 41.4 = 331.2) / 2 = 165.6 GB/s
 //   4 nodes: bw = min(369.9, 188.6) = 188.6     -> min(173.512, 8 x 36.0 = 288) / 2   = 86.756 GB/s
 // A ring stays bounded by the network: 188.6 x 16 / (2 x 15) = 100.587 GB/s on 2 nodes.
+// CollNet follows the same rule at any node count: the same machine with CollNet (library.collnet), 4 nodes, CollNet
+// chain (no refinement of its own): busBw = min(369.9, 2 x 188.6) = 369.9, algbw = busBw / 2 = 184.95 GB/s.
 TEST(NcclModel, TreesOnTwoNodesArePricedWithTheNodePart) {
-  auto algbw_GBps = [](int nodes, Algorithm a) {
-    auto t = load_topology(shipped("gcp-a3-mega"), nodes);
-    for (const nccl::Estimate& e : nccl::candidates(allreduce(1 << 30), *t))
+  auto algbw_GBps = [](const Topology& t, Algorithm a) {
+    for (const nccl::Estimate& e : nccl::candidates(allreduce(1 << 30), t))
       if (e.algorithm == a && e.protocol == Protocol::Simple) return e.algbw_Bps / 1e9;
-    ADD_FAILURE() << to_string(a) << " on " << nodes << " nodes";
+    ADD_FAILURE() << to_string(a) << " on " << t.nodes() << " nodes";
     return 0.0;
   };
-  EXPECT_NEAR(algbw_GBps(2, Algorithm::Tree), 165.6, 1e-9);
-  EXPECT_NEAR(algbw_GBps(4, Algorithm::Tree), 86.756, 1e-9);
-  EXPECT_NEAR(algbw_GBps(2, Algorithm::Ring), 188.6 * 16 / 30, 1e-9);
+  EXPECT_NEAR(algbw_GBps(*load_topology(shipped("gcp-a3-mega"), 2), Algorithm::Tree), 165.6, 1e-9);
+  EXPECT_NEAR(algbw_GBps(*load_topology(shipped("gcp-a3-mega"), 4), Algorithm::Tree), 86.756, 1e-9);
+  EXPECT_NEAR(algbw_GBps(*load_topology(shipped("gcp-a3-mega"), 2), Algorithm::Ring), 188.6 * 16 / 30, 1e-9);
+  Json with_collnet = Json::parse(read_file(shipped("gcp-a3-mega")));
+  with_collnet["library"]["collnet"] = true;
+  const auto collnet = load_topology(write_temp_json("a3-mega-collnet.json", with_collnet), 4);
+  EXPECT_NEAR(algbw_GBps(*collnet, Algorithm::CollNetChain), 369.9 / 2, 1e-9);
 }
 
 // NCCL_ALGO / NCCL_PROTO lists, on the examples of NCCL's own comment above parseList (src/graph/tuning.cc). Bit i
