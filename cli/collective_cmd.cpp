@@ -63,6 +63,7 @@ struct CollectiveOptions {
                         fidelity = "analytical", json, nccl_version;
   int nodes = 0, channels = 0, chunks = 0, hierarchy_groups = 0, gpus_per_thread = 1;
   double reduce_Bps = 0;
+  bool tuning_table = false;
 };
 
 // A flow run of a large collective can take minutes: on a terminal its progress is drawn on stderr (the size in
@@ -227,6 +228,25 @@ int run_collective(const CollectiveOptions& o) {
   return prediction.complete() ? 0 : 128 + stopped_by_signal;
 }
 
+// --tuning-table: NCCL's latency and bandwidth of every collective, algorithm and protocol on the topology, in the
+// layout NCCL prints at init, so a user can set it beside their own NCCL_DEBUG_SUBSYS=TUNING output. `--algo` and
+// `--proto`, when given, are NCCL_ALGO and NCCL_PROTO (a single name enables only that one).
+int print_tuning_table(const CollectiveOptions& o, bool algo_given, bool proto_given) {
+  auto topology = load_topology(o.topology, o.nodes);
+  if (topology->library().kind != LibraryKind::Nccl)
+    throw InputError("--tuning-table", "", "the tuning table is NCCL's: " + o.topology + " names no NCCL library");
+  if (!o.nccl_version.empty()) nccl::use_release(*topology, o.nccl_version, "--nccl-version", "");
+  const std::string algorithms = algo_given && o.algo != "auto" ? o.algo : "";
+  const std::string protocols = proto_given && o.proto != "auto" ? o.proto : "";
+  const nccl::TuningTable table = nccl::tuning_table(*topology, algorithms, protocols, o.channels);
+  std::printf("# commsim %s  NCCL tuning table (latency us / algorithm bandwidth GB/s, as NCCL_DEBUG_SUBSYS=TUNING)\n",
+              COMMSIM_VERSION);
+  std::printf("# %s: %d node(s) x %d rank(s), %s, %d channels\n", topology->name().c_str(), topology->nodes(),
+              topology->ranks_per_node(), library_label(topology->library().version).c_str(), table.channels);
+  std::fputs(nccl::format_tuning_table(table).c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 void register_collective(CLI::App& app, int& exit_code) {
@@ -271,8 +291,20 @@ void register_collective(CLI::App& app, int& exit_code) {
                   "topologies only")
       ->check(nccl_release());
   cmd->add_option("--json", o->json, "write the rows as JSON")->check(writable_file());
-  cmd->callback([o, &exit_code] {
+  cmd->add_flag("--tuning-table", o->tuning_table,
+                "print NCCL's tuning table for the topology instead (every collective, algorithm and protocol: "
+                "latency / algorithm bandwidth, NCCL's layout); --algo / --proto act as NCCL_ALGO / NCCL_PROTO");
+  cmd->callback([o, cmd, &exit_code] {
     try {
+      if (o->tuning_table) {
+        for (const char* unused : {"--op", "--sizes", "--fidelity", "--chunks", "--groups", "--reduce-Bps",
+                                   "--gpus-per-thread", "--format", "--json"})
+          if (cmd->count(unused) > 0)
+            throw InputError("--tuning-table", "",
+                             std::string(unused) + " does not apply: the table is NCCL's model of every collective");
+        exit_code = print_tuning_table(*o, cmd->count("--algo") > 0, cmd->count("--proto") > 0);
+        return;
+      }
       exit_code = run_collective(*o);
     } catch (const TimeRangeError& e) {  // a rate of the topology is out of proportion to the sizes asked for
       throw InputError(o->topology, e.quantity(), e.detail());

@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "sim/collective/nccl_tuning.hpp"
 #include "sim/collective/registry.hpp"
@@ -332,6 +333,81 @@ unsigned enabled_by_list(std::string_view text, Collective op, bool protocols, c
   if (mask == 0)
     throw InputError(file, field, "\"" + std::string(text) + "\" enables nothing for " + std::string(to_string(op)));
   return mask;
+}
+
+namespace {
+
+// NCCL's collectives in its order (ncclFunc_t) with its names (ncclFuncStr, src/init.cc), the rows of its table.
+constexpr std::array<std::pair<Collective, std::string_view>, 5> kNcclFunctions = {
+    {{Collective::Broadcast, "Broadcast"},
+     {Collective::Reduce, "Reduce"},
+     {Collective::AllGather, "AllGather"},
+     {Collective::ReduceScatter, "ReduceScatter"},
+     {Collective::AllReduce, "AllReduce"}}};
+
+bool listed(const std::string& list, unsigned mask, int index) { return list.empty() || ((mask >> index) & 1u) != 0; }
+
+}  // namespace
+
+TuningTable tuning_table(const Topology& topo, const std::string& algorithms, const std::string& protocols,
+                         int channels) {
+  require_nccl(topo);
+  CollectiveSpec spec;
+  spec.nccl_channels = channels;
+  const Context c = context_of(spec, topo);
+  const int algos = c.table.pat ? kNcclAlgos : kPat;  // PAT joined NCCL's algorithms in 2.23
+  TuningTable table;
+  table.channels = c.machine.channels;
+  for (int a = 0; a < algos; ++a) table.algorithms.emplace_back(kNcclAlgoNames[a]);
+  for (const auto& [op, name] : kNcclFunctions) {
+    const unsigned algo_mask = algorithms.empty() ? 0 : enabled_by_list(algorithms, op, false, "--algo");
+    const unsigned proto_mask = protocols.empty() ? 0 : enabled_by_list(protocols, op, true, "--proto");
+    TuningRow row{std::string(name), {}};
+    for (int a = 0; a < algos; ++a)
+      for (int p = 0; p < kProtos; ++p) {
+        const Evaluation e = evaluate(a, p, op, c.machine, c.library, c.table);
+        TuningCell cell;
+        if (e.applicable) {
+          cell.latency_us = e.latency_us;
+          if (listed(algorithms, algo_mask, a) && listed(protocols, proto_mask, p)) cell.algbw_GBps = e.algbw_GBps;
+        }
+        row.cells.push_back(cell);
+      }
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+std::string format_tuning_table(const TuningTable& table) {
+  const int algos = static_cast<int>(table.algorithms.size());
+  std::string out;
+  char text[64];
+  for (int block = 0; block * 3 < algos; ++block) {
+    std::string algorithm_line = "  Algorithm   |", protocol_line = "  Protocol    |";
+    for (int a = block * 3; a < block * 3 + 3; ++a) {
+      if (a < algos) {
+        std::snprintf(text, sizeof text, " %14s   %14s   %14s |", "", table.algorithms[a].c_str(), "");
+        algorithm_line += text;
+      }
+      for (std::string_view protocol : kNcclProtoNames) {  // NCCL prints three algorithms' protocols in every block
+        std::snprintf(text, sizeof text, " %14s |", std::string(protocol).c_str());
+        protocol_line += text;
+      }
+    }
+    out += algorithm_line + "\n" + protocol_line + "\n";
+    for (const TuningRow& row : table.rows) {
+      std::snprintf(text, sizeof text, "%13s |", row.collective.c_str());
+      std::string line = text;
+      for (int a = block * 3; a < std::min(algos, block * 3 + 3); ++a)
+        for (int p = 0; p < kProtos; ++p) {
+          const TuningCell& cell = row.cells[static_cast<std::size_t>(a * kProtos + p)];
+          std::snprintf(text, sizeof text, "%8.1f/%6.1f |", cell.latency_us, cell.algbw_GBps);
+          line += text;
+        }
+      out += line + "\n";
+    }
+  }
+  return out;
 }
 
 Estimate choose(const CollectiveSpec& spec, const Topology& topo, const std::string& field, bool schedulable_only) {

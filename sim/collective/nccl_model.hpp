@@ -109,6 +109,34 @@ std::vector<TunerRule> tuner_rules(Collective op, const Topology& topology, doub
 // One line of the example tuner plugin's nccl_tuner.conf.
 std::string tuner_line(const TunerRule& rule, const Topology& topology);
 
+// NCCL's tuning table, as NCCL prints it at init under NCCL_DEBUG_SUBSYS=TUNING (src/graph/tuning.cc,
+// ncclTopoTuneModel, v2.18.6-1:300-336 and v2.26.2-1:445-485): for each collective in NCCL's order (Broadcast, Reduce,
+// AllGather, ReduceScatter, AllReduce), each algorithm of the release (PAT from 2.23) and each protocol, the latency
+// (us) and the algorithm bandwidth (GB/s) NCCL's model gives on this machine. A combination NCCL does not model for
+// the collective, or that this machine does not enable (LL128 without NVLink, NVLS without NVLink SHARP), is 0/0; one
+// that NCCL_ALGO / NCCL_PROTO disables keeps its latency with bandwidth 0, as NCCL prints it.
+struct TuningCell {
+  double latency_us = 0;
+  double algbw_GBps = 0;
+};
+struct TuningRow {
+  std::string collective;         // NCCL's name (ncclFuncStr)
+  std::vector<TuningCell> cells;  // algorithm-major: cells[a * 3 + p], p = LL, LL128, Simple
+};
+struct TuningTable {
+  std::vector<std::string> algorithms;  // NCCL's names (ncclAlgoStr), in its order
+  std::vector<TuningRow> rows;
+  int channels = 0;  // the ring and tree channels NCCL runs (as its "N coll channels" init line counts them)
+};
+// `algorithms` / `protocols`: lists in NCCL_ALGO / NCCL_PROTO syntax ("" = all), applied per collective as NCCL
+// applies them; `channels` > 0 sets the channel count as NCCL_MIN/MAX_NCHANNELS do.
+TuningTable tuning_table(const Topology& topology, const std::string& algorithms = "",
+                         const std::string& protocols = "", int channels = 0);
+// The table in NCCL's layout: blocks of three algorithms, each an "Algorithm" and a "Protocol" header line and one
+// line per collective with NCCL's "%8.1f/%6.1f" cells. NCCL's "Max NThreads" line is left out: thread counts are not
+// part of the model.
+std::string format_tuning_table(const TuningTable& table);
+
 // "allreduce/ring/ll128": the key of a (collective, algorithm, protocol) in fitted tables. Scales are per collective:
 // NCCL's latency and bandwidth formulas differ by collective, and so do their errors.
 std::string scale_key(Collective op, Algorithm algorithm, Protocol protocol);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "sim/core/error.hpp"
 #include "sim/scenario/overheads.hpp"
@@ -52,6 +53,86 @@ TEST(NcclModel, HandWorkedRingEstimatesOnOneDgxA100) {
   EXPECT_NEAR(estimate_us(all, Algorithm::Ring, Protocol::LL), 15.0 + 1048576 / (1000 * 58.05 * 8 / 14), 1e-6);
   EXPECT_NEAR(estimate_us(all, Algorithm::Ring, Protocol::LL128), 40.6 + 1048576 / (1000 * 213.624 * 8 / 14), 1e-6);
   EXPECT_NEAR(estimate_us(all, Algorithm::Ring, Protocol::Simple), 56.0 + 1048576 / (1000 * 232.2 * 8 / 14), 1e-6);
+}
+
+// NCCL's tuning table of the same DGX A100 node, as NCCL_DEBUG_SUBSYS=TUNING prints it: its AllReduce ring cells are
+// the hand-worked latencies and algorithm bandwidths above (15.0 / 33.17, 40.6 / 122.07, 56.0 / 132.69), printed
+// "%8.1f/%6.1f"; the tree cells are the model's own estimates; CollNet needs SHARP (not on this node): 0/0.
+TEST(NcclTuningTable, RowsAreNcclsEstimatesInNcclsLayout) {
+  auto t = dgx_a100_one_node();
+  const nccl::TuningTable table = nccl::tuning_table(*t);
+  ASSERT_EQ(table.algorithms.size(), 6u);  // the 2.18 table: no PAT before 2.23
+  ASSERT_EQ(table.rows.size(), 5u);
+  EXPECT_EQ(table.rows[0].collective, "Broadcast");
+  EXPECT_EQ(table.channels, 24);
+  const nccl::TuningRow& allreduce_row = table.rows[4];
+  EXPECT_EQ(allreduce_row.collective, "AllReduce");
+  const auto cell = [&](int algorithm, int protocol) {
+    return allreduce_row.cells[std::size_t(algorithm * 3 + protocol)];
+  };
+  EXPECT_NEAR(cell(1, 0).latency_us, 15.0, 1e-9);
+  EXPECT_NEAR(cell(1, 0).algbw_GBps, 58.05 * 8 / 14, 1e-9);
+  EXPECT_NEAR(cell(1, 1).algbw_GBps, 213.624 * 8 / 14, 1e-9);
+  EXPECT_NEAR(cell(1, 2).latency_us, 56.0, 1e-9);
+  const auto all = nccl::candidates(allreduce(1 << 20), *t);
+  const auto tree_simple = std::find_if(all.begin(), all.end(), [](const nccl::Estimate& e) {
+    return e.algorithm == Algorithm::Tree && e.protocol == Protocol::Simple;
+  });
+  ASSERT_NE(tree_simple, all.end());
+  EXPECT_NEAR(cell(0, 2).latency_us, tree_simple->latency_s * 1e6, 1e-9);
+  EXPECT_NEAR(cell(0, 2).algbw_GBps, tree_simple->algbw_Bps / 1e9, 1e-9);
+  EXPECT_EQ(cell(2, 2).algbw_GBps, 0);  // CollNet direct
+
+  const std::string text = nccl::format_tuning_table(table);
+  std::istringstream lines(text);
+  std::string algorithm_line, protocol_line;
+  std::getline(lines, algorithm_line);
+  std::getline(lines, protocol_line);
+  EXPECT_EQ(algorithm_line.rfind("  Algorithm   |", 0), 0u);
+  EXPECT_NE(algorithm_line.find("Tree"), std::string::npos);
+  EXPECT_NE(algorithm_line.find("CollNetDirect"), std::string::npos);
+  EXPECT_EQ(protocol_line.rfind("  Protocol    |             LL |          LL128 |         Simple |", 0), 0u);
+  EXPECT_NE(text.find("    AllReduce |    15.2/  28.1 |    31.5/  83.1 |    56.0/ 106.8 |    15.0/  33.2 |    40.6/ "
+                      "122.1 |    56.0/ 132.7 |     0.0/   0.0 |     0.0/   0.0 |     0.0/   0.0 |\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2 * (2 + 5));  // two blocks of three algorithms
+}
+
+// NCCL_ALGO / NCCL_PROTO act per collective, as NCCL applies them: a disabled cell keeps its latency with bandwidth 0.
+// "ring" leaves the tree cells at latency / 0; "^LL" the LL cells; "allreduce:tree" in a second entry turns the
+// AllReduce row to tree only while the other collectives keep the first entry's ring.
+TEST(NcclTuningTable, NcclAlgoAndProtoZeroTheBandwidthOfWhatTheyDisable) {
+  auto t = dgx_a100_one_node();
+  const nccl::TuningTable all = nccl::tuning_table(*t);
+  const nccl::TuningTable ring = nccl::tuning_table(*t, "ring");
+  const nccl::TuningTable no_ll = nccl::tuning_table(*t, "", "^LL");
+  const nccl::TuningTable per_op = nccl::tuning_table(*t, "ring;allreduce:tree");
+  const auto at = [](const nccl::TuningTable& table, int row, int algorithm, int protocol) {
+    return table.rows[std::size_t(row)].cells[std::size_t(algorithm * 3 + protocol)];
+  };
+  constexpr int kAllReduce = 4, kAllGather = 2, kTree = 0, kRing = 1;
+  EXPECT_EQ(at(ring, kAllReduce, kTree, 2).algbw_GBps, 0);
+  EXPECT_EQ(at(ring, kAllReduce, kTree, 2).latency_us, at(all, kAllReduce, kTree, 2).latency_us);
+  EXPECT_EQ(at(ring, kAllReduce, kRing, 2).algbw_GBps, at(all, kAllReduce, kRing, 2).algbw_GBps);
+  EXPECT_EQ(at(no_ll, kAllReduce, kRing, 0).algbw_GBps, 0);
+  EXPECT_GT(at(no_ll, kAllReduce, kRing, 1).algbw_GBps, 0);
+  EXPECT_EQ(at(per_op, kAllReduce, kRing, 2).algbw_GBps, 0);
+  EXPECT_GT(at(per_op, kAllReduce, kTree, 2).algbw_GBps, 0);
+  EXPECT_GT(at(per_op, kAllGather, kRing, 2).algbw_GBps, 0);
+}
+
+// From 2.23 NCCL has seven algorithms: PAT is a third block of its own, which NCCL still heads with three algorithms'
+// protocols (tuning.cc v2.26.2-1:457-463).
+TEST(NcclTuningTable, PatJoinsTheTableFrom223) {
+  auto t = dgx_a100_one_node();
+  nccl::use_release(*t, "2.26.2", "test", "");
+  const nccl::TuningTable table = nccl::tuning_table(*t);
+  ASSERT_EQ(table.algorithms.size(), 7u);
+  EXPECT_EQ(table.algorithms[6], "PAT");
+  const std::string text = nccl::format_tuning_table(table);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3 * (2 + 5));
+  EXPECT_NE(text.find("                             PAT                  |\n"), std::string::npos) << text;
 }
 
 // The choice follows the estimates: LL wins at 1 MiB (46.6 us, above); at 2 MiB LL costs 15.0 + 63.22 = 78.2 and
