@@ -137,6 +137,7 @@ Machine machine_of(const Topology& topo, const std::vector<int>& ranks) {
       }
     }
     for (auto [id, GBps] : nic_links) m.inter_GBps += GBps;
+    m.same_channels = nic_links.size() <= 1;
     // The table's LL latency of one network step is InfiniBand's (hwLat NET Ring LL); a transport whose step latency
     // is above it (sockets, EFA, TCPX) adds the difference, as NCCL adds a net plugin's reported latency.
     m.transport_latency_us = std::max(0.0, latency_s * 1e6 - table_of(topo).hw_latency_us[kNetHw][kRing][0]);

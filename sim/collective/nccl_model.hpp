@@ -51,6 +51,10 @@ struct Machine {
   bool gpudirect_network = false;   // the network is reached without the CPU (RDMA/EFA/TCPX, not sockets)
   double transport_latency_us = 0;  // the network transport's latency beyond InfiniBand's (EFA, TCPX, sockets)
   int channels = 0;                 // NCCL's ring/tree channel count
+  // Whether NCCL's ring search keeps every channel a replay of its first (graph sameChannels, src/graph/search.cc:
+  // tried first, given up when the replay cannot reach the bandwidth): assumed on one node and with one NIC per node,
+  // not with several NICs per node, where each channel's ring leaves through another NIC.
+  bool same_channels = true;
 };
 // `ranks`: the communicator (empty = every rank of the topology). A communicator with a different number of ranks
 // on its nodes is not a machine NCCL's model describes: ranks = 0.

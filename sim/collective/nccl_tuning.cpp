@@ -103,10 +103,14 @@ double bus_bandwidth_GBps(int a, int p, Collective op, const Machine& m, const C
   // its search raises to twice the network's for those graphs (search.cc, "increase bwIntra for trees (2 nodes or
   // collnet)": while bwIntra < 2 bwInter): in the double binary tree on 2 nodes each node sends the vector once per
   // direction while the tree's bus bandwidth counts it twice.
-  const bool doubled_network = (a == kTree && nodes == 2) || a == kCollNetDirect || a == kCollNetChain;
+  // PAT runs on the tree's graph (src/init.cc graphs[], v2.23.4-1:736), so it is priced as the tree is. With one GPU
+  // per node no local link bounds that raise: the node part is the network doubled.
+  const bool tree_graph = a == kTree || a == kPat;
+  const bool doubled_network = (tree_graph && nodes == 2) || a == kCollNetDirect || a == kCollNetChain;
+  const double node_part = ppn > 1 ? m.intra_GBps : std::numeric_limits<double>::infinity();
   double bus = a == kNvls || a == kNvlsTree ? nvls_bus_bw(a, op, m, lib, t)
                : nodes == 1                 ? m.intra_GBps
-                                            : std::min(m.intra_GBps, (doubled_network ? 2 : 1) * m.inter_GBps);
+                                            : std::min(node_part, (doubled_network ? 2 : 1) * m.inter_GBps);
   if (a == kRing && p == 0)
     bus = std::min(ll_max_bw, bus * ((nodes > 1 || op == Collective::AllReduce || op == Collective::Reduce)
                                          ? t.ring_ll_factor_allreduce_or_multi_node
@@ -119,6 +123,10 @@ double bus_bandwidth_GBps(int a, int p, Collective op, const Machine& m, const C
   if (a == kTree && p == 1)
     bus = std::min(bus * (nodes == 1 ? 7.0 / 9 : 120.0 / 128),
                    search_channels * t.tree_ll128_per_channel_GBps[arch][nodes_index]);
+  // A tree over nodes of one GPU is a plain tree, not a balanced one (search.cc: "if (ngpus == 1) ... pattern =
+  // NCCL_TOPO_PATTERN_TREE", v2.18.6-1:850 to v2.29.7-1:1068), which tuning.cc prices at .85 (v2.18.6-1:183,
+  // v2.29.7-1:310).
+  if (a == kTree && ppn == 1) bus *= 0.85;
   if (a == kPat) bus *= t.pat_bandwidth_factor;
   if (a == kCollNetDirect) {
     double factor = ppn / search_channels;  // GPUs per NIC channel: CollNet direct wants a NIC per GPU
@@ -149,8 +157,13 @@ double algbw_ratio(int a, Collective op, const Machine& m, const Table& t) {
 double ring_latency_us(int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t, double intra_lat,
                        double inter_lat) {
   const int nodes = m.nodes, steps = steps_of(op, m.ranks);
-  if (op == Collective::Broadcast || op == Collective::Reduce)
-    return steps * t.hw_latency_us[nodes == 1 ? (m.nvlink_intra ? kNvlinkHw : kPciHw) : kNetHw][kRing][p];
+  // Broadcast and reduce: one step's latency when the channels replay one ring (NCCL's "sameChannels"), else a latency
+  // per step, Simple's at the tree's hop latency (tuning.cc v2.18.6-1:210-216, v2.29.7-1).
+  if (op == Collective::Broadcast || op == Collective::Reduce) {
+    const int hw = nodes == 1 ? (m.nvlink_intra ? kNvlinkHw : kPciHw) : kNetHw;
+    if (m.same_channels) return t.hw_latency_us[hw][kRing][p];
+    return steps * t.hw_latency_us[hw][p == proto_index(Protocol::Simple) ? kTree : kRing][p];
+  }
   const int inter_steps = op == Collective::AllReduce
                               ? (nodes > 1 ? 2 * (nodes - (t.ring_inter_steps_exclude_one_node ? 1 : 0)) : 0)
                               : nodes - 1;

@@ -99,6 +99,54 @@ TEST(NcclTuningTable, RowsAreNcclsEstimatesInNcclsLayout) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2 * (2 + 5));  // two blocks of three algorithms
 }
 
+// NCCL's own table, as NCCL 2.29.7 printed it for two ranks of one Blackwell GPU each over its socket transport
+// (the machine and the source: tests/data/nccl-tuning/sockets-2x1-blackwell.json). One number was set from it, the
+// network's 2.4 GB/s (Ring/Simple AllReduce: with 2 ranks algbw = busBw); every other cell below is the model's:
+//   latencies: Ring LL AllReduce = baseLat 6.6 + 2 network steps x 5.0 (hwLat NET Tree LL: one GPU per node) = 16.6;
+//     Broadcast = baseLat + one hop, the channels being replays of one ring (6.6 + 2.7 = 9.3; 8.4 + 14.0 = 22.4);
+//   bandwidths: ring LL = 2.4 x .5 = 1.2; AllGather ratio 2 / 1 = 2 -> 4.8 and 2.4; the tree and PAT run on the tree
+//     graph, whose node part NCCL's search raises to twice the network on 2 nodes, with no local link to stop it:
+//     Tree Simple = 2 x 2.4 x .92 x .85 (plain tree: one GPU per node) x .5 = 1.88; Tree LL = 4.8 x .92 / 3.8 x .85
+//     x .5 = 0.49; PAT = 4.8 x .75 = 3.6 (no ratio for PAT from 2.23).
+// NCCL prints latency/0.0 where it computed a latency and then disabled the cell (LL128 without NVLink, CollNet
+// without a CollNet plugin); commsim prints 0.0/0.0 there. Both have bandwidth 0: no choice can fall on them.
+TEST(NcclTuningTable, MatchesNcclsOwnTableOnTwoSocketRanks) {
+  // NCCL's rows, its cells in its order (Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT x LL, LL128,
+  // Simple), latency / algorithm bandwidth as it printed them.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> nccl_rows = {
+      {"Broadcast", {"0.0/0.0", "0.0/0.0", "0.0/0.0", "9.3/1.2", "18.0/0.0", "22.4/2.4", "0.0/0.0",
+                     "0.0/0.0", "0.0/0.0", "0.0/0.0", "0.0/0.0", "0.0/0.0",  "0.0/0.0",  "0.0/0.0",
+                     "0.0/0.0", "0.0/0.0", "0.0/0.0", "0.0/0.0", "0.0/0.0",  "0.0/0.0",  "0.0/0.0"}},
+      {"AllGather", {"0.0/0.0", "0.0/0.0",  "0.0/0.0", "11.6/2.4", "22.5/0.0", "22.4/4.8", "5.0/0.0",
+                     "8.5/0.0", "14.0/0.0", "0.0/0.0", "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "0.0/0.0",
+                     "0.0/0.0", "0.0/0.0",  "0.0/0.0", "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "17.6/3.6"}},
+      {"AllReduce", {"16.8/0.5", "31.0/0.0", "36.4/1.9", "16.6/1.2", "31.0/0.0", "36.4/2.4", "5.0/0.0",
+                     "8.5/0.0",  "14.0/0.0", "5.0/0.0",  "8.5/0.0",  "14.0/0.0", "0.0/0.0",  "0.0/0.0",
+                     "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "0.0/0.0"}},
+  };
+  auto t = load_topology(fixture("nccl-tuning/sockets-2x1-blackwell.json"));
+  const nccl::TuningTable table = nccl::tuning_table(*t);
+  ASSERT_EQ(table.algorithms.size(), 7u);
+  int compared = 0;
+  for (const auto& [collective, cells] : nccl_rows) {
+    const auto row = std::find_if(table.rows.begin(), table.rows.end(),
+                                  [&](const nccl::TuningRow& r) { return r.collective == collective; });
+    ASSERT_NE(row, table.rows.end()) << collective;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const double nccl_bandwidth = std::stod(cells[i].substr(cells[i].find('/') + 1));
+      char ours[32];
+      std::snprintf(ours, sizeof ours, "%.1f/%.1f", row->cells[i].latency_us, row->cells[i].algbw_GBps);
+      if (nccl_bandwidth > 0) {
+        EXPECT_EQ(ours, cells[i]) << collective << " cell " << i;
+        ++compared;
+      } else {
+        EXPECT_EQ(row->cells[i].algbw_GBps, 0) << collective << " cell " << i;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 2 + 3 + 4);
+}
+
 // NCCL_ALGO / NCCL_PROTO act per collective, as NCCL applies them: a disabled cell keeps its latency with bandwidth 0.
 // "ring" leaves the tree cells at latency / 0; "^LL" the LL cells; "allreduce:tree" in a second entry turns the
 // AllReduce row to tree only while the other collectives keep the first entry's ring.
