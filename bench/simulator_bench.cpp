@@ -148,6 +148,7 @@ void report_symmetric(benchmark::State& state, const FlowCollectivesResult& r, s
   state.counters["transfers"] = static_cast<double>(r.transfers);
   state.counters["full_transfers"] = static_cast<double>(r.full_transfers);
   state.counters["events"] = static_cast<double>(r.events);
+  state.counters["skipped_steps"] = static_cast<double>(r.skipped_steps);
   state.counters["events_per_cpu_s"] =
       benchmark::Counter(static_cast<double>(iterations_events), benchmark::Counter::kIsRate);
   state.counters["full_transfers_per_cpu_s"] = benchmark::Counter(

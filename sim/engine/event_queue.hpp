@@ -68,6 +68,14 @@ class EventQueue {
     heap_.resize(kept);
     std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
   }
+  // Moves the clock and every pending event `delta` later, keeping their order: for a run that skips periods it knows
+  // to repeat (RingRun's steady state). The caller checks that now() + delta does not overflow.
+  void shift(TimePs delta) {
+    now_ += delta;
+    for (Key& key : heap_) key.at += delta;
+    for (Recent& r : recent_)
+      if (r.bucket != kNone) r.at += delta;
+  }
   void step() {
     const Key top = heap_.front();
     Bucket& bucket = buckets_[top.bucket];

@@ -9,7 +9,7 @@
 namespace commsim {
 
 RingRun::RingRun(const CollectiveSpec& spec, const Topology& topology, int positions, NetworkModel& network,
-                 EventQueue& queue)
+                 EventQueue& queue, bool fast_forward)
     : network_(network), queue_(queue) {
   COMMSIM_CHECK(spec.algorithm == Algorithm::Ring && !spec.aggregate &&
                     (spec.op == Collective::AllReduce || spec.op == Collective::ReduceScatter ||
@@ -33,6 +33,8 @@ RingRun::RingRun(const CollectiveSpec& spec, const Topology& topology, int posit
   sending_.assign(n_, 0);
   const std::uint64_t reduces = reduce_scatter_ && reduce_Bps_ > 0 ? std::uint64_t{n_} * (p_ - 1) * chunks_ : 0;
   remaining_ = transfers() + reduces;
+  fast_forward_ = fast_forward && chunks_ == 1 && uniform_piece_bytes_ >= 0 && !(reduce_scatter_ && reduce_Bps_ > 0);
+  if (fast_forward_) last_issue_at_.assign(n_, 0), intervals_.assign(std::size_t{n_} * kMaxPeriodSteps, -1);
 }
 
 void RingRun::start() {
@@ -58,6 +60,7 @@ void RingRun::try_issue(std::uint32_t i) {
 void RingRun::issue(std::uint32_t i) {
   const std::uint32_t piece = next_[i]++;
   sending_[i] = 1;
+  if (fast_forward_) note_issue(i);
   network_.start(order_[i], order_[(i + 1) % p_], static_cast<double>(piece_bytes(i, piece)), this, i);
 }
 
@@ -83,6 +86,7 @@ void RingRun::on_transfer_done(std::uint64_t position) {
 }
 
 void RingRun::on_event(std::uint64_t reduce) {
+  if (reduce == kSteadyStateCheck) return check_steady_state();
   const auto j = static_cast<std::uint32_t>(reduce & 0xffffffffu);
   const auto piece = static_cast<std::uint32_t>(reduce >> 32);
   deliver(j, piece);
@@ -110,6 +114,77 @@ void RingRun::deliver(std::uint32_t j, std::uint32_t piece) {
     early.pop_back();
     ++received_[j];
   }
+}
+
+void RingRun::note_issue(std::uint32_t i) {
+  const std::uint32_t piece = next_[i] - 1;
+  const TimePs now = queue_.now(), interval = now - last_issue_at_[i];
+  last_issue_at_[i] = now;
+  TimePs* history = &intervals_[std::size_t{i} * kMaxPeriodSteps];
+  bool check = false;
+  for (std::uint32_t q = 1; q <= kMaxPeriodSteps; ++q) {
+    const bool repeats = piece > q && history[(piece - q) % kMaxPeriodSteps] == interval;  // piece 0 has none
+    repeated_issues_[q] = repeats ? repeated_issues_[q] + 1 : 0;
+    check = check || repeated_issues_[q] >= q * n_;
+  }
+  history[piece % kMaxPeriodSteps] = interval;
+  // The last event class of the instant: after the network's rate update, so each check sees the same point of it.
+  if (i == 0 && check) queue_.schedule(now, this, kSteadyStateCheck, 255);
+}
+
+// Position 0's step, and per position relative to it: its next piece, the pieces it has received (the prefix and any
+// early ones), whether it is sending; then the network's state of the run's flows.
+std::vector<double> RingRun::relative_state() const {
+  const auto step = static_cast<double>(next_[0]);
+  std::vector<double> state;
+  for (std::uint32_t i = 0; i < n_; ++i) {
+    state.insert(state.end(), {next_[i] - step, received_[i] - step, static_cast<double>(sending_[i]),
+                               static_cast<double>(received_early_[i].size())});
+    for (std::uint32_t piece : received_early_[i]) state.push_back(piece - step);
+  }
+  if (!network_.steady_state(this, state)) state.clear();
+  return state;
+}
+
+void RingRun::check_steady_state() {
+  if (!fast_forward_) return;
+  if (--checks_left_ == 0) fast_forward_ = false;
+  Instant now{next_[0], queue_.now(), relative_state(), network_.usage(), remaining_};
+  if (now.state.empty()) {
+    fast_forward_ = false;
+    return;
+  }
+  const std::uint32_t furthest = *std::max_element(next_.begin(), next_.end());
+  for (const Instant& then : checked_) {
+    const std::uint32_t q = now.step - then.step;
+    if (q == 0 || q > kMaxPeriodSteps || then.state != now.state) continue;
+    const std::uint32_t periods = (steps_ - furthest) / q;  // whole periods before the furthest position's last step
+    if (periods == 0) break;
+    const TimePs shift = times_ps(periods, now.at - then.at);
+    add_ps(now.at, shift);  // throws past the time range, as the steps run one by one would
+    const std::uint64_t operations_per_period = then.remaining - remaining_;
+    COMMSIM_CHECK(operations_per_period * periods < remaining_, "steady state skips past the run's end");
+    LinkUsage per_period;
+    for (int c = 0; c < kLinkClassCount; ++c) {
+      per_period.busy_s[c] = now.usage.busy_s[c] - then.usage.busy_s[c];
+      per_period.bytes[c] = now.usage.bytes[c] - then.usage.bytes[c];
+    }
+    network_.skip_periods(then.at, shift, per_period, periods);
+    queue_.shift(shift);
+    remaining_ -= operations_per_period * periods;
+    const std::uint32_t steps = periods * q;
+    for (std::uint32_t i = 0; i < n_; ++i) {
+      next_[i] += steps;
+      received_[i] += steps;
+      for (std::uint32_t& piece : received_early_[i]) piece += steps;
+      last_issue_at_[i] += shift;
+    }
+    skipped_steps_ += steps;
+    fast_forward_ = false;  // what is left is the drain of the last steps
+    return;
+  }
+  if (checked_.size() == kMaxPeriodSteps) checked_.erase(checked_.begin());
+  checked_.push_back(std::move(now));
 }
 
 void RingRun::finish_one() {

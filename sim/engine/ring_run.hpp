@@ -13,6 +13,7 @@
 // ScheduleRun issues the dependents of a finished operation in id order; so does this.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -21,19 +22,36 @@
 
 namespace commsim {
 
+//
+// Steady state (`fast_forward`: a run alone on its network, equal pieces, one chunk, no reduction time). Every step
+// then sends the same pieces along the same edges, so after a transient the run repeats itself with a period of q
+// steps (1 or 2 on dgx-a100 from 16 to 1024 nodes; up to kMaxPeriodSteps are looked for): each position issues each
+// step q steps after the same interval as before. When every position's last q n issues repeated their intervals of q
+// issues back, the run compares the network's state (NetworkModel::steady_state) and its own, relative to position 0's
+// step, with those it saw q steps before (at position 0's issues); if they are equal, what follows is what followed
+// then, shifted by the period P, until a position reaches the last step. The run then skips k whole periods (as many as
+// end before the furthest position's last step): every position k q steps on, the clock and every pending event k P
+// later, k periods' usage and operations counted. The compared state leaves out one thing: the order in which pending
+// events of one picosecond were scheduled, which the same repeating history also repeats. Times come out the same to
+// the picosecond and bytes exactly; busy time as k x one period's rather than a sum of k (tests/sim/ring_run_test.cpp
+// against step-by-step runs, symmetry_test.cpp against the full schedules of every shipped topology).
 class RingRun final : public TransferListener, public EventHandler {
  public:
   // `positions`: n, the representatives' positions of channel 0 (RingRepresentatives with one channel).
-  RingRun(const CollectiveSpec& spec, const Topology& topology, int positions, NetworkModel& network,
-          EventQueue& queue);
+  RingRun(const CollectiveSpec& spec, const Topology& topology, int positions, NetworkModel& network, EventQueue& queue,
+          bool fast_forward = false);
   void start();
   bool done() const { return remaining_ == 0; }
   TimePs finished_at() const { return finished_at_; }
   // Transfers the representatives' schedule has (what simulate_flow_collectives counts).
   std::uint64_t transfers() const { return std::uint64_t{n_} * steps_ * chunks_; }
 
+  // Steps not simulated because the steady state repeats them.
+  std::uint64_t skipped_steps() const { return skipped_steps_; }
+
   void on_transfer_done(std::uint64_t position) override;
-  void on_event(std::uint64_t reduce) override;  // a reduce finished: (piece << 32) | receiving position
+  // A reduce finished: (piece << 32) | receiving position; or kSteadyStateCheck.
+  void on_event(std::uint64_t payload) override;
 
  private:
   // Issues position i's next transfer if both its dependencies are done.
@@ -49,6 +67,11 @@ class RingRun final : public TransferListener, public EventHandler {
   bool received_early(std::uint32_t i, std::uint32_t piece) const;
   void finish_one();
   Bytes piece_bytes(std::uint32_t i, std::uint32_t piece) const;
+  // Steady state: per issue, which of its position's earlier intervals it repeats; at position 0's issue after q n
+  // issues in a row repeated the one q back, a check at the end of that instant (after the network's rate update).
+  void note_issue(std::uint32_t i);
+  void check_steady_state();
+  std::vector<double> relative_state() const;
 
   NetworkModel& network_;
   EventQueue& queue_;
@@ -66,6 +89,25 @@ class RingRun final : public TransferListener, public EventHandler {
   std::vector<std::uint8_t> sending_;                       // per position: a transfer in flight
   std::uint64_t remaining_ = 0;                             // operations not yet finished
   TimePs finished_at_ = 0;
+
+  static constexpr std::uint64_t kSteadyStateCheck = ~std::uint64_t{0};  // no reduce has this payload
+  static constexpr std::uint32_t kMaxPeriodSteps = 4;
+  static constexpr int kSteadyStateChecks = 64;  // compared states before giving up (each costs O(n + links))
+  bool fast_forward_ = false;
+  std::vector<TimePs> last_issue_at_;  // per position
+  std::vector<TimePs> intervals_;      // per position, its last kMaxPeriodSteps intervals (piece % kMaxPeriodSteps)
+  // Per period q: issues in a row whose interval equals their position's interval q issues before.
+  std::array<std::uint32_t, kMaxPeriodSteps + 1> repeated_issues_{};
+  int checks_left_ = kSteadyStateChecks;
+  struct Instant {  // at one of position 0's issues
+    std::uint32_t step = 0;
+    TimePs at = 0;
+    std::vector<double> state;  // relative_state()
+    LinkUsage usage;
+    std::uint64_t remaining = 0;
+  };
+  std::vector<Instant> checked_;  // the last kMaxPeriodSteps checked, oldest first
+  std::uint64_t skipped_steps_ = 0;
 };
 
 }  // namespace commsim

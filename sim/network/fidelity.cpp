@@ -23,6 +23,12 @@ bool parse_fidelity(std::string_view name, Fidelity& out) {
 
 std::string_view to_string(Fidelity f) { return fidelities()[static_cast<int>(f)].name; }
 
+bool NetworkModel::steady_state(const TransferListener*, std::vector<double>&) const { return false; }
+
+void NetworkModel::skip_periods(TimePs, TimePs, const LinkUsage&, std::uint64_t) {
+  COMMSIM_CHECK(false, "periods skipped on a network model that has no steady state");
+}
+
 void check_network_size(Fidelity fidelity, const Topology& topology) {
   if (topology.ranks() > kMaxFlowRanks)
     throw InputError(

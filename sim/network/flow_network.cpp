@@ -3,6 +3,7 @@
 #include "sim/network/flow_network.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "sim/core/error.hpp"
 #include "sim/core/limits.hpp"
@@ -54,6 +55,7 @@ void FlowNetwork::start(int src, int dst, double bytes, TransferListener* listen
   f.rate = 0;
   f.listener = listener;
   f.tag = tag;
+  f.last_update = add_ps(queue_.now(), route.latency_ps);  // when it enters (reset then)
   ++f.version;
   // Every link of an orbit carries weight images of the flow: weight x orbit size crossings in all.
   const std::span<const LinkId> links = links_of(id);
@@ -62,7 +64,43 @@ void FlowNetwork::start(int src, int dst, double bytes, TransferListener* listen
     const LinkRecord& record = records_[l];
     usage_.bytes[record.link_class] += quotient_ ? bytes * weight(id, h) * record.orbit_size : bytes;
   }
-  queue_.schedule(add_ps(queue_.now(), route.latency_ps), this, payload(kEnter, id, f.version));
+  queue_.schedule(f.last_update, this, payload(kEnter, id, f.version));
+}
+
+bool FlowNetwork::steady_state(const TransferListener* listener, std::vector<double>& state) const {
+  if (!buckets_.empty()) return false;  // a bucket's tokens are state of their own
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> by_tag;
+  for (std::uint32_t id = 0; id < flows_.size(); ++id)
+    if (flows_[id].listener == listener) by_tag.emplace_back(flows_[id].tag, id);
+  std::sort(by_tag.begin(), by_tag.end());
+  const TimePs now = queue_.now();
+  for (const auto& [tag, id] : by_tag) {
+    const Flow& f = flows_[id];
+    state.insert(state.end(),
+                 {static_cast<double>(tag), static_cast<double>(f.last_update - now), f.remaining, f.rate});
+  }
+  // The order of a shared link's flows is the order progressive filling visits them in.
+  for (LinkId l = 0; l < links_.size(); ++l) {
+    if (links_[l].flow_count < 2) continue;
+    state.insert(state.end(), {-1.0, static_cast<double>(l)});
+    for (std::uint32_t id : flows_on(l)) state.push_back(static_cast<double>(flows_[id].tag));
+  }
+  return true;
+}
+
+void FlowNetwork::skip_periods(TimePs period_start, TimePs shift, const LinkUsage& per_period, std::uint64_t periods) {
+  const auto times = static_cast<double>(periods);
+  for (int c = 0; c < kLinkClassCount; ++c) {
+    usage_.busy_s[c] += per_period.busy_s[c] * times;
+    usage_.bytes[c] += per_period.bytes[c] * times;
+  }
+  // A link busy since before the period stays busy through the skipped ones: its spell, from the same start to an end
+  // that comes `shift` later, already counts them. A spell that began in the period stands for the one that begins
+  // `shift` later (its predecessors ended within their periods, counted in per_period).
+  for (LinkId l = 0; l < links_.size(); ++l)
+    if (links_[l].flow_count > 0 && records_[l].busy_since > period_start) records_[l].busy_since += shift;
+  for (Flow& f : flows_)
+    if (f.listener != nullptr) f.last_update += shift;
 }
 
 // A flow standing for `copies` flows whose route crosses n links of an orbit of k: each link of the orbit carries
@@ -177,7 +215,9 @@ inline void FlowNetwork::finish(std::uint32_t id) {
   Flow& f = flows_[id];
   ++f.version;
   free_.push_back(id);
-  f.listener->on_transfer_done(f.tag);
+  TransferListener* listener = std::exchange(f.listener, nullptr);
+  const std::uint64_t tag = f.tag;  // f may move: the listener can start flows
+  listener->on_transfer_done(tag);
 }
 
 inline void FlowNetwork::mark_dirty(std::span<const LinkId> links) {

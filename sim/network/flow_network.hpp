@@ -51,6 +51,8 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
              std::uint32_t copies = 0) override;
 
   const LinkUsage& usage() const override { return usage_; }
+  bool steady_state(const TransferListener* listener, std::vector<double>& state) const override;
+  void skip_periods(TimePs period_start, TimePs shift, const LinkUsage& per_period, std::uint64_t periods) override;
 
   void on_event(std::uint64_t p) override;
 
@@ -81,15 +83,15 @@ class FlowNetwork final : public NetworkModel, public EventHandler {
   InternedRoute intern_route(int src, int dst, std::int64_t copies);
 
   struct Flow {
-    double remaining = 0;  // bytes not yet sent at last_update
-    double rate = 0;       // bytes/s
-    double new_rate = 0;   // scratch of recompute(): the rate being computed, < 0 while not yet frozen
-    TimePs last_update = 0;
+    double remaining = 0;    // bytes not yet sent at last_update
+    double rate = 0;         // bytes/s
+    double new_rate = 0;     // scratch of recompute(): the rate being computed, < 0 while not yet frozen
+    TimePs last_update = 0;  // until the flow reaches its links: when it will
     std::uint32_t version = 0;
     std::uint32_t route = 0;  // offset of its route's link count in route_pool_
     std::uint32_t mark = 0;   // scratch: == the instant's mark once gathered into a part
     LinkId own_link = 0;      // scratch: the link that carries it alone with the smallest (capacity, id), if any
-    TransferListener* listener = nullptr;
+    TransferListener* listener = nullptr;  // null once delivered
     std::uint64_t tag = 0;
   };
   static_assert(sizeof(Flow) == 64);

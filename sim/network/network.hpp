@@ -32,6 +32,14 @@ class NetworkModel {
   virtual void start(int src, int dst, double bytes, TransferListener* listener, std::uint64_t tag,
                      std::uint32_t copies = 0) = 0;
   virtual const LinkUsage& usage() const = 0;
+  // Steady state (RingRun). `steady_state` appends, relative to now, everything of `listener`'s flows in flight that
+  // their future depends on (per flow, in tag order: tag, when it last changed rate or will reach its links, bytes
+  // left then, rate; then each shared link's flows in their order), so that two instants whose states are equal are
+  // followed by the same events, shifted; false when the model cannot tell. `skip_periods` then moves every time the
+  // network holds `shift` later and counts `periods` more periods of `per_period` usage (the period began at
+  // `period_start`).
+  virtual bool steady_state(const TransferListener* listener, std::vector<double>& state) const;
+  virtual void skip_periods(TimePs period_start, TimePs shift, const LinkUsage& per_period, std::uint64_t periods);
 };
 
 enum class Fidelity : std::uint8_t {

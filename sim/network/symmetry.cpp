@@ -168,8 +168,9 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
   std::vector<std::unique_ptr<ScheduleRun>> runs;
   for (std::size_t i = 0; i < resolved.size(); ++i) {
     if (on_the_fly) {
-      ring_runs.push_back(
-          std::make_unique<RingRun>(resolved[i], topology, symmetry->representatives.positions, *network, queue));
+      // A ring alone on the network may skip the steps its steady state repeats (RingRun).
+      ring_runs.push_back(std::make_unique<RingRun>(resolved[i], topology, symmetry->representatives.positions,
+                                                    *network, queue, resolved.size() == 1));
       result.transfers += ring_runs.back()->transfers();
       continue;
     }
@@ -194,7 +195,10 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
     COMMSIM_CHECK(run->done() || !result.complete, "schedule did not finish: a dependency cycle");
     result.seconds.push_back(ps_to_seconds(run->done() ? run->finished_at() : queue.now()));
   };
-  for (auto& run : ring_runs) record(run);
+  for (auto& run : ring_runs) {
+    record(run);
+    result.skipped_steps += run->skipped_steps();
+  }
   for (auto& run : runs) record(run);
   result.events = queue.processed();
   result.usage = network->usage();

@@ -33,6 +33,7 @@ struct FlowCollectivesResult {
   std::uint64_t transfers = 0;       // transfers simulated
   std::uint64_t full_transfers = 0;  // transfers of the full schedules (= transfers without a symmetry)
   int multiplicity = 1;              // the symmetry's order; 1 = the full schedules ran
+  std::uint64_t skipped_steps = 0;   // ring steps a steady state repeated, not simulated (RingRun)
   LinkUsage usage;
   // False when `progress` stopped the run: then a collective not yet done has, in `seconds`, the simulated time the
   // run reached (a lower bound of its time).
