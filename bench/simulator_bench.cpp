@@ -158,8 +158,9 @@ void report_symmetric(benchmark::State& state, const FlowCollectivesResult& r, s
 }
 
 // Args {nodes, channels, symmetry} of dgx-a100, ring allreduce of 1 GiB; symmetry 0 runs the full schedule the same
-// way (generation included), for the before/after comparison.
-void BM_FlowSymmetricRingAllReduce(benchmark::State& state) {
+// way (generation included), for the before/after comparison. `steady_state`: skip the steps a steady state repeats
+// (the default); BM_FlowSymmetricRingStepwise runs every step, for the engine's own event rate.
+void flow_symmetric_ring(benchmark::State& state, bool steady_state) {
   const Topology& t = dgx_a100(static_cast<int>(state.range(0)));
   std::vector<CollectiveSpec> specs = {ring_allreduce(t, static_cast<int>(state.range(1)))};
   // 1 GiB rounded down to whole bytes per rank and channel (1 GiB itself for 2^k GPUs): pieces that differ by a
@@ -169,12 +170,18 @@ void BM_FlowSymmetricRingAllReduce(benchmark::State& state) {
   FlowCollectivesResult r;
   std::uint64_t events = 0;
   for (auto _ : state) {
-    r = simulate_flow_collectives(specs, t, state.range(2) != 0);
+    r = simulate_flow_collectives(specs, t, state.range(2) != 0, {}, steady_state);
     events += r.events;
     benchmark::DoNotOptimize(r.seconds.data());
   }
   report_symmetric(state, r, events, t);
 }
+void BM_FlowSymmetricRingAllReduce(benchmark::State& state) { flow_symmetric_ring(state, true); }
+void BM_FlowSymmetricRingStepwise(benchmark::State& state) { flow_symmetric_ring(state, false); }
+BENCHMARK(BM_FlowSymmetricRingStepwise)
+    ->ArgNames({"nodes", "channels", "symmetry"})
+    ->Args({128, 8, 1})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlowSymmetricRingAllReduce)
     ->ArgNames({"nodes", "channels", "symmetry"})
     ->Args({128, 1, 1})

@@ -148,7 +148,8 @@ std::optional<RingSymmetry> find_ring_symmetry(const std::vector<CollectiveSpec>
 }
 
 FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec>& specs, const Topology& topology,
-                                                bool use_symmetry, const FlowProgress& progress) {
+                                                bool use_symmetry, const FlowProgress& progress,
+                                                bool skip_steady_state) {
   check_network_size(Fidelity::Flow, topology);
   std::vector<CollectiveSpec> resolved = specs;
   for (CollectiveSpec& s : resolved)
@@ -170,7 +171,7 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
     if (on_the_fly) {
       // A ring alone on the network may skip the steps its steady state repeats (RingRun).
       ring_runs.push_back(std::make_unique<RingRun>(resolved[i], topology, symmetry->representatives.positions,
-                                                    *network, queue, resolved.size() == 1));
+                                                    *network, queue, skip_steady_state && resolved.size() == 1));
       result.transfers += ring_runs.back()->transfers();
       continue;
     }
