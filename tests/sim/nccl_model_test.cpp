@@ -147,6 +147,24 @@ TEST(NcclTuningTable, MatchesNcclsOwnTableOnTwoSocketRanks) {
   EXPECT_EQ(compared, 2 + 3 + 4);
 }
 
+// The same run printed NCCL's choice per size: "Broadcast: 1024..16384 Bytes -> Algo RING proto LL; 32768..134217728
+// Bytes -> Algo RING proto SIMPLE". From the table above, LL takes 9.3 + S / 1200 us and Simple 22.4 + S / 2400 (S in
+// bytes, GB/s = 1000 B/us): they cross at S = 2400 x 13.1 = 31 440 bytes, between 16 and 32 KiB, as NCCL chose. With
+// a latency per rank for broadcast (12.0 and 36.4 us, the model before it knew NCCL's replayed channels) they would
+// cross at 58 560 bytes, and 32 KiB would stay on LL.
+TEST(NcclTuningTable, ChoosesWhatNcclChoseOnTwoSocketRanks) {
+  auto t = load_topology(fixture("nccl-tuning/sockets-2x1-blackwell.json"));
+  CollectiveSpec spec;
+  spec.op = Collective::Broadcast;
+  spec.algorithm = Algorithm::Auto;
+  for (Bytes bytes : {Bytes(1024), Bytes(16384), Bytes(32768), Bytes(134217728)}) {
+    spec.bytes = bytes;
+    const nccl::Estimate chosen = nccl::choose(spec, *t);
+    EXPECT_EQ(chosen.algorithm, Algorithm::Ring) << bytes;
+    EXPECT_EQ(chosen.protocol, bytes <= 16384 ? Protocol::LL : Protocol::Simple) << bytes;
+  }
+}
+
 // NCCL_ALGO / NCCL_PROTO act per collective, as NCCL applies them: a disabled cell keeps its latency with bandwidth 0.
 // "ring" leaves the tree cells at latency / 0; "^LL" the LL cells; "allreduce:tree" in a second entry turns the
 // AllReduce row to tree only while the other collectives keep the first entry's ring.
