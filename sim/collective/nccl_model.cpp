@@ -366,12 +366,12 @@ TuningTable tuning_table(const Topology& topo, const std::string& algorithms, co
     TuningRow row{std::string(name), {}};
     for (int a = 0; a < algos; ++a)
       for (int p = 0; p < kProtos; ++p) {
-        const Evaluation e = evaluate(a, p, op, c.machine, c.library, c.table);
         TuningCell cell;
-        if (e.applicable) {
-          cell.latency_us = e.latency_us;
-          if (listed(algorithms, algo_mask, a) && listed(protocols, proto_mask, p)) cell.algbw_GBps = e.algbw_GBps;
-        }
+        if (modeled(a, p, op, c.machine, c.library, c.table))
+          cell.latency_us = latency_us(a, p, op, c.machine, c.library, c.table);
+        const Evaluation e = evaluate(a, p, op, c.machine, c.library, c.table);
+        if (e.applicable && listed(algorithms, algo_mask, a) && listed(protocols, proto_mask, p))
+          cell.algbw_GBps = e.algbw_GBps;
         row.cells.push_back(cell);
       }
     table.rows.push_back(std::move(row));

@@ -116,9 +116,10 @@ std::string tuner_line(const TunerRule& rule, const Topology& topology);
 // NCCL's tuning table, as NCCL prints it at init under NCCL_DEBUG_SUBSYS=TUNING (src/graph/tuning.cc,
 // ncclTopoTuneModel, v2.18.6-1:300-336 and v2.26.2-1:445-485): for each collective in NCCL's order (Broadcast, Reduce,
 // AllGather, ReduceScatter, AllReduce), each algorithm of the release (PAT from 2.23) and each protocol, the latency
-// (us) and the algorithm bandwidth (GB/s) NCCL's model gives on this machine. A combination NCCL does not model for
-// the collective, or that this machine does not enable (LL128 without NVLink, NVLS without NVLink SHARP), is 0/0; one
-// that NCCL_ALGO / NCCL_PROTO disables keeps its latency with bandwidth 0, as NCCL prints it.
+// (us) and the algorithm bandwidth (GB/s) NCCL's model gives on this machine. As NCCL prints them: a combination its
+// loop does not model for the collective is 0/0 (and NVLS without NVLink SHARP, which has no NVLS graph); one it
+// models and then disables (LL128 without NVLink, CollNet without SHARP, NCCL_ALGO / NCCL_PROTO) keeps its latency
+// with bandwidth 0.
 struct TuningCell {
   double latency_us = 0;
   double algbw_GBps = 0;

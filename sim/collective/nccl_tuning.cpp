@@ -172,7 +172,7 @@ double ring_latency_us(int p, Collective op, const Machine& m, const CommLibrary
   return (steps - inter_steps) * std::max(intra_lat, net_overhead) + inter_steps * inter_lat;
 }
 
-double latency_us(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+double latency_of(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   const int n = m.ranks, nodes = m.nodes, ppn = n / nodes;
   const double intra_lat = t.hw_latency_us[m.nvlink_intra ? kNvlinkHw : kPciHw][a][p];
   double inter_lat = t.hw_latency_us[kNetHw][ppn == 1 && t.one_gpu_per_node_inter_latency_from_tree ? kTree : a][p] +
@@ -219,9 +219,29 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
   Evaluation e;
   if (m.ranks < 2 || !applies(a, p, op, m, lib, t)) return e;
   e.algbw_GBps = bus_bandwidth_GBps(a, p, op, m, lib, t) * algbw_ratio(a, op, m, t);
-  e.latency_us = latency_us(a, p, op, m, lib, t);
+  e.latency_us = latency_of(a, p, op, m, lib, t);
   e.applicable = e.algbw_GBps > 0;
   return e;
+}
+
+// NCCL's loop (tuning.cc, v2.18.6-1:166-172, v2.21.5-1:166-172, v2.29.7-1:274-289): broadcast and reduce by ring only;
+// reduce-scatter and allgather by ring, and from 2.21 NVLS and CollNet direct, from 2.23 PAT (Simple, one GPU per
+// node); allreduce by all but PAT; NVLS and NVLS-tree with Simple only, and not at all without an NVLS graph.
+bool modeled(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+  if (m.ranks < 2) return false;
+  const bool simple = p == proto_index(Protocol::Simple);
+  if ((a == kNvls || a == kNvlsTree) && !(simple && lib.nvls)) return false;
+  if (op == Collective::Broadcast || op == Collective::Reduce) return a == kRing;
+  if (op == Collective::ReduceScatter || op == Collective::AllGather) {
+    if (a == kNvls || a == kCollNetDirect) return newer_than_2_21(t);
+    if (a == kPat) return t.pat && simple && m.ranks == m.nodes;
+    return a == kRing;
+  }
+  return a != kPat;
+}
+
+double latency_us(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+  return latency_of(a, p, op, m, lib, t);
 }
 
 // What each GPU and each node must send of an S-byte vector, per algorithm (so algbw = S / time is at most the

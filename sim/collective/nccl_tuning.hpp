@@ -20,6 +20,10 @@ int log2i(Bytes n);
 
 // NCCL's latency and algorithm bandwidth for algorithm a, protocol p (applicable = NCCL would consider it).
 Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t);
+// Whether NCCL's tuning loop computes a latency for (collective, algorithm, protocol) at all, enabled or not (the
+// cells it prints as 0/0 are the others), and that latency.
+bool modeled(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t);
+double latency_us(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t);
 // The most algorithm bandwidth the machine's links allow algorithm a, whatever NCCL's constants or a fit say.
 double link_ceiling_algbw_GBps(int a, Collective op, const Machine& m);
 // NCCL's estimate for `bytes` (ncclTopoGetAlgoTime): tree's size correction, the ring's plateau.
