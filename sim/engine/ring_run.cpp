@@ -33,8 +33,24 @@ RingRun::RingRun(const CollectiveSpec& spec, const Topology& topology, int posit
   sending_.assign(n_, 0);
   const std::uint64_t reduces = reduce_scatter_ && reduce_Bps_ > 0 ? std::uint64_t{n_} * (p_ - 1) * chunks_ : 0;
   remaining_ = transfers() + reduces;
-  fast_forward_ = fast_forward && chunks_ == 1 && uniform_piece_bytes_ >= 0 && !(reduce_scatter_ && reduce_Bps_ > 0);
-  if (fast_forward_) last_issue_at_.assign(n_, 0), intervals_.assign(std::size_t{n_} * kMaxPeriodSteps, -1);
+  fast_forward_ = fast_forward && uniform_piece_bytes_ >= 0;
+  if (fast_forward_) {
+    last_issue_at_.assign(n_, 0);
+    pending_reduces_.assign(n_, {});
+    start_watching();
+  }
+}
+
+void RingRun::start_watching() {
+  intervals_.assign(std::size_t{n_} * kMaxPeriodPieces, -1);
+  repeated_issues_.fill(0);
+  checks_left_ = kSteadyStateChecks;
+  checked_.clear();
+}
+
+std::uint32_t RingRun::kind_last_piece(std::uint32_t piece) const {
+  const bool reduce_kinds = reduce_scatter_ && reduce_Bps_ > 0;
+  return reduce_kinds && piece / chunks_ < p_ - 1 ? (p_ - 1) * chunks_ - 1 : steps_ * chunks_ - 1;
 }
 
 void RingRun::start() {
@@ -70,8 +86,9 @@ void RingRun::on_transfer_done(std::uint64_t position) {
   sending_[i] = 0;
   if (reduce_scatter_ && step < p_ - 1 && reduce_Bps_ > 0) {
     // Its reduce comes first (its id follows the transfer's), then position i's next transfer.
-    const TimePs t = transfer_ps(static_cast<double>(piece_bytes(i, piece)), reduce_Bps_);
-    queue_.schedule(add_ps(queue_.now(), t), this, (std::uint64_t{piece} << 32) | j);
+    const TimePs due = add_ps(queue_.now(), transfer_ps(static_cast<double>(piece_bytes(i, piece)), reduce_Bps_));
+    queue_.schedule(due, this, (std::uint64_t{piece} << 32) | j);
+    if (!pending_reduces_.empty()) pending_reduces_[j].push_back({due, piece});
     try_issue(i);
   } else {
     deliver(j, piece);
@@ -88,7 +105,17 @@ void RingRun::on_transfer_done(std::uint64_t position) {
 void RingRun::on_event(std::uint64_t reduce) {
   if (reduce == kSteadyStateCheck) return check_steady_state();
   const auto j = static_cast<std::uint32_t>(reduce & 0xffffffffu);
-  const auto piece = static_cast<std::uint32_t>(reduce >> 32);
+  auto piece = static_cast<std::uint32_t>(reduce >> 32);
+  if (!pending_reduces_.empty()) {
+    // The list says which piece: a skip renumbers the pieces, not the payloads already queued. Reductions due at one
+    // instant run in the order scheduled, the list's.
+    std::vector<PendingReduce>& pending = pending_reduces_[j];
+    const auto it =
+        std::find_if(pending.begin(), pending.end(), [&](const PendingReduce& r) { return r.due == queue_.now(); });
+    COMMSIM_CHECK(it != pending.end(), "a reduction finished that was not pending");
+    piece = it->piece;
+    pending.erase(it);
+  }
   deliver(j, piece);
   try_issue(j);
   finish_one();
@@ -120,27 +147,32 @@ void RingRun::note_issue(std::uint32_t i) {
   const std::uint32_t piece = next_[i] - 1;
   const TimePs now = queue_.now(), interval = now - last_issue_at_[i];
   last_issue_at_[i] = now;
-  TimePs* history = &intervals_[std::size_t{i} * kMaxPeriodSteps];
+  TimePs* history = &intervals_[std::size_t{i} * kMaxPeriodPieces];
   bool check = false;
-  for (std::uint32_t q = 1; q <= kMaxPeriodSteps; ++q) {
-    const bool repeats = piece > q && history[(piece - q) % kMaxPeriodSteps] == interval;  // piece 0 has none
+  for (std::uint32_t q = 1; q <= kMaxPeriodPieces; ++q) {
+    const bool repeats = history[(piece + kMaxPeriodPieces - q) % kMaxPeriodPieces] == interval;  // -1: none yet
     repeated_issues_[q] = repeats ? repeated_issues_[q] + 1 : 0;
     check = check || repeated_issues_[q] >= q * n_;
   }
-  history[piece % kMaxPeriodSteps] = interval;
+  history[piece % kMaxPeriodPieces] = interval;
   // The last event class of the instant: after the network's rate update, so each check sees the same point of it.
   if (i == 0 && check) queue_.schedule(now, this, kSteadyStateCheck, 255);
 }
 
-// Position 0's step, and per position relative to it: its next piece, the pieces it has received (the prefix and any
-// early ones), whether it is sending; then the network's state of the run's flows.
+// Position 0's next piece, and per position relative to it and to now: its next piece, the pieces it has received
+// (the prefix and any early ones), whether it is sending, its reductions pending; then the network's state of the
+// run's flows.
 std::vector<double> RingRun::relative_state() const {
-  const auto step = static_cast<double>(next_[0]);
+  const auto base = static_cast<double>(next_[0]);
+  const TimePs now = queue_.now();
   std::vector<double> state;
   for (std::uint32_t i = 0; i < n_; ++i) {
-    state.insert(state.end(), {next_[i] - step, received_[i] - step, static_cast<double>(sending_[i]),
-                               static_cast<double>(received_early_[i].size())});
-    for (std::uint32_t piece : received_early_[i]) state.push_back(piece - step);
+    state.insert(state.end(),
+                 {next_[i] - base, received_[i] - base, static_cast<double>(sending_[i]),
+                  static_cast<double>(received_early_[i].size()), static_cast<double>(pending_reduces_[i].size())});
+    for (std::uint32_t piece : received_early_[i]) state.push_back(piece - base);
+    for (const PendingReduce& r : pending_reduces_[i])
+      state.insert(state.end(), {static_cast<double>(r.due - now), r.piece - base});
   }
   if (!network_.steady_state(this, state)) state.clear();
   return state;
@@ -149,16 +181,20 @@ std::vector<double> RingRun::relative_state() const {
 void RingRun::check_steady_state() {
   if (!fast_forward_) return;
   if (--checks_left_ == 0) fast_forward_ = false;
-  Instant now{next_[0], queue_.now(), relative_state(), network_.usage(), remaining_};
+  Instant now{next_[0],         queue_.now(), relative_state(),
+              network_.usage(), remaining_,   *std::min_element(received_.begin(), received_.end())};
   if (now.state.empty()) {
     fast_forward_ = false;
     return;
   }
-  const std::uint32_t furthest = *std::max_element(next_.begin(), next_.end());
+  const std::uint32_t furthest = *std::max_element(next_.begin(), next_.end());  // one past the furthest issued piece
   for (const Instant& then : checked_) {
-    const std::uint32_t q = now.step - then.step;
-    if (q == 0 || q > kMaxPeriodSteps || then.state != now.state) continue;
-    const std::uint32_t periods = (steps_ - furthest) / q;  // whole periods before the furthest position's last step
+    const std::uint32_t q = now.piece - then.piece;
+    if (q == 0 || q > kMaxPeriodPieces || then.state != now.state) continue;
+    // Every piece worked on since `then`, and in the periods skipped, of one kind.
+    const std::uint32_t kind_last = kind_last_piece(furthest - 1);
+    if (kind_last_piece(then.lowest_piece) != kind_last) break;
+    const std::uint32_t periods = (kind_last + 1 - furthest) / q;
     if (periods == 0) break;
     const TimePs shift = times_ps(periods, now.at - then.at);
     add_ps(now.at, shift);  // throws past the time range, as the steps run one by one would
@@ -172,18 +208,24 @@ void RingRun::check_steady_state() {
     network_.skip_periods(then.at, shift, per_period, periods);
     queue_.shift(shift);
     remaining_ -= operations_per_period * periods;
-    const std::uint32_t steps = periods * q;
+    const std::uint32_t pieces = periods * q;
     for (std::uint32_t i = 0; i < n_; ++i) {
-      next_[i] += steps;
-      received_[i] += steps;
-      for (std::uint32_t& piece : received_early_[i]) piece += steps;
+      next_[i] += pieces;
+      received_[i] += pieces;
+      for (std::uint32_t& piece : received_early_[i]) piece += pieces;
+      for (PendingReduce& r : pending_reduces_[i]) r.due += shift, r.piece += pieces;
       last_issue_at_[i] += shift;
     }
-    skipped_steps_ += steps;
-    fast_forward_ = false;  // what is left is the drain of the last steps
+    skipped_steps_ += pieces / chunks_;
+    // Another kind may follow (the allgather after a reduce-scatter whose reductions take time): watch it afresh.
+    if (kind_last + 1 < steps_ * chunks_) {
+      start_watching();
+    } else {
+      fast_forward_ = false;  // what is left is the drain of the last steps
+    }
     return;
   }
-  if (checked_.size() == kMaxPeriodSteps) checked_.erase(checked_.begin());
+  if (checked_.size() == kMaxPeriodPieces) checked_.erase(checked_.begin());
   checked_.push_back(std::move(now));
 }
 

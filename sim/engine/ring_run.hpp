@@ -23,18 +23,20 @@
 namespace commsim {
 
 //
-// Steady state (`fast_forward`: a run alone on its network, equal pieces, one chunk, no reduction time). Every step
-// then sends the same pieces along the same edges, so after a transient the run repeats itself with a period of q
-// steps (1 or 2 on dgx-a100 from 16 to 1024 nodes; up to kMaxPeriodSteps are looked for): each position issues each
-// step q steps after the same interval as before. When every position's last q n issues repeated their intervals of q
-// issues back, the run compares the network's state (NetworkModel::steady_state) and its own, relative to position 0's
-// step, with those it saw q steps before (at position 0's issues); if they are equal, what follows is what followed
-// then, shifted by the period P, until a position reaches the last step. The run then skips k whole periods (as many as
-// end before the furthest position's last step): every position k q steps on, the clock and every pending event k P
-// later, k periods' usage and operations counted. The compared state leaves out one thing: the order in which pending
-// events of one picosecond were scheduled, which the same repeating history also repeats. Times come out the same to
-// the picosecond and bytes exactly; busy time as k x one period's rather than a sum of k (tests/sim/ring_run_test.cpp
-// against step-by-step runs, symmetry_test.cpp against the full schedules of every shipped topology).
+// Steady state (`fast_forward`: a run alone on its network, with equal pieces). Every step sends the same pieces along
+// the same edges, so after a transient the run repeats itself with a period of q pieces (1 or 2 steps on dgx-a100 from
+// 16 to 1024 nodes; periods up to kMaxPeriodPieces are looked for): each position issues each piece after the same
+// interval as q pieces before. When every position's last q n issues repeated their intervals of q issues back, the
+// run compares its own state (pieces next, received, reductions pending) and the network's
+// (NetworkModel::steady_state), relative to position 0's piece and the instant, with those it saw q pieces before; if
+// they are equal, what follows is what followed then, shifted by the period P, for as long as every piece involved is
+// of one kind (reduce-scatter pieces whose reduction takes time, or pieces without). The run then skips k whole periods
+// (as many as end before the kind's last piece): every position k q pieces on, the clock and every pending event k P
+// later, k periods' usage and operations counted; then it looks again, in the next kind. The compared state leaves out
+// one thing: the order in which pending events of one picosecond were scheduled, which the same repeating history also
+// repeats. Times come out the same to the picosecond and bytes exactly; busy time as k x one period's rather than a sum
+// of k (tests/sim/ring_run_test.cpp against step-by-step runs, symmetry_test.cpp against the full schedules of every
+// shipped topology).
 class RingRun final : public TransferListener, public EventHandler {
  public:
   // `positions`: n, the representatives' positions of channel 0 (RingRepresentatives with one channel).
@@ -46,7 +48,7 @@ class RingRun final : public TransferListener, public EventHandler {
   // Transfers the representatives' schedule has (what simulate_flow_collectives counts).
   std::uint64_t transfers() const { return std::uint64_t{n_} * steps_ * chunks_; }
 
-  // Steps not simulated because the steady state repeats them.
+  // Steps not simulated because the steady state repeats them (pieces / chunks).
   std::uint64_t skipped_steps() const { return skipped_steps_; }
 
   void on_transfer_done(std::uint64_t position) override;
@@ -72,6 +74,9 @@ class RingRun final : public TransferListener, public EventHandler {
   void note_issue(std::uint32_t i);
   void check_steady_state();
   std::vector<double> relative_state() const;
+  // The last piece of the kind `piece` belongs to: the reduce-scatter's while its reductions take time, else the run's.
+  std::uint32_t kind_last_piece(std::uint32_t piece) const;
+  void start_watching();  // (again) from no history
 
   NetworkModel& network_;
   EventQueue& queue_;
@@ -91,22 +96,28 @@ class RingRun final : public TransferListener, public EventHandler {
   TimePs finished_at_ = 0;
 
   static constexpr std::uint64_t kSteadyStateCheck = ~std::uint64_t{0};  // no reduce has this payload
-  static constexpr std::uint32_t kMaxPeriodSteps = 4;
-  static constexpr int kSteadyStateChecks = 64;  // compared states before giving up (each costs O(n + links))
+  static constexpr std::uint32_t kMaxPeriodPieces = 8;
+  static constexpr int kSteadyStateChecks = 64;  // compared states per kind before giving up (each O(n + links))
   bool fast_forward_ = false;
   std::vector<TimePs> last_issue_at_;  // per position
-  std::vector<TimePs> intervals_;      // per position, its last kMaxPeriodSteps intervals (piece % kMaxPeriodSteps)
+  std::vector<TimePs> intervals_;      // per position, its last kMaxPeriodPieces intervals (piece % kMaxPeriodPieces)
   // Per period q: issues in a row whose interval equals their position's interval q issues before.
-  std::array<std::uint32_t, kMaxPeriodSteps + 1> repeated_issues_{};
+  std::array<std::uint32_t, kMaxPeriodPieces + 1> repeated_issues_{};
   int checks_left_ = kSteadyStateChecks;
-  struct Instant {  // at one of position 0's issues
-    std::uint32_t step = 0;
+  struct PendingReduce {
+    TimePs due;
+    std::uint32_t piece;
+  };
+  std::vector<std::vector<PendingReduce>> pending_reduces_;  // per receiving position, in the order scheduled
+  struct Instant {                                           // at one of position 0's issues
+    std::uint32_t piece = 0;
     TimePs at = 0;
     std::vector<double> state;  // relative_state()
     LinkUsage usage;
     std::uint64_t remaining = 0;
+    std::uint32_t lowest_piece = 0;  // the lowest piece any position still waits for
   };
-  std::vector<Instant> checked_;  // the last kMaxPeriodSteps checked, oldest first
+  std::vector<Instant> checked_;  // the last kMaxPeriodPieces checked, oldest first
   std::uint64_t skipped_steps_ = 0;
 };
 

@@ -83,10 +83,13 @@ void expect_same(const std::vector<CollectiveSpec>& specs, const Topology& t, co
 }
 
 // The steady state (RingRun's fast_forward) against the same run simulated step by step: the makespan to the
-// picosecond and the bytes per link class exactly; busy time is k x one period's instead of a sum of k spells
-// (1e-12). Cases where it must skip: dgx-a100's 1 GiB ring over 16 and 21 nodes (8 channels, the channel map and the
-// rotation by a scalable unit of 20 nodes neither of which fixes the ring's transient), a 64-NPU ASTRA ring, each
-// ring collective; and cases it must leave alone: a reduction time, two chunks.
+// picosecond and the bytes per link class exactly; busy time is k x one period's instead of a sum of k spells, and
+// that period's is the difference of two running sums of thousands of spells (each exact to ~1e-16 of the sum), so it
+// agrees to 1e-9, not bit for bit. dgx-a100's 1 GiB ring over 16 and 21 nodes (8 channels: only the channel map is a
+// symmetry there, so every position of a channel runs), each ring collective; with reductions that take time, as fast
+// as NVLink and slower (they queue up; the reduce-scatter and the allgather then settle apart); with 2 and 3 chunks per
+// step; and ASTRA's 64-NPU ring. Every one of them settles and skips; a ring beside another collective never tries
+// (TwoStreams above).
 TEST(RingRun, SteadyStateSkipsOnlyStepsThatRepeat) {
   LinkParams link;
   link.latency_s = 500e-9;
@@ -94,28 +97,27 @@ TEST(RingRun, SteadyStateSkipsOnlyStepsThatRepeat) {
   const AstraTopology astra("ring", "", {{BlockKind::Ring, 64, link}});
   struct Case {
     std::string name;
-    std::unique_ptr<Topology> owned;
     const Topology* topology;
     CollectiveSpec spec;
-    bool skips;
   };
+  std::vector<std::unique_ptr<Topology>> topologies;
   std::vector<Case> cases;
   for (int nodes : {16, 21}) {
-    auto t = load_topology(shipped("dgx-a100"), nodes);
-    const Bytes unit = static_cast<Bytes>(8 * t->ranks());
-    for (Collective op : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
-      const CollectiveSpec spec = ring_spec(*t, op, 8, (Bytes(1) << 30) / unit * unit, 1, 0);
-      cases.push_back(
-          {"dgx-a100 x " + std::to_string(nodes) + " " + std::string(to_string(op)), nullptr, t.get(), spec, true});
-    }
-    cases.push_back({"dgx-a100 x " + std::to_string(nodes) + " with reductions", nullptr, t.get(),
-                     ring_spec(*t, Collective::AllReduce, 8, 64 * unit, 1, 100e9), false});
-    cases.push_back({"dgx-a100 x " + std::to_string(nodes) + " two chunks", nullptr, t.get(),
-                     ring_spec(*t, Collective::AllReduce, 8, 64 * unit, 2, 0), false});
-    cases.back().owned = std::move(t);
+    topologies.push_back(load_topology(shipped("dgx-a100"), nodes));
+    const Topology& t = *topologies.back();
+    const std::string name = "dgx-a100 x " + std::to_string(nodes);
+    const Bytes unit = static_cast<Bytes>(8 * t.ranks());
+    const Bytes gib = (Bytes(1) << 30) / (6 * unit) * (6 * unit);  // whole pieces for 1, 2 and 3 chunks
+    for (Collective op : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
+      cases.push_back({name + " " + std::string(to_string(op)), &t, ring_spec(t, op, 8, gib, 1, 0)});
+    for (double reduce_Bps : {200e9, 5e9})
+      cases.push_back({name + " reduce " + std::to_string(reduce_Bps), &t,
+                       ring_spec(t, Collective::AllReduce, 8, gib, 1, reduce_Bps)});
+    for (int chunks : {2, 3})
+      cases.push_back({name + " chunks " + std::to_string(chunks), &t,
+                       ring_spec(t, Collective::AllReduce, 8, gib, chunks, chunks == 3 ? 50e9 : 0)});
   }
-  cases.push_back(
-      {"astra ring 64", nullptr, &astra, ring_spec(astra, Collective::AllReduce, 1, Bytes(64) << 20, 1, 0), true});
+  cases.push_back({"astra ring 64", &astra, ring_spec(astra, Collective::AllReduce, 1, Bytes(64) << 20, 1, 0)});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const std::optional<RingSymmetry> symmetry = find_ring_symmetry({c.spec}, *c.topology);
@@ -123,15 +125,13 @@ TEST(RingRun, SteadyStateSkipsOnlyStepsThatRepeat) {
     std::uint64_t skipped = 0;
     const Outcome stepwise = run({c.spec}, *c.topology, *symmetry, true);
     const Outcome fast = run({c.spec}, *c.topology, *symmetry, true, true, &skipped);
-    EXPECT_EQ(skipped > 0, c.skips) << skipped << " steps skipped";
+    EXPECT_GT(skipped, 0u);
     EXPECT_EQ(fast.finished_at, stepwise.finished_at);
     for (int k = 0; k < kLinkClassCount; ++k) {
       EXPECT_EQ(fast.usage.bytes[k], stepwise.usage.bytes[k]) << "link class " << k;
-      EXPECT_NEAR(fast.usage.busy_s[k], stepwise.usage.busy_s[k], 1e-12 * stepwise.usage.busy_s[k]) << "class " << k;
+      EXPECT_NEAR(fast.usage.busy_s[k], stepwise.usage.busy_s[k], 1e-9 * stepwise.usage.busy_s[k]) << "class " << k;
     }
-    if (c.skips) {
-      EXPECT_LT(fast.events, stepwise.events / 4);
-    }
+    EXPECT_LT(fast.events, stepwise.events);
   }
 }
 
