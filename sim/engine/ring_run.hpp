@@ -22,7 +22,6 @@
 
 namespace commsim {
 
-//
 // Steady state (`fast_forward`: a run alone on its network, with equal pieces). Every step sends the same pieces along
 // the same edges, so after a transient the run repeats itself with a period of q pieces (1 or 2 steps on dgx-a100 from
 // 16 to 1024 nodes; periods up to kMaxPeriodPieces are looked for): each position issues each piece after the same
