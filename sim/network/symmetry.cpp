@@ -161,17 +161,24 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
   EventQueue queue;
   const std::unique_ptr<NetworkModel> network =
       symmetry ? make_quotient_flow_network(topology, queue, symmetry->quotient) : make_flow_network(topology, queue);
-  // The representatives of one channel run as they are generated (RingRun: O(positions) memory); other cases run
-  // their materialised schedules.
-  const bool on_the_fly = symmetry && symmetry->representatives.channels == 1;
+  // The representatives of one channel run as they are generated (RingRun: O(positions) memory); so does a lone ring
+  // of one channel that has no symmetry, as its own representative (every position, on the plain network: the same
+  // operations as its full schedule, in the same order). Other cases run their materialised schedules.
+  const CollectiveSpec& first = resolved.front();
+  const bool lone_ring =
+      use_symmetry && !symmetry && resolved.size() == 1 && first.algorithm == Algorithm::Ring && !first.aggregate &&
+      first.channels == 1 && topology.ranks() >= 2 &&
+      (first.op == Collective::AllReduce || first.op == Collective::ReduceScatter || first.op == Collective::AllGather);
+  const int positions = symmetry ? symmetry->representatives.positions : topology.ranks();
+  const bool on_the_fly = (symmetry && symmetry->representatives.channels == 1) || lone_ring;
   std::vector<Schedule> schedules(on_the_fly ? 0 : resolved.size());
   std::vector<std::unique_ptr<RingRun>> ring_runs;
   std::vector<std::unique_ptr<ScheduleRun>> runs;
   for (std::size_t i = 0; i < resolved.size(); ++i) {
     if (on_the_fly) {
       // A ring alone on the network may skip the steps its steady state repeats (RingRun).
-      ring_runs.push_back(std::make_unique<RingRun>(resolved[i], topology, symmetry->representatives.positions,
-                                                    *network, queue, skip_steady_state && resolved.size() == 1));
+      ring_runs.push_back(std::make_unique<RingRun>(resolved[i], topology, positions, *network, queue,
+                                                    skip_steady_state && resolved.size() == 1));
       result.transfers += ring_runs.back()->transfers();
       continue;
     }

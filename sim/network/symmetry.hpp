@@ -48,8 +48,9 @@ struct FlowProgress {
 };
 
 // Runs `specs` at once on the flow network from time 0: on the quotient when find_ring_symmetry finds a symmetry
-// and `use_symmetry`, else every operation of the full schedules (generate()). A ring alone on the quotient skips
-// the steps its steady state repeats when `skip_steady_state` (RingRun; off: every step simulated, for comparisons).
+// and `use_symmetry` (a lone one-channel ring without one as its own representative, generated as it runs), else
+// every operation of the full schedules (generate(): the reference the tests compare with). A ring alone on its
+// network skips the steps its steady state repeats when `skip_steady_state` (RingRun; off: every step simulated).
 FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec>& specs, const Topology& topology,
                                                 bool use_symmetry = true, const FlowProgress& progress = {},
                                                 bool skip_steady_state = true);

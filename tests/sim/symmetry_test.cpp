@@ -4,7 +4,8 @@
 // as their representative, and a link of an orbit carries exactly the images the quotient counts on it. Any
 // difference would be a bug in the quotient (weights, orbit sizes, the representatives' dependencies), so the
 // makespans, being whole picoseconds, are compared with ==, and so are the bytes per link class (sums of whole
-// bytes, exact in a double). Busy time is a sum of seconds in another order: equal to 1e-12 relative.
+// bytes, exact in a double). Busy time is a sum of seconds in another order, and where a ring skipped the steps its
+// steady state repeats, k times one period's difference of running sums (RingRun): equal to 1e-9 relative.
 #include "sim/network/symmetry.hpp"
 
 #include <filesystem>
@@ -39,7 +40,7 @@ int expect_same_as_full(const std::vector<CollectiveSpec>& specs, const Topology
   EXPECT_EQ(fast.seconds, full.seconds) << what;
   for (int c = 0; c < kLinkClassCount; ++c) {
     EXPECT_EQ(fast.usage.bytes[c], full.usage.bytes[c]) << what << " link class " << c;
-    EXPECT_NEAR(fast.usage.busy_s[c], full.usage.busy_s[c], 1e-12 * full.usage.busy_s[c]) << what << " class " << c;
+    EXPECT_NEAR(fast.usage.busy_s[c], full.usage.busy_s[c], 1e-9 * full.usage.busy_s[c]) << what << " class " << c;
   }
   return fast.multiplicity;
 }
@@ -205,6 +206,21 @@ TEST(Symmetry, FallsBackWhereTheFlowsAreNotAlike) {
   CollectiveSpec tree = a;
   tree.algorithm = Algorithm::Tree;
   EXPECT_FALSE(find_ring_symmetry({tree}, *t).has_value());
+}
+
+// A ring of one channel with no symmetry (dgx-a100's 21 nodes are not a whole number of its 20-node scalable units,
+// and one channel has no channel map) runs as its own representative: every position generated as it runs on the
+// plain network, the same operations as the full schedule in the same order; here it also settles and skips steps.
+// The result is the full schedule's (to the picosecond; an uneven size, with no skip, is in FallsBack... above).
+TEST(Symmetry, ALoneRingWithoutASymmetryRunsAsItsOwnRepresentative) {
+  const std::unique_ptr<Topology> t = load_topology(shipped("dgx-a100"), 21);
+  const CollectiveSpec spec = ring_spec(*t, Collective::AllReduce, 1, static_cast<Bytes>(t->ranks()) << 16);
+  ASSERT_FALSE(find_ring_symmetry({spec}, *t).has_value());
+  const FlowCollectivesResult fast = simulate_flow_collectives({spec}, *t);
+  EXPECT_EQ(expect_same_as_full({spec}, *t, "dgx-a100 x 21, one channel"), 1);
+  EXPECT_GT(fast.skipped_steps, 0u);
+  const auto p = static_cast<std::uint64_t>(t->ranks());
+  EXPECT_EQ(fast.transfers, 2 * (p - 1) * p);  // 2 (p - 1) steps of p transfers: every one accounted for
 }
 
 // A symmetry is used only if it holds on the links: a ring over ranks in an order that crosses the nodes unevenly
