@@ -9,17 +9,19 @@
 namespace commsim {
 
 RingRun::RingRun(const CollectiveSpec& spec, const Topology& topology, int positions, NetworkModel& network,
-                 EventQueue& queue, bool fast_forward)
+                 EventQueue& queue, bool fast_forward, int channel)
     : network_(network), queue_(queue) {
   COMMSIM_CHECK(spec.algorithm == Algorithm::Ring && !spec.aggregate &&
                     (spec.op == Collective::AllReduce || spec.op == Collective::ReduceScatter ||
                      spec.op == Collective::AllGather),
                 "ring run of a ring allreduce, reduce-scatter or allgather only");
-  order_ = ring_channel_orders(spec, topology)[0];
+  COMMSIM_CHECK(channel >= 0 && channel < spec.channels, "ring run of a channel the spec does not have");
+  order_ = ring_channel_orders(spec, topology)[static_cast<std::size_t>(channel)];
   p_ = static_cast<std::uint32_t>(order_.size());
   COMMSIM_CHECK(p_ >= 2 && positions >= 1 && static_cast<std::uint32_t>(positions) <= p_, "ring run positions");
   n_ = static_cast<std::uint32_t>(positions);
-  bytes_ = schedule_parts::piece(spec.bytes, static_cast<std::uint64_t>(spec.channels), 0);
+  bytes_ =
+      schedule_parts::piece(spec.bytes, static_cast<std::uint64_t>(spec.channels), static_cast<std::uint64_t>(channel));
   chunks_ = static_cast<std::uint32_t>(schedule_parts::default_chunks(spec, false, bytes_));
   reduce_scatter_ = spec.op != Collective::AllGather;
   const bool all_gather = spec.op != Collective::ReduceScatter;

@@ -38,9 +38,10 @@ namespace commsim {
 // shipped topology).
 class RingRun final : public TransferListener, public EventHandler {
  public:
-  // `positions`: n, the representatives' positions of channel 0 (RingRepresentatives with one channel).
+  // `positions`: n, the representatives' positions of `channel` (RingRepresentatives with one channel: channel 0; a
+  // ring with no symmetry: every position of each channel, one run per channel).
   RingRun(const CollectiveSpec& spec, const Topology& topology, int positions, NetworkModel& network, EventQueue& queue,
-          bool fast_forward = false);
+          bool fast_forward = false, int channel = 0);
   void start();
   bool done() const { return remaining_ == 0; }
   TimePs finished_at() const { return finished_at_; }
@@ -79,8 +80,8 @@ class RingRun final : public TransferListener, public EventHandler {
 
   NetworkModel& network_;
   EventQueue& queue_;
-  std::vector<int> order_;  // channel 0's ring order
-  Bytes bytes_ = 0;         // channel 0's share of the vector
+  std::vector<int> order_;  // the channel's ring order
+  Bytes bytes_ = 0;         // the channel's share of the vector
   // Every piece's size when blocks and chunks divide evenly (always under a symmetry), else -1: piece_bytes cuts.
   std::int64_t uniform_piece_bytes_ = -1;
   double reduce_Bps_ = 0;

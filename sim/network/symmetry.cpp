@@ -162,24 +162,31 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
   const std::unique_ptr<NetworkModel> network =
       symmetry ? make_quotient_flow_network(topology, queue, symmetry->quotient) : make_flow_network(topology, queue);
   // The representatives of one channel run as they are generated (RingRun: O(positions) memory); so does a lone ring
-  // of one channel that has no symmetry, as its own representative (every position, on the plain network: the same
-  // operations as its full schedule, in the same order). Other cases run their materialised schedules.
+  // that has no symmetry, as its own representatives (every position of each channel, one run per channel, on the
+  // plain network: the operations of its full schedule, in the same order). Other cases run their materialised
+  // schedules.
   const CollectiveSpec& first = resolved.front();
   const bool lone_ring =
       use_symmetry && !symmetry && resolved.size() == 1 && first.algorithm == Algorithm::Ring && !first.aggregate &&
-      first.channels == 1 && topology.ranks() >= 2 &&
+      first.channels >= 1 && topology.ranks() >= 2 &&
       (first.op == Collective::AllReduce || first.op == Collective::ReduceScatter || first.op == Collective::AllGather);
-  const int positions = symmetry ? symmetry->representatives.positions : topology.ranks();
   const bool on_the_fly = (symmetry && symmetry->representatives.channels == 1) || lone_ring;
   std::vector<Schedule> schedules(on_the_fly ? 0 : resolved.size());
   std::vector<std::unique_ptr<RingRun>> ring_runs;
   std::vector<std::unique_ptr<ScheduleRun>> runs;
   for (std::size_t i = 0; i < resolved.size(); ++i) {
+    if (lone_ring) {
+      // Alone on the network (one channel), a ring may skip the steps its steady state repeats (RingRun).
+      for (int c = 0; c < first.channels; ++c)
+        ring_runs.push_back(std::make_unique<RingRun>(first, topology, topology.ranks(), *network, queue,
+                                                      skip_steady_state && first.channels == 1, c));
+    } else if (on_the_fly) {
+      ring_runs.push_back(std::make_unique<RingRun>(resolved[i], topology, symmetry->representatives.positions,
+                                                    *network, queue, skip_steady_state && resolved.size() == 1));
+    }
     if (on_the_fly) {
-      // A ring alone on the network may skip the steps its steady state repeats (RingRun).
-      ring_runs.push_back(std::make_unique<RingRun>(resolved[i], topology, positions, *network, queue,
-                                                    skip_steady_state && resolved.size() == 1));
-      result.transfers += ring_runs.back()->transfers();
+      for (std::size_t r = ring_runs.size() - (lone_ring ? first.channels : 1); r < ring_runs.size(); ++r)
+        result.transfers += ring_runs[r]->transfers();
       continue;
     }
     if (symmetry) {
@@ -199,15 +206,21 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
   } else {
     queue.run();
   }
-  const auto record = [&](const auto& run) {
+  const auto finished_ps = [&](const auto& run) {
     COMMSIM_CHECK(run->done() || !result.complete, "schedule did not finish: a dependency cycle");
-    result.seconds.push_back(ps_to_seconds(run->done() ? run->finished_at() : queue.now()));
+    return run->done() ? run->finished_at() : queue.now();
   };
+  TimePs lone_ring_ps = 0;  // a lone ring ends with its last channel
   for (auto& run : ring_runs) {
-    record(run);
+    if (lone_ring) {
+      lone_ring_ps = std::max(lone_ring_ps, finished_ps(run));
+    } else {
+      result.seconds.push_back(ps_to_seconds(finished_ps(run)));
+    }
     result.skipped_steps += run->skipped_steps();
   }
-  for (auto& run : runs) record(run);
+  if (lone_ring) result.seconds.push_back(ps_to_seconds(lone_ring_ps));
+  for (auto& run : runs) result.seconds.push_back(ps_to_seconds(finished_ps(run)));
   result.events = queue.processed();
   result.usage = network->usage();
   return result;

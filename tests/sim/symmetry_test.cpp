@@ -211,7 +211,7 @@ TEST(Symmetry, FallsBackWhereTheFlowsAreNotAlike) {
 // A ring of one channel with no symmetry (dgx-a100's 21 nodes are not a whole number of its 20-node scalable units,
 // and one channel has no channel map) runs as its own representative: every position generated as it runs on the
 // plain network, the same operations as the full schedule in the same order; here it also settles and skips steps.
-// The result is the full schedule's (to the picosecond; an uneven size, with no skip, is in FallsBack... above).
+// The result is the full schedule's, to the picosecond.
 TEST(Symmetry, ALoneRingWithoutASymmetryRunsAsItsOwnRepresentative) {
   const std::unique_ptr<Topology> t = load_topology(shipped("dgx-a100"), 21);
   const CollectiveSpec spec = ring_spec(*t, Collective::AllReduce, 1, static_cast<Bytes>(t->ranks()) << 16);
@@ -221,6 +221,13 @@ TEST(Symmetry, ALoneRingWithoutASymmetryRunsAsItsOwnRepresentative) {
   EXPECT_GT(fast.skipped_steps, 0u);
   const auto p = static_cast<std::uint64_t>(t->ranks());
   EXPECT_EQ(fast.transfers, 2 * (p - 1) * p);  // 2 (p - 1) steps of p transfers: every one accounted for
+  // Eight channels and a size that splits unevenly (no symmetry): one run per channel, their pieces cut as the
+  // schedule cuts them, the makespan the last channel's.
+  for (Collective op : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+    const CollectiveSpec uneven = ring_spec(*t, op, 8, (Bytes(3) << 20) + 5);
+    ASSERT_FALSE(find_ring_symmetry({uneven}, *t).has_value());
+    expect_same_as_full({uneven}, *t, "dgx-a100 x 21, 8 channels, " + std::string(to_string(op)));
+  }
 }
 
 // A symmetry is used only if it holds on the links: a ring over ranks in an order that crosses the nodes unevenly
