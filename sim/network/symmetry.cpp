@@ -174,19 +174,16 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
   std::vector<Schedule> schedules(on_the_fly ? 0 : resolved.size());
   std::vector<std::unique_ptr<RingRun>> ring_runs;
   std::vector<std::unique_ptr<ScheduleRun>> runs;
-  for (std::size_t i = 0; i < resolved.size(); ++i) {
-    if (lone_ring) {
-      // Alone on the network (one channel), a ring may skip the steps its steady state repeats (RingRun).
-      for (int c = 0; c < first.channels; ++c)
-        ring_runs.push_back(std::make_unique<RingRun>(first, topology, topology.ranks(), *network, queue,
-                                                      skip_steady_state && first.channels == 1, c));
-    } else if (on_the_fly) {
+  if (lone_ring) {
+    // Alone on the network (one channel), a ring may skip the steps its steady state repeats (RingRun).
+    for (int c = 0; c < first.channels; ++c)
+      ring_runs.push_back(std::make_unique<RingRun>(first, topology, topology.ranks(), *network, queue,
+                                                    skip_steady_state && first.channels == 1, c));
+  }
+  for (std::size_t i = 0; i < resolved.size() && !lone_ring; ++i) {
+    if (on_the_fly) {
       ring_runs.push_back(std::make_unique<RingRun>(resolved[i], topology, symmetry->representatives.positions,
                                                     *network, queue, skip_steady_state && resolved.size() == 1));
-    }
-    if (on_the_fly) {
-      for (std::size_t r = ring_runs.size() - (lone_ring ? first.channels : 1); r < ring_runs.size(); ++r)
-        result.transfers += ring_runs[r]->transfers();
       continue;
     }
     if (symmetry) {
@@ -198,6 +195,7 @@ FlowCollectivesResult simulate_flow_collectives(const std::vector<CollectiveSpec
     for (const Op& op : schedules[i].ops) result.transfers += op.kind == OpKind::Transfer;
     runs.push_back(std::make_unique<ScheduleRun>(schedules[i], resolved[i].reduce_Bps, *network, queue, nullptr));
   }
+  for (const auto& run : ring_runs) result.transfers += run->transfers();
   result.full_transfers = result.transfers * static_cast<std::uint64_t>(result.multiplicity);
   for (auto& run : ring_runs) run->start();
   for (auto& run : runs) run->start();
