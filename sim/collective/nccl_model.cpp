@@ -263,8 +263,14 @@ bool same_name(std::string_view a, std::string_view b) {
 constexpr std::array<std::string_view, kNcclAlgos> kNcclAlgoNames = {
     "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
 constexpr std::array<std::string_view, kProtos> kNcclProtoNames = {"LL", "LL128", "Simple"};
-constexpr std::array<Collective, 5> kCollectives = {Collective::AllReduce, Collective::ReduceScatter,
-                                                    Collective::AllGather, Collective::Broadcast, Collective::Reduce};
+// NCCL's collectives in its order (ncclFunc_t) with its names (ncclFuncStr, src/init.cc): the rows of its tuning
+// table, and the prefixes of NCCL_ALGO / NCCL_PROTO entries.
+constexpr std::array<std::pair<Collective, std::string_view>, 5> kNcclFunctions = {
+    {{Collective::Broadcast, "Broadcast"},
+     {Collective::Reduce, "Reduce"},
+     {Collective::AllGather, "AllGather"},
+     {Collective::ReduceScatter, "ReduceScatter"},
+     {Collective::AllReduce, "AllReduce"}}};
 
 int element_index(std::string_view name, bool protocols) {
   if (protocols) {
@@ -306,9 +312,8 @@ unsigned parse_nccl_list(std::string_view text, Collective op, bool protocols, c
     std::string_view list = parts.back();
     bool applies = parts.size() == 1;
     if (parts.size() == 2) {
-      // NCCL's prefixes are its collectives (ncclFuncStr: AllReduce, ...), which commsim names in lower case.
-      if (std::none_of(kCollectives.begin(), kCollectives.end(),
-                       [&](Collective c) { return same_name(parts[0], to_string(c)); }))
+      if (std::none_of(kNcclFunctions.begin(), kNcclFunctions.end(),
+                       [&](const auto& function) { return same_name(parts[0], function.second); }))
         throw InputError(file, field, "unknown collective \"" + std::string(parts[0]) + "\" in " + quoted);
       applies = same_name(parts[0], to_string(op));
     }
@@ -336,20 +341,6 @@ unsigned enabled_by_list(std::string_view text, Collective op, bool protocols, c
   return mask;
 }
 
-namespace {
-
-// NCCL's collectives in its order (ncclFunc_t) with its names (ncclFuncStr, src/init.cc), the rows of its table.
-constexpr std::array<std::pair<Collective, std::string_view>, 5> kNcclFunctions = {
-    {{Collective::Broadcast, "Broadcast"},
-     {Collective::Reduce, "Reduce"},
-     {Collective::AllGather, "AllGather"},
-     {Collective::ReduceScatter, "ReduceScatter"},
-     {Collective::AllReduce, "AllReduce"}}};
-
-bool listed(const std::string& list, unsigned mask, int index) { return list.empty() || ((mask >> index) & 1u) != 0; }
-
-}  // namespace
-
 TuningTable tuning_table(const Topology& topo, const std::string& algorithms, const std::string& protocols,
                          int channels) {
   require_nccl(topo);
@@ -370,7 +361,7 @@ TuningTable tuning_table(const Topology& topo, const std::string& algorithms, co
         if (modeled(a, p, op, c.machine, c.library, c.table))
           cell.latency_us = latency_us(a, p, op, c.machine, c.library, c.table);
         const Evaluation e = evaluate(a, p, op, c.machine, c.library, c.table);
-        if (e.applicable && listed(algorithms, algo_mask, a) && listed(protocols, proto_mask, p))
+        if (e.applicable && enabled(algo_mask, a) && enabled(proto_mask, p))  // mask 0: no list
           cell.algbw_GBps = e.algbw_GBps;
         row.cells.push_back(cell);
       }

@@ -172,7 +172,9 @@ double ring_latency_us(int p, Collective op, const Machine& m, const CommLibrary
   return (steps - inter_steps) * std::max(intra_lat, net_overhead) + inter_steps * inter_lat;
 }
 
-double latency_of(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
+}  // namespace
+
+double latency_us(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   const int n = m.ranks, nodes = m.nodes, ppn = n / nodes;
   const double intra_lat = t.hw_latency_us[m.nvlink_intra ? kNvlinkHw : kPciHw][a][p];
   double inter_lat = t.hw_latency_us[kNetHw][ppn == 1 && t.one_gpu_per_node_inter_latency_from_tree ? kTree : a][p] +
@@ -202,8 +204,6 @@ double latency_of(int a, int p, Collective op, const Machine& m, const CommLibra
   return base;
 }
 
-}  // namespace
-
 bool is_network(LinkClass c) {
   return c == LinkClass::Rdma || c == LinkClass::Tcp || c == LinkClass::Efa || c == LinkClass::Tcpx ||
          c == LinkClass::Fabric;
@@ -219,7 +219,7 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
   Evaluation e;
   if (m.ranks < 2 || !applies(a, p, op, m, lib, t)) return e;
   e.algbw_GBps = bus_bandwidth_GBps(a, p, op, m, lib, t) * algbw_ratio(a, op, m, t);
-  e.latency_us = latency_of(a, p, op, m, lib, t);
+  e.latency_us = latency_us(a, p, op, m, lib, t);
   e.applicable = e.algbw_GBps > 0;
   return e;
 }
@@ -238,10 +238,6 @@ bool modeled(int a, int p, Collective op, const Machine& m, const CommLibrary& l
     return a == kRing;
   }
   return a != kPat;
-}
-
-double latency_us(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
-  return latency_of(a, p, op, m, lib, t);
 }
 
 // What each GPU and each node must send of an S-byte vector, per algorithm (so algbw = S / time is at most the
