@@ -149,6 +149,18 @@ void read_pat(const nlohmann::json& c, Table& t) {
   }
 }
 
+// The algorithms NCCL's tuning loop considers for reduce-scatter and allgather (tuning.cc: ring; NVLS from 2.19;
+// CollNet direct from 2.20; PAT from 2.23).
+std::array<bool, kNcclAlgos> read_gather_scatter(const nlohmann::json& names) {
+  std::array<bool, kNcclAlgos> out{};
+  for (const auto& name : names) {
+    const auto* key = std::find(kAlgoKeys.begin(), kAlgoKeys.end(), name.get<std::string>());
+    COMMSIM_CHECK(key != kAlgoKeys.end(), "libraries/nccl.json: gather_scatter_algorithms names no NCCL algorithm");
+    out[static_cast<std::size_t>(key - kAlgoKeys.begin())] = true;
+  }
+  return out;
+}
+
 std::vector<Table> load_tables() {
   const nlohmann::json doc = nlohmann::json::parse(embedded_table_json());
   std::vector<Table> tables;
@@ -161,6 +173,7 @@ std::vector<Table> load_tables() {
     read_nvls(c, t);
     read_pat(c, t);
     t.ll128_enabled = ll128_generations(c.at("ll128_compute_capabilities").get<std::string>());
+    t.gather_scatter = read_gather_scatter(c.at("gather_scatter_algorithms"));
     for (int a = 0; a < kArchs; ++a) {
       const std::string arch(to_string(static_cast<GpuArch>(a)));
       if (!doc.at("fitted").contains(arch)) continue;
@@ -182,7 +195,7 @@ const std::vector<Table>& tables() {
   return all;
 }
 
-// A version uses the newest table not newer than it ("2.20.5" -> "2.18"); none before the oldest table.
+// A version uses the newest table not newer than it ("2.22.3" -> "2.21"); none before the oldest table.
 const Table* find_table(std::string_view version) {
   const long wanted = version_number(version);
   const Table* best = nullptr;

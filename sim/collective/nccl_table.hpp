@@ -61,7 +61,8 @@ struct Table {
   PerNodes nvls_tree_chunk_bytes{};
   bool pat = false;
   double pat_bandwidth_factor = 1, pat_base_latency_us = 0, pat_inter_latency_divisor = 1, pat_latency_per_rank_us = 0;
-  std::array<bool, kArchs> ll128_enabled{};  // by GPU generation, from "ll128_compute_capabilities"
+  std::array<bool, kArchs> ll128_enabled{};       // by GPU generation, from "ll128_compute_capabilities"
+  std::array<bool, kNcclAlgos> gather_scatter{};  // the algorithms of reduce-scatter and allgather
   std::array<std::map<std::string, ModelScale>, kArchs> fitted;
   std::array<double, kArchs> fitted_band_rel{};
   std::array<int, kArchs> fitted_gpus_per_thread{};  // CommLibrary::fitted_gpus_per_thread of the table's fit

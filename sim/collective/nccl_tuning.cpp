@@ -21,8 +21,6 @@ int steps_of(Collective op, int ranks) {
   }
 }
 
-bool newer_than_2_21(const Table& t) { return t.number >= 2021; }
-
 bool newer_than_2_23(const Table& t) { return t.number >= 2023; }
 
 // Which (collective, algorithm, protocol) NCCL models and enables by default (tuning.cc; nccl_model.hpp).
@@ -37,10 +35,11 @@ bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& l
   if (simple_only && p != proto_index(Protocol::Simple)) return false;
   if (op == Collective::Broadcast || op == Collective::Reduce) return a == kRing;
   if (op == Collective::ReduceScatter || op == Collective::AllGather) {
+    if (!t.gather_scatter[a]) return false;
     if (a == kRing) return true;
-    if (a == kNvls) return newer_than_2_21(t) && lib.nvls && m.nodes == 1 && ppn > 1;
+    if (a == kNvls) return lib.nvls && m.nodes == 1 && ppn > 1;
     if (a == kPat) return t.pat && ppn == 1;
-    return false;
+    return false;  // CollNet direct: SHARP's allgather / reduce-scatter is not modelled
   }
   switch (a) {  // allreduce
     case kRing:
@@ -225,17 +224,17 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
 }
 
 // NCCL's loop (tuning.cc, v2.18.6-1:166-172, v2.21.5-1:166-172, v2.29.7-1:274-289): broadcast and reduce by ring only;
-// reduce-scatter and allgather by ring, and from 2.21 NVLS and CollNet direct, from 2.23 PAT (Simple, one GPU per
-// node); allreduce by all but PAT; NVLS and NVLS-tree with Simple only, and not at all without an NVLS graph.
+// reduce-scatter and allgather by the table's algorithms (ring; NVLS from 2.19, CollNet direct from 2.20, PAT from
+// 2.23 with Simple and one GPU per node); allreduce by all but PAT; NVLS and NVLS-tree with Simple only, and not at all
+// without an NVLS graph.
 bool modeled(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   if (m.ranks < 2) return false;
   const bool simple = p == proto_index(Protocol::Simple);
   if ((a == kNvls || a == kNvlsTree) && !(simple && lib.nvls)) return false;
   if (op == Collective::Broadcast || op == Collective::Reduce) return a == kRing;
   if (op == Collective::ReduceScatter || op == Collective::AllGather) {
-    if (a == kNvls || a == kCollNetDirect) return newer_than_2_21(t);
-    if (a == kPat) return t.pat && simple && m.ranks == m.nodes;
-    return a == kRing;
+    if (!t.gather_scatter[a]) return false;
+    return a != kPat || (t.pat && simple && m.ranks == m.nodes);
   }
   return a != kPat;
 }

@@ -151,6 +151,67 @@ TEST(NcclTuningTable, MatchesNcclsOwnTableOnTwoSocketRanks) {
 // bytes, GB/s = 1000 B/us): they cross at S = 2400 x 13.1 = 31 440 bytes, between 16 and 32 KiB, as NCCL chose. With
 // a latency per rank for broadcast (12.0 and 36.4 us, the model before it knew NCCL's replayed channels) they would
 // cross at 58 560 bytes, and 32 KiB would stay on LL.
+// The latencies NCCL 2.20 printed for two nodes of 8 H100 GPUs (https://github.com/NVIDIA/nccl/issues/1519, the
+// issue's first log; a search excerpt of it: the reduce-scatter and allgather rows of the first block and the first
+// five AllReduce cells; the bandwidths are that cluster's 200 Gb/s NICs, not the DGX H100's, so only latencies are
+// compared). The machine is told by its cells: ring allreduce LL = baseLat 6.6 + (30 steps - 2 x 2 network steps) x
+// max(NVLink LL 0.6, Intel net overhead 1.0) + 4 x NET LL 2.7 = 43.4 (16 ranks on 2 nodes, Intel hosts); tree Simple =
+// 2 x ((8 - 1) x 28 + log2(2) x 28) = 448.0 (8 GPUs per node). The 2.20 constants, each cell:
+//   AllGather / ReduceScatter ring: 15 steps, one across nodes: LL 6.6 + 14 x 1.0 + 2.7 = 23.3; LL128 14.0 + 14 x
+//     max(1.9, 1.0) + 4.0 = 44.6; Simple 8.4 + 14 x max(3.4, 3 x 1.0) + 14.0 = 70.0;
+//   CollNet direct (modelled for them from 2.20): 2 x (min(1, 7) x intra + 7 x arity 0.4) + inter: LL and LL128 have
+//     no CollNet latencies (0), so 5.6; Simple 2 x (3.7 + 2.8) + 31 = 44.0;
+//   AllReduce tree: LL 6.8 + 2 x (7 x 0.6 + 5.0) = 25.2; LL128 14.0 + 2 x (7 x 1.25 + 8.5) = 48.5; Simple 448.0;
+//   ring LL 43.4; LL128 14.0 + 26 x 1.9 + 4 x 4.0 = 79.4.
+// With the 2.18 constants (which priced 2.19 and 2.20 before they had tables of their own) tree Simple would be
+// 2 x (7 x 4 + 14) = 84 and CollNet direct would have no allgather cells.
+TEST(NcclTuningTable, LatenciesMatchNcclsOwnOnTwoH100NodesWithNccl220) {
+  auto t = load_topology(shipped("dgx-h100"), 2);
+  nccl::use_release(*t, "2.20.5", "test", "");
+  const nccl::TuningTable table = nccl::tuning_table(*t);
+  const auto latency = [&](const std::string& collective, int algorithm, int protocol) {
+    const auto row = std::find_if(table.rows.begin(), table.rows.end(),
+                                  [&](const nccl::TuningRow& r) { return r.collective == collective; });
+    EXPECT_NE(row, table.rows.end()) << collective;
+    return row == table.rows.end() ? -1.0 : row->cells[std::size_t(algorithm * 3 + protocol)].latency_us;
+  };
+  for (const std::string gather : {"AllGather", "ReduceScatter"}) {
+    const double nccl_printed[] = {0, 0, 0, 23.3, 44.6, 70.0, 5.6, 5.6, 44.0};  // Tree, Ring, CollNetDirect
+    for (int cell = 0; cell < 9; ++cell)
+      EXPECT_NEAR(latency(gather, cell / 3, cell % 3), nccl_printed[cell], 0.05) << gather << " cell " << cell;
+  }
+  const double allreduce_printed[] = {25.2, 48.5, 448.0, 43.4, 79.4};  // Tree LL, LL128, Simple, Ring LL, LL128
+  for (int cell = 0; cell < 5; ++cell)
+    EXPECT_NEAR(latency("AllReduce", cell / 3, cell % 3), allreduce_printed[cell], 0.05) << "AllReduce cell " << cell;
+}
+
+// NCCL's loop gives reduce-scatter and allgather NVLS from 2.19 and CollNet direct from 2.20 (tuning.cc
+// v2.18.6-1:168-169 ring only; v2.19.4-1:168-169 ring and NVLS; v2.20.5-1:169-170 and CollNet direct): on one DGX
+// H100 node (NVSwitch with NVLS) NCCL 2.18 cannot run an NVLS allgather, 2.19 can; CollNet direct is priced (and, with
+// no SHARP here, disabled) from 2.20 only. Each release uses its own table.
+TEST(NcclTuningTable, GathersGainNvlsIn219AndCollNetIn220) {
+  EXPECT_EQ(nccl::table_for("2.18.6"), "2.18");
+  EXPECT_EQ(nccl::table_for("2.19.3"), "2.19");
+  EXPECT_EQ(nccl::table_for("2.20.5"), "2.20");
+  EXPECT_EQ(nccl::table_for("2.22.3"), "2.21");
+  const std::pair<std::string, bool> nvls_allgather[] = {{"2.18.6", false}, {"2.19.3", true}, {"2.20.5", true}};
+  for (const auto& [release, has_nvls] : nvls_allgather) {
+    auto t = load_topology(shipped("dgx-h100"), 1);
+    nccl::use_release(*t, release, "test", "");
+    CollectiveSpec spec = allreduce(64 << 20);
+    spec.op = Collective::AllGather;
+    const auto all = nccl::candidates(spec, *t);
+    const bool nvls =
+        std::any_of(all.begin(), all.end(), [](const nccl::Estimate& e) { return e.algorithm == Algorithm::Nvls; });
+    EXPECT_EQ(nvls, has_nvls) << release;
+    const nccl::TuningTable table = nccl::tuning_table(*t);
+    const nccl::TuningCell& collnet_simple = table.rows[2].cells[2 * 3 + 2];  // AllGather, CollNetDirect, Simple
+    EXPECT_EQ(table.rows[2].collective, "AllGather");
+    EXPECT_EQ(collnet_simple.latency_us > 0, release == "2.20.5") << release;
+    EXPECT_EQ(collnet_simple.algbw_GBps, 0) << release;
+  }
+}
+
 TEST(NcclTuningTable, ChoosesWhatNcclChoseOnTwoSocketRanks) {
   auto t = load_topology(fixture("nccl-tuning/sockets-2x1-blackwell.json"));
   CollectiveSpec spec;
