@@ -189,6 +189,40 @@ def refit(commsim, curves):
     print(f"wrote the fitted scales of {', '.join(sorted(by_arch))} to libraries/nccl.json; rebuild, then run without --refit")
 
 
+def self_calibrated(commsim, r):
+    """The curve's machine calibrated on every other of the curve's sizes (the smallest, the third, ...) with
+    `commsim calibrate --from-nccl-tests`, then predicted at the sizes left out: what a user gets who calibrates on a
+    log of their own machine. A dict with 'points' as evaluate()'s (held-out sizes only) and 'inside' (how many held-out
+    points lie inside the calibrated error band), or 'skip' (why not)."""
+    curve, op = r["curve"], OPS[r["curve"]["collective"]]
+    sizes = sorted(b for b, *_ in r["points"])
+    fit_sizes, held = set(sizes[0::2]), sizes[1::2]
+    fd, fit_log = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    fd, calibrated = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        Path(fit_log).write_text(json.dumps({**curve, "rows": [row for row in curve["rows"] if row["bytes"] in fit_sizes]}))
+        p = subprocess.run([commsim, "calibrate", curve["topology"], "--nodes", str(curve["nodes"]), "--from-nccl-tests",
+                            fit_log, "-o", calibrated], cwd=ROOT, capture_output=True, text=True)
+        if p.returncode != 0:
+            return {"skip": ((p.stderr.strip() or p.stdout.strip()).splitlines() or [f"exit {p.returncode}"])[-1]}
+        out = run_commsim(commsim, commsim_args(curve, calibrated, op), held)
+    except RuntimeError as e:
+        return {"skip": str(e)}
+    finally:
+        os.unlink(fit_log)
+        os.unlink(calibrated)
+    pred = {row["requested_bytes"]: row for row in out["rows"]}
+    published = {b: pub for b, pub, *_ in r["points"]}
+    points = [(b, published[b], pred[b]["busbw_GBps"], (pred[b]["busbw_GBps"] - published[b]) / published[b],
+               f"{pred[b]['algorithm']}/{pred[b]['protocol']}") for b in held if b in pred]
+    # Inside the band: the published time within +-band of the predicted one, i.e. |predicted / published busbw - 1|
+    # = |error| <= band.
+    inside = sum(abs(err) <= pred[b]["band_rel"] for b, _, _, err, _ in points)
+    return {"points": points, "inside": inside, "band": max((pred[b]["band_rel"] for b in held if b in pred), default=0)}
+
+
 def fmt_size(b):
     for unit, scale in (("GiB", 1 << 30), ("MiB", MIB), ("KiB", 1 << 10)):
         if b >= scale:
@@ -275,6 +309,30 @@ def summary(results):
     return lines + [""], all_ok
 
 
+def self_calibrated_section(commsim, predicted):
+    """Each predicted curve calibrated on half its sizes and predicted at the other half (self_calibrated)."""
+    runs = [(r, self_calibrated(commsim, r)) for r in predicted]
+    held = [{"file": r["file"], "points": c["points"], "inside": c["inside"], "band": c["band"]}
+            for r, c in runs if c.get("points")]
+    md = ["## Calibrated on its own log: half the sizes fitted, the other half predicted", "",
+          "What a user gets after `commsim calibrate TOPOLOGY --from-nccl-tests LOG` on their own machine: each predicted",
+          "curve's machine is calibrated on every other size of the curve (the smallest, the third, ...) and then predicted",
+          "at the sizes left out, with the same command and options as above on the calibrated topology: its own scales",
+          "take the place of the shipped ones (libraries/nccl.json) for every (collective, algorithm, protocol) the fitted",
+          "sizes ran. The targets are the same. A held-out point is inside the band when the published time lies within",
+          "the calibrated error band of the predicted one.", ""]
+    if not held:
+        return md + ["No curve could be calibrated.", ""]
+    md += summary(held)[0]
+    inside = sum(h["inside"] for h in held)
+    total = sum(len(h["points"]) for h in held)
+    md += [f"Inside the calibrated error band: {inside} of {total} held-out points ({inside / total * 100:.0f} %).", "",
+           "| curve | held-out points | error band | inside the band |", "|---|---:|---:|---:|"]
+    md += [f"| {h['file']} | {len(h['points'])} | +-{h['band'] * 100:.1f} % | {h['inside']} |" for h in held]
+    md += [f"| {r['file']} | - | - | not calibrated: {c['skip']} |" for r, c in runs if "skip" in c]
+    return md + [""]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--commsim", default="build/cli/commsim", help="commsim binary (relative to the repository root)")
@@ -336,6 +394,7 @@ def main():
                "| curve | why |", "|---|---|"]
         md += [f"| {r['file']} | {r['curve']['inconsistent_with_hardware']} |" for r in inconsistent] + [""]
         md += summary(inconsistent)[0]
+    md += self_calibrated_section(commsim, predicted)
     md += ["## Skipped curves", "", "| curve | topology | reason |", "|---|---|---|"]
     md += [f"| {r['file']} | {r['curve'].get('topology') or '-'} | {r['skip']} |" for r in skipped]
     md += ["", "## Predicted curves", ""]
