@@ -151,6 +151,19 @@ TEST(NcclTuningTable, MatchesNcclsOwnTableOnTwoSocketRanks) {
 // bytes, GB/s = 1000 B/us): they cross at S = 2400 x 13.1 = 31 440 bytes, between 16 and 32 KiB, as NCCL chose. With
 // a latency per rank for broadcast (12.0 and 36.4 us, the model before it knew NCCL's replayed channels) they would
 // cross at 58 560 bytes, and 32 KiB would stay on LL.
+TEST(NcclTuningTable, ChoosesWhatNcclChoseOnTwoSocketRanks) {
+  auto t = load_topology(fixture("nccl-tuning/sockets-2x1-blackwell.json"));
+  CollectiveSpec spec;
+  spec.op = Collective::Broadcast;
+  spec.algorithm = Algorithm::Auto;
+  for (Bytes bytes : {Bytes(1024), Bytes(16384), Bytes(32768), Bytes(134217728)}) {
+    spec.bytes = bytes;
+    const nccl::Estimate chosen = nccl::choose(spec, *t);
+    EXPECT_EQ(chosen.algorithm, Algorithm::Ring) << bytes;
+    EXPECT_EQ(chosen.protocol, bytes <= 16384 ? Protocol::LL : Protocol::Simple) << bytes;
+  }
+}
+
 // The latencies NCCL 2.20 printed for two nodes of 8 H100 GPUs (https://github.com/NVIDIA/nccl/issues/1519, the
 // issue's first log; a search excerpt of it: the reduce-scatter and allgather rows of the first block and the first
 // five AllReduce cells; the bandwidths are that cluster's 200 Gb/s NICs, not the DGX H100's, so only latencies are
@@ -209,19 +222,6 @@ TEST(NcclTuningTable, GathersGainNvlsIn219AndCollNetIn220) {
     EXPECT_EQ(table.rows[2].collective, "AllGather");
     EXPECT_EQ(collnet_simple.latency_us > 0, release == "2.20.5") << release;
     EXPECT_EQ(collnet_simple.algbw_GBps, 0) << release;
-  }
-}
-
-TEST(NcclTuningTable, ChoosesWhatNcclChoseOnTwoSocketRanks) {
-  auto t = load_topology(fixture("nccl-tuning/sockets-2x1-blackwell.json"));
-  CollectiveSpec spec;
-  spec.op = Collective::Broadcast;
-  spec.algorithm = Algorithm::Auto;
-  for (Bytes bytes : {Bytes(1024), Bytes(16384), Bytes(32768), Bytes(134217728)}) {
-    spec.bytes = bytes;
-    const nccl::Estimate chosen = nccl::choose(spec, *t);
-    EXPECT_EQ(chosen.algorithm, Algorithm::Ring) << bytes;
-    EXPECT_EQ(chosen.protocol, bytes <= 16384 ? Protocol::LL : Protocol::Simple) << bytes;
   }
 }
 
