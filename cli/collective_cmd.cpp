@@ -14,6 +14,7 @@
 #include "reports/format.hpp"
 #include "sim/collective/collective.hpp"
 #include "sim/collective/nccl_model.hpp"
+#include "sim/collective/nccl_printed_table.hpp"
 #include "sim/collective/registry.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/limits.hpp"
@@ -60,7 +61,7 @@ namespace {
 
 struct CollectiveOptions {
   std::string topology, format = "nccl-tests", op = "allreduce", algo = "ring", proto = "auto", sizes = "8:1G",
-                        fidelity = "analytical", json, nccl_version;
+                        fidelity = "analytical", json, nccl_version, against;
   int nodes = 0, channels = 0, chunks = 0, hierarchy_groups = 0, gpus_per_thread = 1;
   double reduce_Bps = 0;
   bool tuning_table = false;
@@ -228,6 +229,29 @@ int run_collective(const CollectiveOptions& o) {
   return prediction.complete() ? 0 : 128 + stopped_by_signal;
 }
 
+// --tuning-table --against LOG: the table NCCL printed in LOG, cell by cell against commsim's. Exit 0 when every cell
+// matches (to NCCL's printed 0.1), 1 when some differ, as diff does.
+int compare_with_log(const std::string& log_file, const nccl::TuningTable& ours, const std::string& machine) {
+  std::ifstream log(log_file);
+  if (!log) throw InputError(log_file, "", "cannot open the log");
+  const nccl::TuningTable printed = nccl::read_printed_tuning_table(log, log_file);
+  const nccl::TuningComparison c = nccl::compare_tuning_tables(printed, ours);
+  std::printf("# commsim %s  NCCL's tuning table in %s against commsim's (%s)\n", COMMSIM_VERSION, log_file.c_str(),
+              machine.c_str());
+  if (!c.mismatches.empty())
+    std::printf("# %-13s %-24s %18s %18s\n", "collective", "algorithm/protocol", "NCCL lat/bw", "commsim lat/bw");
+  for (const nccl::TuningMismatch& m : c.mismatches) {
+    char ours_cell[32] = "not in its table";
+    if (m.in_commsim)
+      std::snprintf(ours_cell, sizeof ours_cell, "%8.1f/%6.1f", m.commsim.latency_us, m.commsim.algbw_GBps);
+    std::printf("  %-13s %-24s %8.1f/%6.1f %18s\n", m.collective.c_str(), (m.algorithm + "/" + m.protocol).c_str(),
+                m.nccl.latency_us, m.nccl.algbw_GBps, ours_cell);
+  }
+  std::printf("# %d of %d cells match (latency us and algorithm bandwidth GB/s, each within NCCL's printed 0.1)\n",
+              c.cells - static_cast<int>(c.mismatches.size()), c.cells);
+  return c.mismatches.empty() ? 0 : 1;
+}
+
 // --tuning-table: NCCL's latency and bandwidth of every collective, algorithm and protocol on the topology, in the
 // layout NCCL prints at init, so a user can set it beside their own NCCL_DEBUG_SUBSYS=TUNING output. `--algo` and
 // `--proto`, when given, are NCCL_ALGO and NCCL_PROTO (a single name enables only that one).
@@ -239,10 +263,14 @@ int print_tuning_table(const CollectiveOptions& o, bool algo_given, bool proto_g
   const std::string algorithms = algo_given && o.algo != "auto" ? o.algo : "";
   const std::string protocols = proto_given && o.proto != "auto" ? o.proto : "";
   const nccl::TuningTable table = nccl::tuning_table(*topology, algorithms, protocols, o.channels);
+  const std::string machine = topology->name() + ": " + std::to_string(topology->nodes()) + " node(s) x " +
+                              std::to_string(topology->ranks_per_node()) + " rank(s), " +
+                              library_label(topology->library().version) + ", " + std::to_string(table.channels) +
+                              " channels";
+  if (!o.against.empty()) return compare_with_log(o.against, table, machine);
   std::printf("# commsim %s  NCCL tuning table (latency us / algorithm bandwidth GB/s, as NCCL_DEBUG_SUBSYS=TUNING)\n",
               COMMSIM_VERSION);
-  std::printf("# %s: %d node(s) x %d rank(s), %s, %d channels\n", topology->name().c_str(), topology->nodes(),
-              topology->ranks_per_node(), library_label(topology->library().version).c_str(), table.channels);
+  std::printf("# %s\n", machine.c_str());
   std::fputs(nccl::format_tuning_table(table).c_str(), stdout);
   return 0;
 }
@@ -294,8 +322,13 @@ void register_collective(CLI::App& app, int& exit_code) {
   cmd->add_flag("--tuning-table", o->tuning_table,
                 "print NCCL's tuning table for the topology instead (every collective, algorithm and protocol: "
                 "latency / algorithm bandwidth, NCCL's layout); --algo / --proto act as NCCL_ALGO / NCCL_PROTO");
+  cmd->add_option("--against", o->against,
+                  "with --tuning-table: compare with the table NCCL printed in this log (NCCL_DEBUG=INFO "
+                  "NCCL_DEBUG_SUBSYS=TUNING), cell by cell; exit 1 when cells differ");
   cmd->callback([o, cmd, &exit_code] {
     try {
+      if (!o->tuning_table && cmd->count("--against") > 0)
+        throw InputError("--against", "", "compares NCCL's printed tuning table: it needs --tuning-table");
       if (o->tuning_table) {
         for (const char* unused : {"--op", "--sizes", "--fidelity", "--chunks", "--groups", "--reduce-Bps",
                                    "--gpus-per-thread", "--format", "--json"})

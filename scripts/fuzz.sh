@@ -3,7 +3,7 @@
 # ASan, UBSan), so the main build is untouched.
 #   scripts/fuzz.sh                 30 s per loader: what scripts/test.sh runs
 #   scripts/fuzz.sh 600             10 minutes per loader (the long run the README reports)
-#   scripts/fuzz.sh 600 scenario    one loader: topology, scenario, model, suite, baseline, compare
+#   scripts/fuzz.sh 600 scenario    one loader: topology, scenario, model, suite, baseline, compare, nccl_log
 # COMMSIM_FUZZ_NICE=19 runs the fuzzers at the lowest CPU priority (a shared machine).
 # Seeds are the shipped files (gathered into build-fuzz/seeds/LOADER); what libFuzzer adds goes to build-fuzz/corpus/LOADER and a crashing
 # input to build-fuzz/crashes/LOADER/. Exits 1 if any loader crashed, leaked, hung (> 10 s) or ran out of memory.
@@ -12,7 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-30}
 shift || true
 loaders=("$@")
-((${#loaders[@]})) || loaders=(topology scenario model suite baseline compare)
+((${#loaders[@]})) || loaders=(topology scenario model suite baseline compare nccl_log)
 
 # What each loader starts from: the shipped files of its kind and the bad-input catalogue's files.
 seeds_topology=(topologies validate/suites/topologies tests/data/astra-fc8.json tests/data/star8.json
@@ -23,6 +23,9 @@ seeds_model=(scenarios/models validate/suites/models tests/data/training tests/d
 seeds_suite=(validate/suites/smoke.json validate/suites/emulated.json tests/data/bad)
 seeds_baseline=(baselines tests/data/bad)
 seeds_compare=(scenarios/demo-techniques.json tests/data/bad)
+seeds_nccl_log=(tests/data/nccl-tuning)
+# The seeds' file names and the JSON dictionary: NCCL logs, and no dictionary, for the log reader.
+pattern_nccl_log='*.log' no_dict_nccl_log=1
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DCOMMSIM_FUZZ=ON \
   -DBUILD_TESTING=OFF -DCOMMSIM_MPI=OFF -DCOMMSIM_NCCL=OFF ${COMMSIM_FUZZ_CMAKE_ARGS:-} >/dev/null
@@ -34,13 +37,16 @@ for loader in "${loaders[@]}"; do
   corpus=build-fuzz/corpus/$loader crashes=build-fuzz/crashes/$loader seeds=build-fuzz/seeds/$loader
   rm -rf "$seeds"
   mkdir -p "$corpus" "$crashes" "$seeds"
-  find "${!seeds_var}" -name '*.json' -type f -exec cp -t "$seeds" --backup=numbered {} +
+  pattern_var="pattern_${loader}" no_dict_var="no_dict_${loader}"
+  dict=(-dict=fuzz/json.dict)
+  [[ -n "${!no_dict_var:-}" ]] && dict=()
+  find "${!seeds_var}" -name "${!pattern_var:-*.json}" -type f -exec cp -t "$seeds" --backup=numbered {} +
   echo "fuzz: $loader for ${seconds} s" >&2
   # The harness's scratch files: libFuzzer ends with _Exit, which skips their removal at exit, so this script does it.
   scratch=build-fuzz/tmp/$loader
   mkdir -p "$scratch"
   if ! TMPDIR="$PWD/$scratch" nice -n "${COMMSIM_FUZZ_NICE:-0}" "build-fuzz/fuzz/fuzz_$loader" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
-      -dict=fuzz/json.dict -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" "$seeds" \
+      "${dict[@]}" -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" "$seeds" \
       >"build-fuzz/fuzz-$loader.log" 2>&1; then
     failed+=("$loader")
     grep -m1 -E "ERROR|SUMMARY|deadly|timeout|out-of-memory" "build-fuzz/fuzz-$loader.log" >&2 || true

@@ -258,24 +258,22 @@ bool same_name(std::string_view a, std::string_view b) {
          });
 }
 
-// NCCL's spelling of its algorithms and protocols, in NcclAlgo order (ncclAlgoStr, ncclProtoStr: src/init.cc:43-44 at
-// v2.26.2-1), the names NCCL_ALGO and NCCL_PROTO take.
+// NCCL's spelling of its algorithms, in NcclAlgo order (ncclAlgoStr: src/init.cc:43 at v2.26.2-1), the names
+// NCCL_ALGO takes.
 constexpr std::array<std::string_view, kNcclAlgos> kNcclAlgoNames = {
     "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
-constexpr std::array<std::string_view, kProtos> kNcclProtoNames = {"LL", "LL128", "Simple"};
-// NCCL's collectives in its order (ncclFunc_t) with its names (ncclFuncStr, src/init.cc): the rows of its tuning
-// table, and the prefixes of NCCL_ALGO / NCCL_PROTO entries.
+// NCCL's collectives in its order (ncclFunc_t) with their names.
 constexpr std::array<std::pair<Collective, std::string_view>, 5> kNcclFunctions = {
-    {{Collective::Broadcast, "Broadcast"},
-     {Collective::Reduce, "Reduce"},
-     {Collective::AllGather, "AllGather"},
-     {Collective::ReduceScatter, "ReduceScatter"},
-     {Collective::AllReduce, "AllReduce"}}};
+    {{Collective::Broadcast, kNcclCollectiveNames[0]},
+     {Collective::Reduce, kNcclCollectiveNames[1]},
+     {Collective::AllGather, kNcclCollectiveNames[2]},
+     {Collective::ReduceScatter, kNcclCollectiveNames[3]},
+     {Collective::AllReduce, kNcclCollectiveNames[4]}}};
 
 int element_index(std::string_view name, bool protocols) {
   if (protocols) {
     for (int p = 0; p < kProtos; ++p)
-      if (same_name(name, kNcclProtoNames[p])) return p;
+      if (same_name(name, kNcclProtocolNames[p])) return p;
     return -1;
   }
   for (int a = 0; a < kNcclAlgos; ++a)
@@ -381,7 +379,7 @@ std::string format_tuning_table(const TuningTable& table) {
         std::snprintf(text, sizeof text, " %14s   %14s   %14s |", "", table.algorithms[a].c_str(), "");
         algorithm_line += text;
       }
-      for (std::string_view protocol : kNcclProtoNames) {  // NCCL prints three algorithms' protocols in every block
+      for (std::string_view protocol : kNcclProtocolNames) {  // NCCL prints three algorithms' protocols in every block
         std::snprintf(text, sizeof text, " %14s |", std::string(protocol).c_str());
         protocol_line += text;
       }

@@ -14,6 +14,7 @@
 // NVLS-tree drain their last chunk through the kernel's stages, n + fill bytes (nccl_tuning.hpp, nvls_fill_bytes).
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,12 @@
 #include "sim/collective/collective.hpp"
 
 namespace commsim::nccl {
+
+// NCCL's names of its protocols (ncclProtoStr) and collectives (ncclFuncStr), in NCCL's order (src/init.cc at
+// v2.26.2-1): the columns and the rows of its tuning table, and the names NCCL_PROTO and NCCL_ALGO's prefixes take.
+inline constexpr std::array<std::string_view, 3> kNcclProtocolNames = {"LL", "LL128", "Simple"};
+inline constexpr std::array<std::string_view, 5> kNcclCollectiveNames = {"Broadcast", "Reduce", "AllGather",
+                                                                         "ReduceScatter", "AllReduce"};
 
 struct Estimate {
   Algorithm algorithm = Algorithm::Ring;

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/collective/nccl_printed_table.hpp"
 #include "sim/core/error.hpp"
 #include "sim/scenario/overheads.hpp"
 #include "tests/sim/test_util.hpp"
@@ -102,8 +103,9 @@ TEST(NcclTuningTable, RowsAreNcclsEstimatesInNcclsLayout) {
 }
 
 // NCCL's own table, as NCCL 2.29.7 printed it for two ranks of one Blackwell GPU each over its socket transport
-// (the machine and the source: tests/data/nccl-tuning/sockets-2x1-blackwell.json). One number was set from it, the
-// network's 2.4 GB/s (Ring/Simple AllReduce: with 2 ranks algbw = busBw); every other cell below is the model's:
+// (the log: tests/data/nccl-tuning/sockets-2x1-blackwell.log; the machine and the source: the .json beside it). One
+// number was set from it, the network's 2.4 GB/s (Ring/Simple AllReduce: with 2 ranks algbw = busBw); every other
+// cell is the model's:
 //   latencies: Ring LL AllReduce = baseLat 6.6 + 2 network steps x 5.0 (hwLat NET Tree LL: one GPU per node) = 16.6;
 //     Broadcast = baseLat + one hop, the channels being replays of one ring (6.6 + 2.7 = 9.3; 8.4 + 14.0 = 22.4);
 //   bandwidths: ring LL = 2.4 x .5 = 1.2; AllGather ratio 2 / 1 = 2 -> 4.8 and 2.4; the tree and PAT run on the tree
@@ -114,36 +116,22 @@ TEST(NcclTuningTable, RowsAreNcclsEstimatesInNcclsLayout) {
 // without SHARP): Ring LL128 broadcast = baseLat 14.0 + hwLat NET Ring LL128 4.0 = 18.0; Tree LL128 allreduce = 14.0
 // + 2 x 8.5 (hwLat NET Tree LL128) = 31.0; CollNet (baseLat 0 from 2.21) = one network step, 5.0 / 8.5 / 14.0.
 TEST(NcclTuningTable, MatchesNcclsOwnTableOnTwoSocketRanks) {
-  // NCCL's rows, its cells in its order (Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT x LL, LL128,
-  // Simple), latency / algorithm bandwidth as it printed them.
-  const std::vector<std::pair<std::string, std::vector<std::string>>> nccl_rows = {
-      {"Broadcast", {"0.0/0.0", "0.0/0.0", "0.0/0.0", "9.3/1.2", "18.0/0.0", "22.4/2.4", "0.0/0.0",
-                     "0.0/0.0", "0.0/0.0", "0.0/0.0", "0.0/0.0", "0.0/0.0",  "0.0/0.0",  "0.0/0.0",
-                     "0.0/0.0", "0.0/0.0", "0.0/0.0", "0.0/0.0", "0.0/0.0",  "0.0/0.0",  "0.0/0.0"}},
-      {"AllGather", {"0.0/0.0", "0.0/0.0",  "0.0/0.0", "11.6/2.4", "22.5/0.0", "22.4/4.8", "5.0/0.0",
-                     "8.5/0.0", "14.0/0.0", "0.0/0.0", "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "0.0/0.0",
-                     "0.0/0.0", "0.0/0.0",  "0.0/0.0", "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "17.6/3.6"}},
-      {"AllReduce", {"16.8/0.5", "31.0/0.0", "36.4/1.9", "16.6/1.2", "31.0/0.0", "36.4/2.4", "5.0/0.0",
-                     "8.5/0.0",  "14.0/0.0", "5.0/0.0",  "8.5/0.0",  "14.0/0.0", "0.0/0.0",  "0.0/0.0",
-                     "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "0.0/0.0",  "0.0/0.0"}},
-  };
+  std::ifstream log(fixture("nccl-tuning/sockets-2x1-blackwell.log"));
+  const nccl::TuningTable printed = nccl::read_printed_tuning_table(log, "sockets-2x1-blackwell.log");
   auto t = load_topology(fixture("nccl-tuning/sockets-2x1-blackwell.json"));
-  const nccl::TuningTable table = nccl::tuning_table(*t);
-  ASSERT_EQ(table.algorithms.size(), 7u);
-  int compared = 0;
-  for (const auto& [collective, cells] : nccl_rows) {
-    const auto row = std::find_if(table.rows.begin(), table.rows.end(),
-                                  [&](const nccl::TuningRow& r) { return r.collective == collective; });
-    ASSERT_NE(row, table.rows.end()) << collective;
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      const double nccl_bandwidth = std::stod(cells[i].substr(cells[i].find('/') + 1));
-      char ours[32];
-      std::snprintf(ours, sizeof ours, "%.1f/%.1f", row->cells[i].latency_us, row->cells[i].algbw_GBps);
-      EXPECT_EQ(ours, cells[i]) << collective << " cell " << i;
-      compared += nccl_bandwidth > 0;
-    }
-  }
-  EXPECT_EQ(compared, 2 + 3 + 4);  // the cells NCCL can choose
+  const nccl::TuningTable ours = nccl::tuning_table(*t);
+  ASSERT_EQ(ours.algorithms, printed.algorithms);  // Tree ... PAT, the 2.29 release's seven
+  const nccl::TuningComparison comparison = nccl::compare_tuning_tables(printed, ours);
+  EXPECT_EQ(comparison.cells, 5 * 7 * 3);
+  for (const nccl::TuningMismatch& m : comparison.mismatches)
+    ADD_FAILURE() << m.collective << " " << m.algorithm << "/" << m.protocol << ": NCCL " << m.nccl.latency_us << "/"
+                  << m.nccl.algbw_GBps << ", commsim " << m.commsim.latency_us << "/" << m.commsim.algbw_GBps;
+  // The cells NCCL can choose (bandwidth above 0): broadcast and reduce ring LL and Simple; allgather and
+  // reduce-scatter those and PAT; allreduce tree and ring, LL and Simple each.
+  int enabled = 0;
+  for (const nccl::TuningRow& row : printed.rows)
+    for (const nccl::TuningCell& cell : row.cells) enabled += cell.algbw_GBps > 0;
+  EXPECT_EQ(enabled, 2 + 2 + 3 + 3 + 4);
 }
 
 // The same run printed NCCL's choice per size: "Broadcast: 1024..16384 Bytes -> Algo RING proto LL; 32768..134217728

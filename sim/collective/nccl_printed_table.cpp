@@ -1,0 +1,133 @@
+#include "sim/collective/nccl_printed_table.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+#include "sim/core/error.hpp"
+
+namespace commsim::nccl {
+namespace {
+
+std::string trimmed(std::string_view text) {
+  const std::size_t begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string_view::npos) return "";
+  return std::string(text.substr(begin, text.find_last_not_of(" \t\r") - begin + 1));
+}
+
+// The fields between '|', trimmed; a trailing empty field (the line ends with '|') is dropped.
+std::vector<std::string> fields_of(std::string_view line) {
+  std::vector<std::string> fields;
+  for (std::size_t at = 0;;) {
+    const std::size_t bar = line.find('|', at);
+    fields.push_back(trimmed(line.substr(at, bar == std::string_view::npos ? std::string_view::npos : bar - at)));
+    if (bar == std::string_view::npos) break;
+    at = bar + 1;
+  }
+  if (fields.size() > 1 && fields.back().empty()) fields.pop_back();
+  return fields;
+}
+
+bool is_collective(const std::string& name) {
+  return std::find(kNcclCollectiveNames.begin(), kNcclCollectiveNames.end(), name) != kNcclCollectiveNames.end();
+}
+
+// "  12.5/  33.1" -> {12.5, 33.1}; false when the text is not two numbers joined by '/'.
+bool parse_cell(const std::string& text, TuningCell& cell) {
+  const std::size_t slash = text.find('/');
+  if (slash == std::string::npos) return false;
+  const std::string latency = trimmed(text.substr(0, slash)), bandwidth = trimmed(text.substr(slash + 1));
+  char* end = nullptr;
+  cell.latency_us = std::strtod(latency.c_str(), &end);
+  if (latency.empty() || *end != '\0' || !std::isfinite(cell.latency_us)) return false;
+  cell.algbw_GBps = std::strtod(bandwidth.c_str(), &end);
+  return !bandwidth.empty() && *end == '\0' && std::isfinite(cell.algbw_GBps);
+}
+
+}  // namespace
+
+TuningTable read_printed_tuning_table(std::istream& log, const std::string& file) {
+  std::vector<std::vector<std::string>> blocks;                      // algorithm names per block
+  std::vector<std::map<std::string, std::vector<TuningCell>>> rows;  // per block: collective -> cells
+  std::vector<std::string> collectives;                              // in the order of the first block
+  std::string line;
+  for (int number = 1; std::getline(log, line); ++number) {
+    const std::size_t prefix = line.find("NCCL INFO");
+    const std::vector<std::string> fields = fields_of(prefix == std::string::npos ? line : line.substr(prefix + 9));
+    const std::string where = "line " + std::to_string(number);
+    const std::string& head = fields.front();
+    if (fields.size() > 1 && head == "Algorithm") {
+      std::vector<std::string> names(fields.begin() + 1, fields.end());
+      if (!blocks.empty() && !rows.back().empty() && names.front() == blocks.front().front()) break;  // a next table
+      if (names.empty() || std::find(names.begin(), names.end(), "") != names.end())
+        throw InputError(file, where, "an \"Algorithm\" line of NCCL's tuning table without its algorithms' names");
+      blocks.push_back(std::move(names));
+      rows.emplace_back();
+      continue;
+    }
+    if (blocks.empty()) continue;  // before the table
+    if (fields.size() > 1 && (head == "Protocol" || head == "Max NThreads")) continue;
+    if (fields.size() < 2 || !is_collective(head)) break;  // past the table
+    const std::size_t expected = 3 * blocks.back().size();
+    if (fields.size() - 1 != expected)
+      throw InputError(file, where,
+                       head + " has " + std::to_string(fields.size() - 1) + " cells where its block's " +
+                           std::to_string(blocks.back().size()) + " algorithm(s) have " + std::to_string(expected));
+    std::vector<TuningCell> cells(expected);
+    for (std::size_t i = 0; i < expected; ++i)
+      if (!parse_cell(fields[i + 1], cells[i]))
+        throw InputError(
+            file, where,
+            head + " cell " + std::to_string(i + 1) + " \"" + fields[i + 1] + "\" is not NCCL's latency/bandwidth");
+    if (blocks.size() == 1)
+      collectives.push_back(head);
+    else if (std::find(collectives.begin(), collectives.end(), head) == collectives.end())
+      throw InputError(file, where, head + " is in this block of the table but not in its first");
+    rows.back()[head] = std::move(cells);
+  }
+  if (blocks.empty())
+    throw InputError(file, "",
+                     "no NCCL tuning table in the log (NCCL prints it at init with NCCL_DEBUG=INFO "
+                     "NCCL_DEBUG_SUBSYS=TUNING)");
+  TuningTable table;
+  for (const auto& names : blocks) table.algorithms.insert(table.algorithms.end(), names.begin(), names.end());
+  for (const std::string& collective : collectives) {
+    TuningRow row{collective, {}};
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const auto found = rows[b].find(collective);
+      if (found == rows[b].end())
+        throw InputError(file, "",
+                         collective + " is in the first block of the table but not in block " + std::to_string(b + 1));
+      row.cells.insert(row.cells.end(), found->second.begin(), found->second.end());
+    }
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+TuningComparison compare_tuning_tables(const TuningTable& nccl, const TuningTable& commsim) {
+  const auto same = [](double printed, double ours) { return std::abs(printed - ours) <= 0.05 + 1e-9; };
+  TuningComparison out;
+  for (const TuningRow& row : nccl.rows) {
+    const auto ours_row = std::find_if(commsim.rows.begin(), commsim.rows.end(),
+                                       [&](const TuningRow& r) { return r.collective == row.collective; });
+    for (std::size_t a = 0; a < nccl.algorithms.size(); ++a) {
+      const auto ours_algorithm = std::find(commsim.algorithms.begin(), commsim.algorithms.end(), nccl.algorithms[a]);
+      const bool in_commsim = ours_row != commsim.rows.end() && ours_algorithm != commsim.algorithms.end();
+      for (std::size_t p = 0; p < kNcclProtocolNames.size(); ++p) {
+        const TuningCell& printed = row.cells[a * 3 + p];
+        ++out.cells;
+        TuningCell ours;
+        if (in_commsim)
+          ours = ours_row->cells[static_cast<std::size_t>(ours_algorithm - commsim.algorithms.begin()) * 3 + p];
+        if (same(printed.latency_us, ours.latency_us) && same(printed.algbw_GBps, ours.algbw_GBps)) continue;
+        out.mismatches.push_back(
+            {row.collective, nccl.algorithms[a], std::string(kNcclProtocolNames[p]), printed, ours, in_commsim});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace commsim::nccl
