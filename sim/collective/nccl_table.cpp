@@ -105,6 +105,7 @@ void read_core(const nlohmann::json& c, Table& t) {
                        read_array<kCorrectionSizes>(corr.at("simple"))};
   t.max_threads = read_per_proto(c.at("max_threads"));
   t.thread_threshold = read_per_proto(c.at("thread_threshold"));
+  t.min_traffic_per_channel = c.at("min_traffic_per_channel_bytes").get<Bytes>();
   t.net_overhead_intel_us = c.at("net_overhead_us").at("intel").get<double>();
   t.net_overhead_amd_us = c.at("net_overhead_us").at("amd").get<double>();
   t.ring_plateau_pre_ampere = c.at("ring_simple_plateau").at("pre_ampere").get<double>();

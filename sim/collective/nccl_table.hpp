@@ -45,6 +45,7 @@ struct Table {
   bool nvls_tree_capped = false;
   std::array<std::array<double, kCorrectionSizes>, kProtos> tree_correction{};
   PerProto max_threads{}, thread_threshold{};
+  Bytes min_traffic_per_channel = 0;  // from 2.23: the traffic cell of a channel (0: channels by thresholds alone)
   double net_overhead_intel_us = 0, net_overhead_amd_us = 0;
   double ring_plateau_pre_ampere = 1, ring_plateau = 1;
   double ring_ll_factor_allreduce_or_multi_node = 0, ring_ll_factor_other = 0;

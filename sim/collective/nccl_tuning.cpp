@@ -285,20 +285,50 @@ int nvls_channel_count(const Table& t, GpuArch arch, int nodes) {
   return static_cast<int>(t.nvls_channels[arch_index(arch)][nodes_index_of(nodes)]);
 }
 
-// Channels NCCL launches for `bytes` (enqueue.cc): fewer while each thread would get less than its threshold.
-int launched_channels(int a, int p, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
-  if (a == kNvls || a == kNvlsTree) return nvls_channel_count(t, arch, m.nodes);
-  double nc = m.channels, nt = t.max_threads[p];
-  const double threshold = t.thread_threshold[p] * (a == kRing && p == 0 ? m.ranks : 1);
-  while (static_cast<double>(bytes) < nc * nt * threshold) {
-    if (nc >= 2)
-      --nc;
-    else if (std::fmod(nt, 128) == 0)
-      nt /= 2;
-    else
-      break;
+// The channels NCCL's plan spreads one collective over from 2.23 (src/enqueue.cc scheduleCollTasksToPlan, v2.29.7-1:
+// 571-690): the operation's traffic (bytes x 2 for allreduce, x 1 otherwise, x 4 more with LL) is cut into cells of the
+// table's minimal traffic per channel, and each channel takes ceil(traffic / nc / cell) of them, the first as many as
+// the rest: so a collective of less traffic than nc cells takes fewer channels than the nc it may use.
+int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, Bytes min_traffic) {
+  const auto div_up = [](Bytes x, Bytes y) { return (x + y - 1) / y; };
+  const bool gather = op == Collective::AllGather || op == Collective::ReduceScatter;
+  Bytes per_byte = op == Collective::AllReduce ? 2 : gather ? static_cast<Bytes>(ranks) : 1;
+  const Bytes task_bytes = gather ? bytes / static_cast<Bytes>(ranks) : bytes;  // NCCL's count: one rank's share
+  if (p == proto_index(Protocol::LL)) per_byte *= 4;
+  const Bytes traffic = std::max(min_traffic, task_bytes * per_byte);
+  const Bytes traffic_per_channel = div_up(traffic / static_cast<Bytes>(nc), 16) * 16;
+  const Bytes cell_bytes = div_up(div_up(min_traffic, per_byte), 16) * 16;
+  const Bytes cells = div_up(task_bytes, cell_bytes);
+  const Bytes cells_per_channel = std::min(cells, div_up(traffic_per_channel, cell_bytes * per_byte));
+  const Bytes rest = cells - cells_per_channel;  // after the first channel's
+  const Bytes used = 1 + rest / cells_per_channel + (rest % cells_per_channel != 0 ? 1 : 0);
+  return static_cast<int>(std::min<Bytes>(used, static_cast<Bytes>(nc)));
+}
+
+// Channels NCCL launches for `bytes` (enqueue.cc topoGetAlgoInfo): NVLS its own channels (across nodes no more than
+// the ring's); ring and tree fewer while each thread would get less than its threshold, with 256 Simple ring threads
+// where the ring graph inside a node carries no more than PCI_BW = 12 GB/s (tuning.cc simpleDefaultThreads,
+// v2.18.6-1:121 to v2.29.7-1:232; src/graph/topo.h PCI_BW); from 2.23 no more than the traffic fills
+// (traffic_channels).
+int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
+  int nc = m.channels;
+  if (a == kNvls || a == kNvlsTree) {
+    nc = nvls_channel_count(t, arch, m.nodes);
+    if (a == kNvls && m.nodes > 1) nc = std::min(nc, m.channels);
+  } else {
+    double nt = a == kRing && p == proto_index(Protocol::Simple) && m.intra_GBps <= 12.0 ? 256 : t.max_threads[p];
+    const double threshold = t.thread_threshold[p] * (a == kRing && p == 0 ? m.ranks : 1);
+    while (static_cast<double>(bytes) < nc * nt * threshold) {
+      if (nc >= 2)
+        --nc;
+      else if (std::fmod(nt, 128) == 0)
+        nt /= 2;
+      else
+        break;
+    }
   }
-  return static_cast<int>(nc);
+  if (t.min_traffic_per_channel > 0) nc = traffic_channels(p, op, bytes, m.ranks, nc, t.min_traffic_per_channel);
+  return nc;
 }
 
 // NVLS is a pipeline: every chunk passes through the warp groups of the kernel in turn (src/device/all_reduce.h,

@@ -152,6 +152,24 @@ TEST(NcclTuningTable, ChoosesWhatNcclChoseOnTwoSocketRanks) {
   }
 }
 
+// The channels of those choices, as the same run printed them ("Broadcast: 32768 Bytes -> Algo RING proto SIMPLE
+// channel{Lo..Hi}={0..0}", 65536 on {0..1}, 131072 and every larger size to 128 MiB on {0..3}; the source: the
+// topology's "choices"). NCCL 2.29 runs 4 channels here and first trims them while a thread would get less than its
+// threshold: 256 Simple ring threads (the ring carries 2.4 GB/s, under PCI_BW 12) x 64 bytes, so 32 KiB < 4 x 256 x
+// 64 leaves 2 channels, 64 KiB and more keep 4. Then the plan spreads the traffic (a broadcast's bytes) in cells of
+// 32 KiB, each channel taking ceil(traffic / channels / 32 KiB) of them: 32 KiB is one cell on 1 channel; 64 KiB is 2
+// cells, one per channel, on 2; 128 KiB is 4 cells on 4; 256 KiB is 8 cells, 2 per channel, on 4.
+TEST(NcclTuningTable, LaunchesTheChannelsNcclLaunchedOnTwoSocketRanks) {
+  auto t = load_topology(fixture("nccl-tuning/sockets-2x1-blackwell.json"));
+  CollectiveSpec spec;
+  spec.op = Collective::Broadcast;
+  spec.algorithm = Algorithm::Auto;
+  for (Bytes bytes = 32768; bytes <= 134217728; bytes *= 2) {
+    spec.bytes = bytes;
+    EXPECT_EQ(nccl::predict(spec, *t).channels, bytes == 32768 ? 1 : bytes == 65536 ? 2 : 4) << bytes;
+  }
+}
+
 // The latencies NCCL 2.20 printed for two nodes of 8 H100 GPUs (https://github.com/NVIDIA/nccl/issues/1519, the
 // issue's first log; a search excerpt of it: the reduce-scatter and allgather rows of the first block and the first
 // five AllReduce cells; the bandwidths are that cluster's 200 Gb/s NICs, not the DGX H100's, so only latencies are
