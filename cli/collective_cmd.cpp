@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/commands.hpp"
 #include "explore/interrupt.hpp"
@@ -229,13 +231,18 @@ int run_collective(const CollectiveOptions& o) {
   return prediction.complete() ? 0 : 128 + stopped_by_signal;
 }
 
-// --tuning-table --against LOG: the table NCCL printed in LOG, cell by cell against commsim's. Exit 0 when every cell
-// matches (to NCCL's printed 0.1), 1 when some differ, as diff does.
-int compare_with_log(const std::string& log_file, const nccl::TuningTable& ours, const std::string& machine) {
-  std::ifstream log(log_file);
-  if (!log) throw InputError(log_file, "", "cannot open the log");
-  const nccl::TuningTable printed = nccl::read_printed_tuning_table(log, log_file);
+// --tuning-table --against LOG: the table NCCL printed in LOG, cell by cell against commsim's, and each choice NCCL
+// printed there (2.25 and later: algorithm, protocol and channels per size) against commsim's. Exit 0 when everything
+// matches (cells to NCCL's printed 0.1), 1 when something differs, as diff does.
+int compare_with_log(const std::string& log_file, const nccl::TuningTable& ours, const Topology& topology,
+                     const std::string& machine) {
+  std::ifstream file(log_file);
+  if (!file) throw InputError(log_file, "", "cannot open the log");
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::istringstream table_text(text), choices_text(text);
+  const nccl::TuningTable printed = nccl::read_printed_tuning_table(table_text, log_file);
   const nccl::TuningComparison c = nccl::compare_tuning_tables(printed, ours);
+  const nccl::ChoiceComparison choices = nccl::compare_choices(nccl::read_printed_choices(choices_text), topology);
   std::printf("# commsim %s  NCCL's tuning table in %s against commsim's (%s)\n", COMMSIM_VERSION, log_file.c_str(),
               machine.c_str());
   if (!c.mismatches.empty())
@@ -249,7 +256,13 @@ int compare_with_log(const std::string& log_file, const nccl::TuningTable& ours,
   }
   std::printf("# %d of %d cells match (latency us and algorithm bandwidth GB/s, each within NCCL's printed 0.1)\n",
               c.cells - static_cast<int>(c.mismatches.size()), c.cells);
-  return c.mismatches.empty() ? 0 : 1;
+  for (const nccl::ChoiceMismatch& m : choices.mismatches)
+    std::printf("  %s %llu bytes: NCCL %s/%s on %d channel(s), commsim %s/%s on %d\n", m.nccl.collective.c_str(),
+                static_cast<unsigned long long>(m.nccl.bytes), m.nccl.algorithm.c_str(), m.nccl.protocol.c_str(),
+                m.nccl.channels, m.algorithm.c_str(), m.protocol.c_str(), m.channels);
+  std::printf("# %d of %d choices NCCL printed match commsim's (algorithm, protocol and channels per size)\n",
+              choices.compared - static_cast<int>(choices.mismatches.size()), choices.compared);
+  return c.mismatches.empty() && choices.mismatches.empty() ? 0 : 1;
 }
 
 // --tuning-table: NCCL's latency and bandwidth of every collective, algorithm and protocol on the topology, in the
@@ -267,7 +280,7 @@ int print_tuning_table(const CollectiveOptions& o, bool algo_given, bool proto_g
                               std::to_string(topology->ranks_per_node()) + " rank(s), " +
                               library_label(topology->library().version) + ", " + std::to_string(table.channels) +
                               " channels";
-  if (!o.against.empty()) return compare_with_log(o.against, table, machine);
+  if (!o.against.empty()) return compare_with_log(o.against, table, *topology, machine);
   std::printf("# commsim %s  NCCL tuning table (latency us / algorithm bandwidth GB/s, as NCCL_DEBUG_SUBSYS=TUNING)\n",
               COMMSIM_VERSION);
   std::printf("# %s\n", machine.c_str());
@@ -324,7 +337,8 @@ void register_collective(CLI::App& app, int& exit_code) {
                 "latency / algorithm bandwidth, NCCL's layout); --algo / --proto act as NCCL_ALGO / NCCL_PROTO");
   cmd->add_option("--against", o->against,
                   "with --tuning-table: compare with the table NCCL printed in this log (NCCL_DEBUG=INFO "
-                  "NCCL_DEBUG_SUBSYS=TUNING), cell by cell; exit 1 when cells differ");
+                  "NCCL_DEBUG_SUBSYS=TUNING), cell by cell, and with the choices it printed per size; exit 1 when "
+                  "anything differs");
   cmd->callback([o, cmd, &exit_code] {
     try {
       if (!o->tuning_table && cmd->count("--against") > 0)

@@ -262,13 +262,6 @@ bool same_name(std::string_view a, std::string_view b) {
 // NCCL_ALGO takes.
 constexpr std::array<std::string_view, kNcclAlgos> kNcclAlgoNames = {
     "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
-// NCCL's collectives in its order (ncclFunc_t) with their names.
-constexpr std::array<std::pair<Collective, std::string_view>, 5> kNcclFunctions = {
-    {{Collective::Broadcast, kNcclCollectiveNames[0]},
-     {Collective::Reduce, kNcclCollectiveNames[1]},
-     {Collective::AllGather, kNcclCollectiveNames[2]},
-     {Collective::ReduceScatter, kNcclCollectiveNames[3]},
-     {Collective::AllReduce, kNcclCollectiveNames[4]}}};
 
 int element_index(std::string_view name, bool protocols) {
   if (protocols) {
@@ -293,6 +286,12 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
 
 }  // namespace
 
+std::string_view nccl_algorithm_name(Algorithm algorithm) {
+  const int a = nccl_index(algorithm);
+  COMMSIM_CHECK(a >= 0, "nccl_algorithm_name needs one of NCCL's algorithms");
+  return kNcclAlgoNames[static_cast<std::size_t>(a)];
+}
+
 bool is_nccl_list(std::string_view text) { return text.find_first_of(",;:^") != std::string_view::npos; }
 
 unsigned parse_nccl_list(std::string_view text, Collective op, bool protocols, const std::string& file,
@@ -310,8 +309,8 @@ unsigned parse_nccl_list(std::string_view text, Collective op, bool protocols, c
     std::string_view list = parts.back();
     bool applies = parts.size() == 1;
     if (parts.size() == 2) {
-      if (std::none_of(kNcclFunctions.begin(), kNcclFunctions.end(),
-                       [&](const auto& function) { return same_name(parts[0], function.second); }))
+      if (std::none_of(kNcclCollectiveNames.begin(), kNcclCollectiveNames.end(),
+                       [&](std::string_view name) { return same_name(parts[0], name); }))
         throw InputError(file, field, "unknown collective \"" + std::string(parts[0]) + "\" in " + quoted);
       applies = same_name(parts[0], to_string(op));
     }
@@ -349,7 +348,9 @@ TuningTable tuning_table(const Topology& topo, const std::string& algorithms, co
   TuningTable table;
   table.channels = c.machine.channels;
   for (int a = 0; a < algos; ++a) table.algorithms.emplace_back(kNcclAlgoNames[a]);
-  for (const auto& [op, name] : kNcclFunctions) {
+  for (std::size_t f = 0; f < kNcclCollectives.size(); ++f) {
+    const Collective op = kNcclCollectives[f];
+    const std::string_view name = kNcclCollectiveNames[f];
     const unsigned algo_mask = algorithms.empty() ? 0 : enabled_by_list(algorithms, op, false, "--algo");
     const unsigned proto_mask = protocols.empty() ? 0 : enabled_by_list(protocols, op, true, "--proto");
     TuningRow row{std::string(name), {}};

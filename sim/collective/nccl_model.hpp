@@ -28,6 +28,10 @@ namespace commsim::nccl {
 inline constexpr std::array<std::string_view, 3> kNcclProtocolNames = {"LL", "LL128", "Simple"};
 inline constexpr std::array<std::string_view, 5> kNcclCollectiveNames = {"Broadcast", "Reduce", "AllGather",
                                                                          "ReduceScatter", "AllReduce"};
+inline constexpr std::array<Collective, 5> kNcclCollectives = {
+    Collective::Broadcast, Collective::Reduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce};
+// NCCL's name of one of its algorithms (ncclAlgoStr: "Ring", "NVLSTree", ...).
+std::string_view nccl_algorithm_name(Algorithm algorithm);
 
 struct Estimate {
   Algorithm algorithm = Algorithm::Ring;

@@ -1,11 +1,16 @@
 #include "sim/collective/nccl_printed_table.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/topology/topology.hpp"
 
 namespace commsim::nccl {
 namespace {
@@ -43,6 +48,45 @@ bool parse_cell(const std::string& text, TuningCell& cell) {
   if (latency.empty() || *end != '\0' || !std::isfinite(cell.latency_us)) return false;
   cell.algbw_GBps = std::strtod(bandwidth.c_str(), &end);
   return !bandwidth.empty() && *end == '\0' && std::isfinite(cell.algbw_GBps);
+}
+
+// "AllReduce: 4194304 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..7}" anywhere in `line` (after NCCL's
+// prefix); false when the line holds no such choice.
+bool parse_choice(const std::string& line, PrintedChoice& c) {
+  static constexpr std::string_view kArrow = " Bytes -> Algo ";
+  const std::size_t arrow = line.find(kArrow);
+  if (arrow == std::string::npos) return false;
+  // Backwards from the arrow: the size, spaces, ':', the collective's name.
+  std::size_t digits = arrow;
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(line[digits - 1]))) --digits;
+  if (digits == arrow || arrow - digits > 19) return false;
+  std::size_t colon = digits;
+  while (colon > 0 && line[colon - 1] == ' ') --colon;
+  if (colon == 0 || line[colon - 1] != ':') return false;
+  std::size_t name = colon - 1;
+  while (name > 0 && std::isalpha(static_cast<unsigned char>(line[name - 1]))) --name;
+  if (name == colon - 1) return false;
+  // Forwards: "<algorithm> proto <protocol> channel{Lo..Hi}={<lo>..<hi>}".
+  std::istringstream rest(line.substr(arrow + kArrow.size()));
+  std::string proto_word, channels;
+  if (!(rest >> c.algorithm >> proto_word >> c.protocol >> channels) || proto_word != "proto") return false;
+  int lo = 0, hi = 0;
+  char tail = 0;
+  if (std::sscanf(channels.c_str(), "channel{Lo..Hi}={%d..%d%c", &lo, &hi, &tail) != 3 || tail != '}' || hi < lo)
+    return false;
+  c.collective = line.substr(name, colon - 1 - name);
+  c.bytes = std::stoull(line.substr(digits, arrow - digits));
+  c.channels = hi - lo + 1;
+  return true;
+}
+
+// NCCL's names of one algorithm across releases ("RING", "Ring"; "NVLS_TREE", "NVLSTree"): letters, any case.
+std::string letters_lowercase(std::string_view name) {
+  std::string out;
+  for (char c : name)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 }  // namespace
@@ -126,6 +170,38 @@ TuningComparison compare_tuning_tables(const TuningTable& nccl, const TuningTabl
             {row.collective, nccl.algorithms[a], std::string(kNcclProtocolNames[p]), printed, ours, in_commsim});
       }
     }
+  }
+  return out;
+}
+
+std::vector<PrintedChoice> read_printed_choices(std::istream& log) {
+  std::vector<PrintedChoice> out;
+  std::set<std::pair<std::string, Bytes>> seen;
+  std::string line;
+  PrintedChoice c;
+  while (std::getline(log, line))
+    if (parse_choice(line, c) && seen.insert({c.collective, c.bytes}).second) out.push_back(c);
+  return out;
+}
+
+ChoiceComparison compare_choices(const std::vector<PrintedChoice>& choices, const Topology& topology) {
+  ChoiceComparison out;
+  for (const PrintedChoice& printed : choices) {
+    const auto function = std::find(kNcclCollectiveNames.begin(), kNcclCollectiveNames.end(), printed.collective);
+    if (function == kNcclCollectiveNames.end()) continue;  // not a collective NCCL's tuning table has
+    CollectiveSpec spec;
+    spec.op = kNcclCollectives[static_cast<std::size_t>(function - kNcclCollectiveNames.begin())];
+    spec.algorithm = Algorithm::Auto;
+    const bool per_rank = spec.op == Collective::AllGather || spec.op == Collective::ReduceScatter;
+    spec.bytes = printed.bytes * (per_rank ? static_cast<Bytes>(topology.ranks()) : 1);
+    const Estimate ours = predict(spec, topology, "--against");
+    const std::string algorithm(nccl_algorithm_name(ours.algorithm)),
+        protocol(kNcclProtocolNames[static_cast<std::size_t>(ours.protocol)]);
+    ++out.compared;
+    if (letters_lowercase(algorithm) == letters_lowercase(printed.algorithm) &&
+        letters_lowercase(protocol) == letters_lowercase(printed.protocol) && ours.channels == printed.channels)
+      continue;
+    out.mismatches.push_back({printed, algorithm, protocol, ours.channels});
   }
   return out;
 }

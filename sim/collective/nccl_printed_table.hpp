@@ -1,6 +1,6 @@
-// NCCL's tuning table as NCCL printed it at init (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING), read back from a log,
-// and compared cell for cell with commsim's (nccl::tuning_table), so a user can see where commsim sees their machine
-// as NCCL does and where not.
+// NCCL's tuning table as NCCL printed it at init (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING), and the choice it printed
+// for each operation, read back from a log and compared with commsim's (nccl::tuning_table, nccl::predict), so a user
+// can see where commsim sees their machine as NCCL does and where not.
 #pragma once
 
 #include <istream>
@@ -31,5 +31,29 @@ struct TuningComparison {
 // within half of NCCL's printed 0.1 of the printed value. A collective or algorithm commsim's table lacks counts as
 // 0/0, what NCCL prints for a combination it does not model.
 TuningComparison compare_tuning_tables(const TuningTable& nccl, const TuningTable& commsim);
+
+// One choice NCCL printed for an operation (NCCL 2.25 and later, src/enqueue.cc: "AllReduce: 4194304 Bytes -> Algo
+// TREE proto SIMPLE channel{Lo..Hi}={0..7}"): its collective, NCCL's byte count (for allgather and reduce-scatter one
+// rank's part), algorithm and protocol as NCCL names them, and the channels it ran.
+struct PrintedChoice {
+  std::string collective, algorithm, protocol;
+  Bytes bytes = 0;
+  int channels = 0;
+};
+// Every choice line of the log, the first of each collective and size only (every rank and iteration prints again).
+std::vector<PrintedChoice> read_printed_choices(std::istream& log);
+
+struct ChoiceMismatch {
+  PrintedChoice nccl;
+  std::string algorithm, protocol;  // commsim's, in NCCL's spelling
+  int channels = 0;
+};
+struct ChoiceComparison {
+  int compared = 0;  // choices of a collective commsim models
+  std::vector<ChoiceMismatch> mismatches;
+};
+// Each printed choice against commsim's for the same collective and size on `topology` (the topology's ranks, NCCL's
+// own model: `choose`, and the channels `predict` launches).
+ChoiceComparison compare_choices(const std::vector<PrintedChoice>& choices, const Topology& topology);
 
 }  // namespace commsim::nccl

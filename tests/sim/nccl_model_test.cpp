@@ -168,6 +168,18 @@ TEST(NcclTuningTable, LaunchesTheChannelsNcclLaunchedOnTwoSocketRanks) {
     spec.bytes = bytes;
     EXPECT_EQ(nccl::predict(spec, *t).channels, bytes == 32768 ? 1 : bytes == 65536 ? 2 : 4) << bytes;
   }
+  // The same, read from NCCL's lines in the log (algorithm, protocol and channels of each of the 13 sizes).
+  std::ifstream log(fixture("nccl-tuning/sockets-2x1-blackwell.log"));
+  const nccl::ChoiceComparison c = nccl::compare_choices(nccl::read_printed_choices(log), *t);
+  EXPECT_EQ(c.compared, 13);
+  EXPECT_TRUE(c.mismatches.empty());
+  // With the thread thresholds alone (NCCL 2.21's rule) 32 and 64 KiB would take 2 and 4 channels: 256 threads x 64
+  // bytes per channel.
+  nccl::use_release(*t, "2.21.5", "test", "");
+  spec.bytes = 32768;
+  EXPECT_EQ(nccl::predict(spec, *t).channels, 2);
+  spec.bytes = 65536;
+  EXPECT_EQ(nccl::predict(spec, *t).channels, 4);
 }
 
 // The latencies NCCL 2.20 printed for two nodes of 8 H100 GPUs (https://github.com/NVIDIA/nccl/issues/1519, the

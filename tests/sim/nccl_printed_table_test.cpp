@@ -72,6 +72,26 @@ TEST(PrintedTuningTable, ComparisonNamesTheCellsThatDiffer) {
   EXPECT_FALSE(c.mismatches[1].in_commsim);
 }
 
+// NCCL 2.25+ prints each operation's choice; every rank and iteration prints it again, so each collective and size is
+// kept once. The channels are Hi - Lo + 1 of NCCL's channel{Lo..Hi}.
+TEST(PrintedTuningTable, ReadsNcclsChoicesOncePerCollectiveAndSize) {
+  std::istringstream log(
+      "h:1:2 [0] NCCL INFO AllReduce: 4194304 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..7}\n"
+      "h:1:3 [1] NCCL INFO AllReduce: 4194304 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..7}\n"
+      "h:1:2 [0] NCCL INFO AllGather: 1048576 Bytes -> Algo Ring proto LL128 channel{Lo..Hi}={2..5}\n"
+      "h:1:2 [0] NCCL INFO Broadcast:134217728 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..3}\n"
+      "h:1:2 [0] NCCL INFO 4 coll channels, 4 collnet channels\n");
+  const std::vector<nccl::PrintedChoice> choices = nccl::read_printed_choices(log);
+  ASSERT_EQ(choices.size(), 3u);
+  EXPECT_EQ(choices[0].collective, "AllReduce");
+  EXPECT_EQ(choices[0].bytes, 4194304u);
+  EXPECT_EQ(choices[0].algorithm, "TREE");
+  EXPECT_EQ(choices[0].channels, 8);
+  EXPECT_EQ(choices[1].protocol, "LL128");
+  EXPECT_EQ(choices[1].channels, 4);
+  EXPECT_EQ(choices[2].bytes, 134217728u);
+}
+
 TEST(PrintedTuningTable, WhatIsNotATableIsAnInputError) {
   const auto error_of = [](const std::string& text) {
     std::istringstream log(text);
