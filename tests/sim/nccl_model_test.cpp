@@ -134,6 +134,33 @@ TEST(NcclTuningTable, MatchesNcclsOwnTableOnTwoSocketRanks) {
   EXPECT_EQ(enabled, 2 + 2 + 3 + 3 + 4);
 }
 
+// NCCL 2.30.4's own table and choices on one 8x H200 node (tests/data/nccl-tuning/hgx-h200-1x8.log; the machine
+// and the source: the .json beside it, priced with the 2.29 constants, the newest table). One number was set from it:
+// the ring's 360 GB/s (Broadcast Ring/Simple: a broadcast's algorithm bandwidth is its bus bandwidth), which NCCL's
+// search finds as 12 channels x 30 GB/s where topologies/hgx-h200.json has the links' 370 GB/s. Every other cell is
+// the model's, e.g. AllReduce Ring/Simple = 360 x 8 / 14 = 205.7; Ring/LL = min(llMaxBw 141 (Hopper, one node),
+// 360 / 2) x 8 / 14 = 80.6, and Broadcast Ring/LL 141.0; Ring/LL latency = 6.6 + 14 steps x 0.6 = 15.0; NVLS
+// latency = hwLat NVLink NVLS 25.0. The 17 choices NCCL printed (4 B to 32 KiB ring/LL on 1 channel, 64 KiB on 2,
+// 128 KiB on 4: the LL thread threshold, 64 bytes x 8 ranks x 512 threads = 32 KiB a channel; 4 MiB NVLS/Simple on
+// its 16 channels) are commsim's too. With the shipped hgx-h200.json every latency and choice still matches and 16
+// bandwidths are 2.8 % high (370 / 360).
+TEST(NcclTuningTable, MatchesNcclsOwnTableOnAnH200Node) {
+  auto t = load_topology(fixture("nccl-tuning/hgx-h200-1x8.json"), 1);
+  std::ifstream table_log(fixture("nccl-tuning/hgx-h200-1x8.log")), choice_log(fixture("nccl-tuning/hgx-h200-1x8.log"));
+  const nccl::TuningComparison table = nccl::compare_tuning_tables(
+      nccl::read_printed_tuning_table(table_log, "hgx-h200-1x8.log"), nccl::tuning_table(*t));
+  EXPECT_EQ(table.cells, 5 * 7 * 3);
+  for (const nccl::TuningMismatch& m : table.mismatches)
+    ADD_FAILURE() << m.collective << " " << m.algorithm << "/" << m.protocol << ": NCCL " << m.nccl.latency_us << "/"
+                  << m.nccl.algbw_GBps << ", commsim " << m.commsim.latency_us << "/" << m.commsim.algbw_GBps;
+  const nccl::ChoiceComparison choices = nccl::compare_choices(nccl::read_printed_choices(choice_log), *t);
+  EXPECT_EQ(choices.compared, 17);
+  for (const nccl::ChoiceMismatch& m : choices.mismatches)
+    ADD_FAILURE() << m.nccl.collective << " " << m.nccl.bytes << ": NCCL " << m.nccl.algorithm << "/" << m.nccl.protocol
+                  << " on " << m.nccl.channels << ", commsim " << m.algorithm << "/" << m.protocol << " on "
+                  << m.channels;
+}
+
 // The same run printed NCCL's choice per size: "Broadcast: 1024..16384 Bytes -> Algo RING proto LL; 32768..134217728
 // Bytes -> Algo RING proto SIMPLE". From the table above, LL takes 9.3 + S / 1200 us and Simple 22.4 + S / 2400 (S in
 // bytes, GB/s = 1000 B/us): they cross at S = 2400 x 13.1 = 31 440 bytes, between 16 and 32 KiB, as NCCL chose. With
