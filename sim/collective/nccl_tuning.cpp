@@ -298,7 +298,7 @@ int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, Bytes
   const Bytes traffic = std::max(min_traffic, task_bytes * per_byte);
   const Bytes traffic_per_channel = div_up(traffic / static_cast<Bytes>(nc), 16) * 16;
   const Bytes cell_bytes = div_up(div_up(min_traffic, per_byte), 16) * 16;
-  const Bytes cells = div_up(task_bytes, cell_bytes);
+  const Bytes cells = std::max<Bytes>(1, div_up(task_bytes, cell_bytes));  // an empty operation still takes one
   const Bytes cells_per_channel = std::min(cells, div_up(traffic_per_channel, cell_bytes * per_byte));
   const Bytes rest = cells - cells_per_channel;  // after the first channel's
   const Bytes used = 1 + rest / cells_per_channel + (rest % cells_per_channel != 0 ? 1 : 0);

@@ -209,6 +209,16 @@ TEST(NcclTuningTable, LaunchesTheChannelsNcclLaunchedOnTwoSocketRanks) {
   EXPECT_EQ(nccl::predict(spec, *t).channels, 4);
 }
 
+// From 2.23 an allgather's channels come from one rank's share of it; 4 bytes over 8 ranks is a share of 0 bytes, which
+// still takes one channel (one cell of traffic), not a division by zero.
+TEST(NcclModel, AnAllgatherSmallerThanItsRanksTakesOneChannel) {
+  auto t = dgx_a100_one_node();
+  nccl::use_release(*t, "2.26.2", "test", "");
+  CollectiveSpec spec = allreduce(4);
+  spec.op = Collective::AllGather;
+  EXPECT_EQ(nccl::predict(spec, *t).channels, 1);
+}
+
 // The latencies NCCL 2.20 printed for two nodes of 8 H100 GPUs (https://github.com/NVIDIA/nccl/issues/1519, the
 // issue's first log; a search excerpt of it: the reduce-scatter and allgather rows of the first block and the first
 // five AllReduce cells; the bandwidths are that cluster's 200 Gb/s NICs, not the DGX H100's, so only latencies are
