@@ -72,7 +72,8 @@ bool parse_choice(const std::string& line, PrintedChoice& c) {
   if (!(rest >> c.algorithm >> proto_word >> c.protocol >> channels) || proto_word != "proto") return false;
   int lo = 0, hi = 0;
   char tail = 0;
-  if (std::sscanf(channels.c_str(), "channel{Lo..Hi}={%d..%d%c", &lo, &hi, &tail) != 3 || tail != '}' || hi < lo)
+  if (std::sscanf(channels.c_str(), "channel{Lo..Hi}={%d..%d%c", &lo, &hi, &tail) != 3 || tail != '}' || lo < 0 ||
+      hi < lo || hi - lo >= 65536)  // NCCL has at most MAXCHANNELS (64) channels
     return false;
   c.collective = line.substr(name, colon - 1 - name);
   c.bytes = std::stoull(line.substr(digits, arrow - digits));
