@@ -232,17 +232,20 @@ int run_collective(const CollectiveOptions& o) {
 }
 
 // --tuning-table --against LOG: the table NCCL printed in LOG, cell by cell against commsim's, and each choice NCCL
-// printed there (2.25 and later: algorithm, protocol and channels per size) against commsim's. Exit 0 when everything
-// matches (cells to NCCL's printed 0.1), 1 when something differs, as diff does.
-int compare_with_log(const std::string& log_file, const nccl::TuningTable& ours, const Topology& topology,
-                     const std::string& machine) {
+// printed there (2.25 and later: algorithm, protocol and channels per size) against commsim's under the same
+// --algo / --proto / --channels. Exit 0 when everything matches (cells to NCCL's printed 0.1), 1 when something
+// differs, as diff does.
+int compare_with_log(const CollectiveOptions& o, const std::string& algorithms, const std::string& protocols,
+                     const nccl::TuningTable& ours, const Topology& topology, const std::string& machine) {
+  const std::string& log_file = o.against;
   std::ifstream file(log_file);
   if (!file) throw InputError(log_file, "", "cannot open the log");
   const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   std::istringstream table_text(text), choices_text(text);
   const nccl::TuningTable printed = nccl::read_printed_tuning_table(table_text, log_file);
   const nccl::TuningComparison c = nccl::compare_tuning_tables(printed, ours);
-  const nccl::ChoiceComparison choices = nccl::compare_choices(nccl::read_printed_choices(choices_text), topology);
+  const nccl::ChoiceComparison choices =
+      nccl::compare_choices(nccl::read_printed_choices(choices_text), topology, algorithms, protocols, o.channels);
   std::printf("# commsim %s  NCCL's tuning table in %s against commsim's (%s)\n", COMMSIM_VERSION, log_file.c_str(),
               machine.c_str());
   if (!c.mismatches.empty())
@@ -280,7 +283,7 @@ int print_tuning_table(const CollectiveOptions& o, bool algo_given, bool proto_g
                               std::to_string(topology->ranks_per_node()) + " rank(s), " +
                               library_label(topology->library().version) + ", " + std::to_string(table.channels) +
                               " channels";
-  if (!o.against.empty()) return compare_with_log(o.against, table, *topology, machine);
+  if (!o.against.empty()) return compare_with_log(o, algorithms, protocols, table, *topology, machine);
   std::printf("# commsim %s  NCCL tuning table (latency us / algorithm bandwidth GB/s, as NCCL_DEBUG_SUBSYS=TUNING)\n",
               COMMSIM_VERSION);
   std::printf("# %s\n", machine.c_str());

@@ -185,7 +185,8 @@ std::vector<PrintedChoice> read_printed_choices(std::istream& log) {
   return out;
 }
 
-ChoiceComparison compare_choices(const std::vector<PrintedChoice>& choices, const Topology& topology) {
+ChoiceComparison compare_choices(const std::vector<PrintedChoice>& choices, const Topology& topology,
+                                 const std::string& algorithms, const std::string& protocols, int channels) {
   ChoiceComparison out;
   for (const PrintedChoice& printed : choices) {
     const auto function = std::find(kNcclCollectiveNames.begin(), kNcclCollectiveNames.end(), printed.collective);
@@ -193,6 +194,9 @@ ChoiceComparison compare_choices(const std::vector<PrintedChoice>& choices, cons
     CollectiveSpec spec;
     spec.op = kNcclCollectives[static_cast<std::size_t>(function - kNcclCollectiveNames.begin())];
     spec.algorithm = Algorithm::Auto;
+    spec.nccl_channels = channels;
+    if (!algorithms.empty()) spec.nccl_algorithms = enabled_by_list(algorithms, spec.op, false, "--algo");
+    if (!protocols.empty()) spec.nccl_protocols = enabled_by_list(protocols, spec.op, true, "--proto");
     const bool per_rank = spec.op == Collective::AllGather || spec.op == Collective::ReduceScatter;
     spec.bytes = printed.bytes * (per_rank ? static_cast<Bytes>(topology.ranks()) : 1);
     const Estimate ours = predict(spec, topology, "--against");

@@ -53,7 +53,10 @@ struct ChoiceComparison {
   std::vector<ChoiceMismatch> mismatches;
 };
 // Each printed choice against commsim's for the same collective and size on `topology` (the topology's ranks, NCCL's
-// own model: `choose`, and the channels `predict` launches).
-ChoiceComparison compare_choices(const std::vector<PrintedChoice>& choices, const Topology& topology);
+// own model: `choose`, and the channels `predict` launches), with the NCCL_ALGO / NCCL_PROTO lists (empty: none) and
+// the channel count (0: the library's) the run was given.
+ChoiceComparison compare_choices(const std::vector<PrintedChoice>& choices, const Topology& topology,
+                                 const std::string& algorithms = "", const std::string& protocols = "",
+                                 int channels = 0);
 
 }  // namespace commsim::nccl

@@ -153,12 +153,18 @@ TEST(NcclTuningTable, MatchesNcclsOwnTableOnAnH200Node) {
   for (const nccl::TuningMismatch& m : table.mismatches)
     ADD_FAILURE() << m.collective << " " << m.algorithm << "/" << m.protocol << ": NCCL " << m.nccl.latency_us << "/"
                   << m.nccl.algbw_GBps << ", commsim " << m.commsim.latency_us << "/" << m.commsim.algbw_GBps;
-  const nccl::ChoiceComparison choices = nccl::compare_choices(nccl::read_printed_choices(choice_log), *t);
+  const std::vector<nccl::PrintedChoice> printed = nccl::read_printed_choices(choice_log);
+  const nccl::ChoiceComparison choices = nccl::compare_choices(printed, *t);
   EXPECT_EQ(choices.compared, 17);
   for (const nccl::ChoiceMismatch& m : choices.mismatches)
     ADD_FAILURE() << m.nccl.collective << " " << m.nccl.bytes << ": NCCL " << m.nccl.algorithm << "/" << m.nccl.protocol
                   << " on " << m.nccl.channels << ", commsim " << m.algorithm << "/" << m.protocol << " on "
                   << m.channels;
+  // As if the run had been given NCCL_ALGO=Ring (which it was not): 4 MiB would take a ring, so that choice differs.
+  const nccl::ChoiceComparison ring_only = nccl::compare_choices(printed, *t, "ring");
+  ASSERT_EQ(ring_only.mismatches.size(), 1u);
+  EXPECT_EQ(ring_only.mismatches[0].nccl.bytes, 4194304u);
+  EXPECT_EQ(ring_only.mismatches[0].algorithm, "Ring");
 }
 
 // The same run printed NCCL's choice per size: "Broadcast: 1024..16384 Bytes -> Algo RING proto LL; 32768..134217728
