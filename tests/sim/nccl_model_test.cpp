@@ -226,7 +226,7 @@ TEST(NcclModel, AnAllgatherSmallerThanItsRanksTakesOneChannel) {
 }
 
 // The latencies NCCL 2.20 printed for two nodes of 8 H100 GPUs (https://github.com/NVIDIA/nccl/issues/1519, the
-// issue's first log; a search excerpt of it: the reduce-scatter and allgather rows of the first block and the first
+// issue's first log; the part of it we have: the reduce-scatter and allgather rows of the first block and the first
 // five AllReduce cells; the bandwidths are that cluster's 200 Gb/s NICs, not the DGX H100's, so only latencies are
 // compared). The machine is told by its cells: ring allreduce LL = baseLat 6.6 + (30 steps - 2 x 2 network steps) x
 // max(NVLink LL 0.6, Intel net overhead 1.0) + 4 x NET LL 2.7 = 43.4 (16 ranks on 2 nodes, Intel hosts); tree Simple =
