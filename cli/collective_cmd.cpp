@@ -6,9 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/commands.hpp"
 #include "explore/interrupt.hpp"
@@ -238,14 +236,13 @@ int run_collective(const CollectiveOptions& o) {
 int compare_with_log(const CollectiveOptions& o, const std::string& algorithms, const std::string& protocols,
                      const nccl::TuningTable& ours, const Topology& topology, const std::string& machine) {
   const std::string& log_file = o.against;
-  std::ifstream file(log_file);
-  if (!file) throw InputError(log_file, "", "cannot open the log");
-  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  std::istringstream table_text(text), choices_text(text);
+  // Read twice, line by line (a log of many ranks can be large): the table, then the choices.
+  std::ifstream table_text(log_file), choices_text(log_file);
+  if (!table_text || !choices_text) throw InputError(log_file, "", "cannot open the log");
   const nccl::TuningTable printed = nccl::read_printed_tuning_table(table_text, log_file);
   const nccl::TuningComparison c = nccl::compare_tuning_tables(printed, ours);
-  const nccl::ChoiceComparison choices =
-      nccl::compare_choices(nccl::read_printed_choices(choices_text), topology, algorithms, protocols, o.channels);
+  const nccl::ChoiceComparison choices = nccl::compare_choices(nccl::read_printed_choices(choices_text, log_file),
+                                                               topology, algorithms, protocols, o.channels);
   std::printf("# commsim %s  NCCL's tuning table in %s against commsim's (%s)\n", COMMSIM_VERSION, log_file.c_str(),
               machine.c_str());
   if (!c.mismatches.empty())
@@ -346,6 +343,7 @@ void register_collective(CLI::App& app, int& exit_code) {
     try {
       if (!o->tuning_table && cmd->count("--against") > 0)
         throw InputError("--against", "", "compares NCCL's printed tuning table: it needs --tuning-table");
+      if (cmd->count("--against") > 0 && o->against.empty()) throw InputError("--against", "", "names no log");
       if (o->tuning_table) {
         for (const char* unused : {"--op", "--sizes", "--fidelity", "--chunks", "--groups", "--reduce-Bps",
                                    "--gpus-per-thread", "--format", "--json"})

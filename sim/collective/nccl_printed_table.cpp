@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/limits.hpp"
 #include "sim/topology/topology.hpp"
 
 namespace commsim::nccl {
@@ -34,8 +36,11 @@ std::vector<std::string> fields_of(std::string_view line) {
   return fields;
 }
 
-bool is_collective(const std::string& name) {
-  return std::find(kNcclCollectiveNames.begin(), kNcclCollectiveNames.end(), name) != kNcclCollectiveNames.end();
+// NCCL's collective named `name` (ncclFuncStr), if it is one of the tuning table's.
+std::optional<Collective> collective_named(std::string_view name) {
+  const auto* found = std::find(kNcclCollectiveNames.begin(), kNcclCollectiveNames.end(), name);
+  if (found == kNcclCollectiveNames.end()) return std::nullopt;
+  return kNcclCollectives[static_cast<std::size_t>(found - kNcclCollectiveNames.begin())];
 }
 
 // "  12.5/  33.1" -> {12.5, 33.1}; false when the text is not two numbers joined by '/'.
@@ -113,7 +118,7 @@ TuningTable read_printed_tuning_table(std::istream& log, const std::string& file
     }
     if (blocks.empty()) continue;  // before the table
     if (fields.size() > 1 && (head == "Protocol" || head == "Max NThreads")) continue;
-    if (fields.size() < 2 || !is_collective(head)) break;  // past the table
+    if (fields.size() < 2 || !collective_named(head)) break;  // past the table
     const std::size_t expected = 3 * blocks.back().size();
     if (fields.size() - 1 != expected)
       throw InputError(file, where,
@@ -125,6 +130,7 @@ TuningTable read_printed_tuning_table(std::istream& log, const std::string& file
         throw InputError(
             file, where,
             head + " cell " + std::to_string(i + 1) + " \"" + fields[i + 1] + "\" is not NCCL's latency/bandwidth");
+    if (rows.back().count(head) > 0) throw InputError(file, where, head + " is in this block of the table twice");
     if (blocks.size() == 1)
       collectives.push_back(head);
     else if (std::find(collectives.begin(), collectives.end(), head) == collectives.end())
@@ -175,13 +181,18 @@ TuningComparison compare_tuning_tables(const TuningTable& nccl, const TuningTabl
   return out;
 }
 
-std::vector<PrintedChoice> read_printed_choices(std::istream& log) {
+std::vector<PrintedChoice> read_printed_choices(std::istream& log, const std::string& file) {
   std::vector<PrintedChoice> out;
   std::set<std::pair<std::string, Bytes>> seen;
   std::string line;
   PrintedChoice c;
-  while (std::getline(log, line))
-    if (parse_choice(line, c) && seen.insert({c.collective, c.bytes}).second) out.push_back(c);
+  for (int number = 1; std::getline(log, line); ++number) {
+    if (!parse_choice(line, c)) continue;
+    if (c.bytes > kMaxBytes)
+      throw InputError(file, "line " + std::to_string(number),
+                       c.collective + " of " + std::to_string(c.bytes) + " bytes: above the 1 TiB a message may have");
+    if (seen.insert({c.collective, c.bytes}).second) out.push_back(c);
+  }
   return out;
 }
 
@@ -189,10 +200,10 @@ ChoiceComparison compare_choices(const std::vector<PrintedChoice>& choices, cons
                                  const std::string& algorithms, const std::string& protocols, int channels) {
   ChoiceComparison out;
   for (const PrintedChoice& printed : choices) {
-    const auto function = std::find(kNcclCollectiveNames.begin(), kNcclCollectiveNames.end(), printed.collective);
-    if (function == kNcclCollectiveNames.end()) continue;  // not a collective NCCL's tuning table has
+    const std::optional<Collective> op = collective_named(printed.collective);
+    if (!op) continue;  // not a collective NCCL's tuning table has
     CollectiveSpec spec;
-    spec.op = kNcclCollectives[static_cast<std::size_t>(function - kNcclCollectiveNames.begin())];
+    spec.op = *op;
     spec.algorithm = Algorithm::Auto;
     spec.nccl_channels = channels;
     if (!algorithms.empty()) spec.nccl_algorithms = enabled_by_list(algorithms, spec.op, false, "--algo");

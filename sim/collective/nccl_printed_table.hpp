@@ -40,8 +40,9 @@ struct PrintedChoice {
   Bytes bytes = 0;
   int channels = 0;
 };
-// Every choice line of the log, the first of each collective and size only (every rank and iteration prints again).
-std::vector<PrintedChoice> read_printed_choices(std::istream& log);
+// Every choice line of the log, the first of each collective and size only (every rank and iteration prints again);
+// InputError(file, "line N", ...) for a size above a message's limit (sim/core/limits.hpp).
+std::vector<PrintedChoice> read_printed_choices(std::istream& log, const std::string& file);
 
 struct ChoiceMismatch {
   PrintedChoice nccl;

@@ -316,7 +316,8 @@ int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m
     nc = nvls_channel_count(t, arch, m.nodes);
     if (a == kNvls && m.nodes > 1) nc = std::min(nc, m.channels);
   } else {
-    double nt = a == kRing && p == proto_index(Protocol::Simple) && m.intra_GBps <= 12.0 ? 256 : t.max_threads[p];
+    constexpr double kPciBwGBps = 12.0;  // NCCL's PCI_BW (src/graph/topo.h)
+    double nt = a == kRing && p == proto_index(Protocol::Simple) && m.intra_GBps <= kPciBwGBps ? 256 : t.max_threads[p];
     const double threshold = t.thread_threshold[p] * (a == kRing && p == 0 ? m.ranks : 1);
     while (static_cast<double>(bytes) < nc * nt * threshold) {
       if (nc >= 2)

@@ -153,7 +153,7 @@ TEST(NcclTuningTable, MatchesNcclsOwnTableOnAnH200Node) {
   for (const nccl::TuningMismatch& m : table.mismatches)
     ADD_FAILURE() << m.collective << " " << m.algorithm << "/" << m.protocol << ": NCCL " << m.nccl.latency_us << "/"
                   << m.nccl.algbw_GBps << ", commsim " << m.commsim.latency_us << "/" << m.commsim.algbw_GBps;
-  const std::vector<nccl::PrintedChoice> printed = nccl::read_printed_choices(choice_log);
+  const std::vector<nccl::PrintedChoice> printed = nccl::read_printed_choices(choice_log, "hgx-h200-1x8.log");
   const nccl::ChoiceComparison choices = nccl::compare_choices(printed, *t);
   EXPECT_EQ(choices.compared, 17);
   for (const nccl::ChoiceMismatch& m : choices.mismatches)
@@ -203,7 +203,8 @@ TEST(NcclTuningTable, LaunchesTheChannelsNcclLaunchedOnTwoSocketRanks) {
   }
   // The same, read from NCCL's lines in the log (algorithm, protocol and channels of each of the 13 sizes).
   std::ifstream log(fixture("nccl-tuning/sockets-2x1-blackwell.log"));
-  const nccl::ChoiceComparison c = nccl::compare_choices(nccl::read_printed_choices(log), *t);
+  const nccl::ChoiceComparison c =
+      nccl::compare_choices(nccl::read_printed_choices(log, "sockets-2x1-blackwell.log"), *t);
   EXPECT_EQ(c.compared, 13);
   EXPECT_TRUE(c.mismatches.empty());
   // With the thread thresholds alone (NCCL 2.21's rule) 32 and 64 KiB would take 2 and 4 channels: 256 threads x 64

@@ -81,7 +81,7 @@ TEST(PrintedTuningTable, ReadsNcclsChoicesOncePerCollectiveAndSize) {
       "h:1:2 [0] NCCL INFO AllGather: 1048576 Bytes -> Algo Ring proto LL128 channel{Lo..Hi}={2..5}\n"
       "h:1:2 [0] NCCL INFO Broadcast:134217728 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..3}\n"
       "h:1:2 [0] NCCL INFO 4 coll channels, 4 collnet channels\n");
-  const std::vector<nccl::PrintedChoice> choices = nccl::read_printed_choices(log);
+  const std::vector<nccl::PrintedChoice> choices = nccl::read_printed_choices(log, "log");
   ASSERT_EQ(choices.size(), 3u);
   EXPECT_EQ(choices[0].collective, "AllReduce");
   EXPECT_EQ(choices[0].bytes, 4194304u);
@@ -110,6 +110,18 @@ TEST(PrintedTuningTable, WhatIsNotATableIsAnInputError) {
             "run.log: line 2: AllReduce has 2 cells where its block's 2 algorithm(s) have 6");
   EXPECT_EQ(error_of(header + "    AllReduce |  1.0/ 2.0 |  1.0 |  x/1 |  1/1 |  1/1 |  1/1 |\n"),
             "run.log: line 2: AllReduce cell 2 \"1.0\" is not NCCL's latency/bandwidth");
+  const std::string row = "    AllReduce |  1/1 |  1/1 |  1/1 |  1/1 |  1/1 |  1/1 |\n";
+  EXPECT_EQ(error_of(header + row + row), "run.log: line 3: AllReduce is in this block of the table twice");
+  // A choice of more than a message may have (1 TiB) is refused, not priced.
+  std::istringstream huge(
+      "NCCL INFO AllReduce: 2199023255553 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..3}\n");
+  try {
+    nccl::read_printed_choices(huge, "run.log");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "run.log: line 1: AllReduce of 2199023255553 bytes: above the 1 TiB a message may have");
+  }
 }
 
 }  // namespace
