@@ -28,11 +28,6 @@ using hw::HardwareJob;
 using hw::HardwareRunRequest;
 using hw::HardwareRunResponse;
 
-// A path as the launched job sees it ("-", standard output, stays "-").
-std::string absolute(const std::string& path) {
-  return path.empty() || path == "-" ? path : std::filesystem::absolute(path).string();
-}
-
 // The measured result's JSON and trace, as `commsim simulate` writes a prediction's (the trace: the first steps of
 // rank 0, one thread per stream, so the two open side by side in Perfetto).
 void write_measured(const HardwareRunRequest& r, const SimulationRun& run) {
@@ -59,6 +54,11 @@ void print_measured(const SimulationRun& run, FILE* out) {
 }
 
 #ifdef COMMSIM_HAVE_MPI
+// A path as the launched job sees it ("-", standard output, stays "-").
+std::string absolute(const std::string& path) {
+  return path.empty() || path == "-" ? path : std::filesystem::absolute(path).string();
+}
+
 hw::RunOptions run_options(const HardwareRunRequest& r) {
   hw::RunOptions options;
   options.scenario = r.scenario;

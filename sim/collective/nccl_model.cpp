@@ -162,7 +162,13 @@ Context context_of(const CollectiveSpec& spec, const Topology& topo) {
   return c;
 }
 
+// A communicator of one rank: NCCL prices ring/Simple alone, at 0 (src/enqueue.cc updateCollCostTable, `nRanks == 1`,
+// v2.28.9-1:1791), and runs at most a local copy, no channel (ncclLaunchOneRank, src/device/onerank.cu). The default
+// Estimate is that: ring, Simple, no channel, every time 0.
+bool one_rank(const Context& c) { return c.machine.ranks == 1; }
+
 std::vector<Estimate> candidates_in(const Context& c, const CollectiveSpec& spec) {
+  if (one_rank(c)) return {Estimate{}};
   std::vector<Estimate> out;
   for (int a = 0; a < kNcclAlgos; ++a)
     for (int p = 0; p < kProtos; ++p) {
@@ -213,6 +219,7 @@ Estimate predict_in(const Context& c, const CollectiveSpec& spec, Algorithm algo
                     ModelScale scale) {
   const int a = nccl_index(algorithm), p = proto_index(protocol);
   COMMSIM_CHECK(a >= 0 && protocol != Protocol::Auto, "predict_with needs an NCCL algorithm and a protocol");
+  if (one_rank(c)) return Estimate{};
   const Evaluation e = evaluate(a, p, spec.op, c.machine, c.library, c.table);
   if (!e.applicable) return make_estimate(a, p, 0, 0, 0, spec.bytes);
   // Fewer channels for small messages do not lower the bandwidth term: those sizes are latency-bound, and the

@@ -74,7 +74,9 @@ TEST(NcclRuntime, OptionsAreCheckedFirst) {
 }
 
 // ---- With GPUs: a scenario sized to this machine's GPUs (one node of N GPUs on an NVSwitch, written to a temporary
-// folder), ResNet-50 at batch 8, 3 steps, each strategy, with the check pass: no wrong element. ----
+// folder), ResNet-50 at batch 8, 3 steps, each strategy, with the check pass: no wrong element. One GPU runs one rank
+// (NCCL refuses two ranks on one GPU): NCCL's collectives of one rank are copies, but everything around them runs as
+// with more (spin kernels, casts, DGC's selection and scatter, streams and events, the check pass). ----
 
 int visible_gpus() {
   int n = 0;
@@ -103,7 +105,7 @@ std::string write_machine(int gpus) {
       {"name", "nccl-test"},
       {"topology", (dir / "machine.json").string()},
       {"model", std::filesystem::absolute("scenarios/models/resnet50.json").string()},
-      {"device", {{"name", "test"}, {"peak_flops", 1e14}, {"efficiency", 0.5}, {"memory_Bps", 1e12}}},
+      {"device", {{"name", "test"}, {"peak_flops", 1e14}, {"efficiency", 0.5}, {"memory_Bps", 1e12}, {"source", "test fixture"}}},
       {"batch_per_gpu", 8},
       {"steps", 3},
       {"strategy", {{"fusion", {{"mode", "size"}, {"size_mb", 25}}}}}};
@@ -115,7 +117,7 @@ class NcclOnGpus : public ::testing::TestWithParam<std::vector<std::string>> {};
 
 TEST_P(NcclOnGpus, RunsAndChecks) {
   const int gpus = visible_gpus();
-  if (!gpu_present() || gpus < 2) GTEST_SKIP() << "needs 2 or more GPUs";
+  if (!gpu_present()) GTEST_SKIP() << "needs a GPU";
   const Scenario sc = load_scenario(write_machine(gpus), GetParam());
   const auto topo = topology_of(sc);
   const Plan plan = build_plan(sc, *topo, load_model(sc.model_path));
@@ -132,7 +134,11 @@ TEST_P(NcclOnGpus, RunsAndChecks) {
   ASSERT_EQ(run.result.steps_s.size(), 3u);
   // A step lasts at least its emulated compute (the spin kernels), within the clock calibration's accuracy.
   for (double s : run.result.steps_s) EXPECT_GT(s, 0.9 * plan.compute_s);
-  EXPECT_GT(run.result.comm_s, 0);
+  // With one rank NCCL's in-place sum does nothing at all (src/device/onerank.cu, ncclLaunchOneRank), so only runs of
+  // two or more ranks must have spent time communicating.
+  if (gpus >= 2) {
+    EXPECT_GT(run.result.comm_s, 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -146,7 +152,7 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{R"(strategy.sharding={"stage":3})", "strategy.comm_dtype=fp16"}));
 
 TEST(NcclBenchOnGpus, AllReduceSweepIsCorrect) {
-  if (!gpu_present() || visible_gpus() < 2) GTEST_SKIP() << "needs 2 or more GPUs";
+  if (!gpu_present()) GTEST_SKIP() << "needs a GPU";
   BenchOptions o;
   o.launch = Launch::SingleProcess;
   o.min_bytes = 1024;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sim/collective/nccl_model.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/step/simulation.hpp"
 #include "sim/step/step_simulator.hpp"
@@ -470,16 +471,28 @@ TEST(BadScenario, EachIsOneClearError) {
   }
 }
 
-TEST(BadScenario, TooFewRanks) {
-  // One node of one GPU: data parallelism needs two ranks.
-  Json doc = scenario(cluster(10e9, 10e9, 0, 1), {{"fusion", kNoFusion}});
+TEST(OneRank, StepIsItsCompute) {
+  // One node of one GPU (a single-GPU baseline, or the NCCL backend's check on one GPU): a collective of one rank has
+  // no peer, so it sends nothing (ring: 2 (n - 1) steps = 0). With no cast and no framework cost the step is its
+  // compute, kComputeS, in both fidelities.
+  Json doc = scenario(cluster(10e9, 10e9, 1e-6, 1), {{"fusion", kNoFusion}});
   doc["nodes"] = 1;
-  try {
-    simulate(doc);
-    ADD_FAILURE() << "accepted a one-rank cluster";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("at least 2 ranks"), std::string::npos) << e.what();
+  for (const Fidelity f : {Fidelity::Analytical, Fidelity::Flow}) {
+    const Result r = simulate(doc, f);
+    EXPECT_EQ(r.ranks, 1);
+    EXPECT_EQ(r.bytes_sent_per_rank, 0.0);
+    EXPECT_NEAR(r.step_time_s, kComputeS, 1e-12);
   }
+  // NCCL prices only ring/Simple for one rank, at 0 (enqueue.cc updateCollCostTable, nRanks == 1), and launches no
+  // channel; what remains of its collective is the host's enqueue (libraries/overheads.json).
+  const auto one_gpu = load_topology("tests/data/gpu/one-h100.json");
+  CollectiveSpec spec;
+  spec.bytes = 100 << 20;
+  const nccl::Estimate e = nccl::predict(spec, *one_gpu);
+  EXPECT_EQ(e.algorithm, Algorithm::Ring);
+  EXPECT_EQ(e.protocol, Protocol::Simple);
+  EXPECT_EQ(e.channels, 0);
+  EXPECT_EQ(e.seconds, 0.0);
 }
 
 // Every shipped model on every shipped GPU topology with every technique: the simulator answers, and a step is
