@@ -6,7 +6,8 @@
 #   3. `commsim bench --backend nccl` (nccl-tests' all_reduce_perf table, JSON for calibrate);
 #   4. the single-GPU scenario (tests/data/gpu/resnet50-one-h100.json) with each strategy, predicted
 #      (`commsim simulate --json`) and measured (`commsim run --backend nccl --check --json`) side by side
-#      (scripts/gpu_compare.py writes the table).
+#      (scripts/gpu_compare.py writes the table);
+#   5. a measured run's Kineto trace, read back by `commsim model from-trace`.
 # Usage: scripts/gpu_check.sh [BUILD_DIR] [OUT_DIR]   (defaults: build, gpu-check)
 # The build must have the NCCL backend (configure with -DCOMMSIM_NCCL=ON). When libnccl.so.2 is not where the build
 # found it, NCCL_LIB_DIR names its folder; otherwise the script looks in the CUDA toolkit and in Python's NCCL wheel.
@@ -73,4 +74,10 @@ for entry in "${strategies[@]}"; do
   tail -n 1 "$out/measured-$name.log" | sed "s/^/$name: /" | tee -a "$out/summary.txt"
 done
 python3 scripts/gpu_compare.py "$out" | tee -a "$out/summary.txt"
+
+note "a measured run's Kineto trace (commsim model from-trace reads it back)"
+timeout 60 "$commsim" run --backend nccl "$scenario" --steps 3 --trace "$out/measured-kineto.json" \
+  --trace-format kineto >"$out/measured-kineto.log" 2>&1 || status=1
+"$commsim" model from-trace "$out/measured-kineto.json" --batch 64 -o "$out/measured-kineto-model.json" 2>&1 |
+  tee -a "$out/summary.txt"
 exit $status

@@ -8,6 +8,10 @@
 #include <sstream>
 #include <vector>
 
+#ifdef COMMSIM_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
 #include "sim/core/data_path.hpp"
 #include "sim/core/units.hpp"
 
@@ -109,10 +113,37 @@ std::optional<Json> parse_json_value(const std::string& text, const std::string&
   return Json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
 }
 
+namespace {
+
+// The text of a gzip file (PyTorch's profiler writes its traces as .json.gz with use_gzip=True).
+std::string gunzipped_text(const std::string& path) {
+#ifdef COMMSIM_HAVE_ZLIB
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) throw InputError(path, "", "cannot open file");
+  std::string text;
+  char buffer[1 << 16];
+  int n = 0;
+  while ((n = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  int code = Z_OK;
+  const std::string why = n < 0 ? gzerror(file, &code) : "";
+  gzclose(file);
+  if (n < 0) throw InputError(path, "", "not a readable gzip file (" + why + ")");
+  return text;
+#else
+  throw InputError(path, "", "a .gz file, but this commsim was built without zlib: gunzip it first");
+#endif
+}
+
+}  // namespace
+
 Json read_json_file(const std::string& given_path) {
   const std::string path = resolve_data_path(given_path);  // the current directory first, then the data dirs
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, not a JSON file");
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+    if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "cannot open file");
+    return parse_json_text(gunzipped_text(path), path);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file");
   std::ostringstream text;

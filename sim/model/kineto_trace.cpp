@@ -115,8 +115,21 @@ double union_within(std::vector<std::pair<double, double>> spans, double from, d
   return covered;
 }
 
+// A record_param_comms span of a collective. c10d records a Work's wait the same way, with "Collective name" "wait"
+// and no elements (seen in PyTorch 2.11's traces: tests/data/trace/resnet50-ddp-nccl-h100.json.gz); it moves nothing.
+bool is_comms_record(const Span& s) {
+  if (s.name != "record_param_comms") return false;
+  const Json* name = arg(s, "Collective name");
+  return !(name && name->is_string() && name->get<std::string>() == "wait");
+}
+
 bool is_nccl_kernel(const Span& s) {
   return s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") || starts_with(s.name, "ncclKernel_"));
+}
+
+// GPU work that is not communication: kernels other than NCCL's, copies, memsets.
+bool is_gpu_compute(const Span& s) {
+  return (s.cat == "kernel" && !is_nccl_kernel(s)) || s.cat == "gpu_memcpy" || s.cat == "gpu_memset";
 }
 
 // The collectives of the traced steps. Durations: NCCL kernels when there are any; else the gloo work spans
@@ -135,11 +148,11 @@ void add_collectives(const std::vector<Span>& spans, const std::string& path, co
   trace.collective_source = nccl ? "nccl kernels" : gloo ? "gloo work spans" : "record_param_comms";
   std::vector<const Span*> described;  // record_param_comms, in time order (gloo sizes)
   for (const Span& s : spans)
-    if (s.name == "record_param_comms" && step_of(s.start_s) >= 0) described.push_back(&s);
+    if (is_comms_record(s) && step_of(s.start_s) >= 0) described.push_back(&s);
   std::size_t next_described = 0;
   for (const Span& s : spans) {
     const int step = step_of(s.start_s);
-    const bool take = nccl ? is_nccl_kernel(s) : gloo ? starts_with(s.name, "gloo:") : s.name == "record_param_comms";
+    const bool take = nccl ? is_nccl_kernel(s) : gloo ? starts_with(s.name, "gloo:") : is_comms_record(s);
     if (!take || step < 0) continue;
     TracedCollective c;
     if (!gloo) {
@@ -153,7 +166,10 @@ void add_collectives(const std::vector<Span>& spans, const std::string& path, co
     c.start_s = s.start_s;
     c.duration_s = s.end_s - s.start_s;
     c.step = step;
-    trace.collectives.push_back(std::move(c));
+    // Before the step's backward began: not a gradient's (DDP's broadcast of module buffers in forward).
+    const double backward_start_s = trace.steps[static_cast<std::size_t>(step)].backward_start_s;
+    (backward_start_s >= 0 && c.start_s < backward_start_s ? trace.forward_collectives : trace.collectives)
+        .push_back(std::move(c));
   }
 }
 
@@ -202,8 +218,10 @@ std::vector<Span> trace_spans(const Json& root, const std::string& path) {
 const Span& add_steps(const std::vector<Span>& spans, const std::string& path, KinetoTrace& trace) {
   const Span* main_thread = nullptr;
   for (const Span& s : spans)
-    if (starts_with(s.name, "ProfilerStep#")) {
-      trace.steps.push_back({s.name, s.start_s, s.end_s - s.start_s, 0});
+    // Kineto mirrors each step onto the GPU's timeline (cat gpu_user_annotation, the span of the step's kernels): the
+    // step is the host's span.
+    if (starts_with(s.name, "ProfilerStep#") && s.cat != "gpu_user_annotation") {
+      trace.steps.push_back({s.name, s.start_s, s.end_s - s.start_s, 0, -1});
       main_thread = main_thread ? main_thread : &s;
     }
   if (!main_thread)
@@ -221,6 +239,47 @@ struct StepOf {
     return k;
   }
 };
+
+// GPU work as the host launched it: each launch (cat cuda_runtime or cuda_driver, args.correlation) with the time of
+// the GPU work carrying the same correlation (kernels, copies, memsets; NCCL's kernels are communication). A host
+// span's GPU time is that of the launches it made on its thread: GPU work runs after the host queued it, so a module's
+// host span times its Python and launches, and these its kernels (how profilers attribute asynchronous GPU work).
+class LaunchedGpuTime {
+ public:
+  explicit LaunchedGpuTime(const std::vector<Span>& spans) {
+    std::map<std::int64_t, double> gpu_s_of;
+    for (const Span& s : spans)
+      if (is_gpu_compute(s))
+        if (const Json* id = arg(s, "correlation"); id && id->is_number_integer())
+          gpu_s_of[id->get<std::int64_t>()] += s.end_s - s.start_s;
+    for (const Span& s : spans)  // sorted by start, so launches_ is too
+      if (s.cat == "cuda_runtime" || s.cat == "cuda_driver")
+        if (const Json* id = arg(s, "correlation"); id && id->is_number_integer())
+          if (auto it = gpu_s_of.find(id->get<std::int64_t>()); it != gpu_s_of.end())
+            launches_.push_back({s.pid, s.tid, s.start_s, it->second});
+  }
+  bool empty() const { return launches_.empty(); }
+  double within(const Span& host) const {
+    auto it = std::lower_bound(launches_.begin(), launches_.end(), host.start_s,
+                               [](const Launch& l, double t) { return l.at_s < t; });
+    double gpu_s = 0;
+    for (; it != launches_.end() && it->at_s <= host.end_s; ++it)
+      if (it->pid == host.pid && it->tid == host.tid) gpu_s += it->gpu_s;
+    return gpu_s;
+  }
+
+ private:
+  struct Launch {
+    std::int64_t pid, tid;
+    double at_s, gpu_s;
+  };
+  std::vector<Launch> launches_;
+};
+
+// A span's time as the model counts it: the GPU work it launched where the trace has GPU work, else its own.
+double span_time_s(const Span& s, const LaunchedGpuTime& gpu) {
+  return gpu.empty() ? s.end_s - s.start_s : gpu.within(s);
+}
 
 // Leaf modules: module spans inside a step with no module span inside them on the same thread.
 std::vector<const Span*> leaf_modules(const std::vector<Span>& spans, const StepOf& step_of) {
@@ -241,7 +300,9 @@ std::vector<const Span*> leaf_modules(const std::vector<Span>& spans, const Step
 // The leaf modules' forward times (mean per step) into trace.modules and their spans into `compute`; returns the
 // module of each forward op's "Sequence number", by which backward ops find their module.
 std::map<std::int64_t, std::size_t> add_forward_modules(const std::vector<Span>& spans,
-                                                        const std::vector<const Span*>& leaves, KinetoTrace& trace,
+                                                        const std::vector<const Span*>& leaves,
+                                                        const LaunchedGpuTime& gpu, bool gpu_kernels,
+                                                        KinetoTrace& trace,
                                                         std::vector<std::pair<double, double>>& compute) {
   const double steps = static_cast<double>(trace.steps.size());
   std::map<std::string, std::size_t> module_index;
@@ -250,8 +311,8 @@ std::map<std::int64_t, std::size_t> add_forward_modules(const std::vector<Span>&
     const std::string name = m->name.substr(kModulePrefix.size());
     auto [it, added] = module_index.try_emplace(name, trace.modules.size());
     if (added) trace.modules.push_back({name, 0, 0, -1});
-    trace.modules[it->second].forward_s += (m->end_s - m->start_s) / steps;
-    compute.push_back({m->start_s, m->end_s});
+    trace.modules[it->second].forward_s += span_time_s(*m, gpu) / steps;
+    if (!gpu_kernels) compute.push_back({m->start_s, m->end_s});
     // Forward ops inside this module on its thread (spans are sorted by start).
     auto first =
         std::lower_bound(spans.begin(), spans.end(), m->start_s, [](const Span& x, double t) { return x.start_s < t; });
@@ -265,34 +326,31 @@ std::map<std::int64_t, std::size_t> add_forward_modules(const std::vector<Span>&
   return module_of_sequence;
 }
 
-// Backward ops into their modules' backward times; with GPU kernels, the non-NCCL kernels are the compute, else
-// the backward ops are. Returns whether the trace has GPU kernels.
-bool add_backward_and_kernels(const std::vector<Span>& spans, const StepOf& step_of,
-                              const std::map<std::int64_t, std::size_t>& module_of_sequence, KinetoTrace& trace,
-                              std::vector<std::pair<double, double>>& compute) {
+// Backward ops into their modules' backward times; with GPU kernels, the GPU's non-NCCL work is the compute, else
+// the backward ops are.
+void add_backward_and_kernels(const std::vector<Span>& spans, const StepOf& step_of,
+                              const std::map<std::int64_t, std::size_t>& module_of_sequence, const LaunchedGpuTime& gpu,
+                              bool gpu_kernels, KinetoTrace& trace, std::vector<std::pair<double, double>>& compute) {
   const double steps = static_cast<double>(trace.steps.size());
-  bool gpu_kernels = false;
-  for (const Span& s : spans) gpu_kernels |= s.cat == "kernel";
   for (const Span& s : spans) {
     if (step_of(s.start_s) < 0) continue;
-    const bool nccl =
-        s.cat == "kernel" && (starts_with(s.name, "ncclDevKernel_") || starts_with(s.name, "ncclKernel_"));
     if (starts_with(s.name, kBackwardPrefix)) {
+      double& backward_start_s = trace.steps[static_cast<std::size_t>(step_of(s.start_s))].backward_start_s;
+      if (backward_start_s < 0 || s.start_s < backward_start_s) backward_start_s = s.start_s;
       const Json* seq = arg(s, "Sequence number");
       if (seq && seq->is_number_integer()) {
         auto it = module_of_sequence.find(seq->get<std::int64_t>());
         if (it != module_of_sequence.end()) {
           TracedModule& module = trace.modules[it->second];
-          module.backward_s += (s.end_s - s.start_s) / steps;
+          module.backward_s += span_time_s(s, gpu) / steps;
           if (step_of(s.start_s) == 0) module.first_backward_end_s = std::max(module.first_backward_end_s, s.end_s);
         }
       }
       if (!gpu_kernels) compute.push_back({s.start_s, s.end_s});
-    } else if (gpu_kernels && s.cat == "kernel" && !nccl) {
+    } else if (gpu_kernels && is_gpu_compute(s)) {
       compute.push_back({s.start_s, s.end_s});
     }
   }
-  return gpu_kernels;
 }
 
 }  // namespace
@@ -305,8 +363,11 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   const StepOf step_of{trace};
   const std::vector<const Span*> leaves = leaf_modules(spans, step_of);
   std::vector<std::pair<double, double>> compute;
-  const auto module_of_sequence = add_forward_modules(spans, leaves, trace, compute);
-  const bool gpu_kernels = add_backward_and_kernels(spans, step_of, module_of_sequence, trace, compute);
+  const LaunchedGpuTime gpu(spans);
+  const bool gpu_kernels = std::any_of(spans.begin(), spans.end(), [](const Span& s) { return s.cat == "kernel"; });
+  trace.compute_on_gpu = gpu_kernels;
+  const auto module_of_sequence = add_forward_modules(spans, leaves, gpu, gpu_kernels, trace, compute);
+  add_backward_and_kernels(spans, step_of, module_of_sequence, gpu, gpu_kernels, trace, compute);
   // Without kernels and without module spans (a legacy CPU trace), compute is what the steps' thread runs, less the
   // communication calls on it: the gaps are waits.
   if (!gpu_kernels && leaves.empty())
@@ -342,6 +403,14 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
                   (batch == 1 ? std::string(")") : ", divided by " + std::to_string(batch) + " samples)") +
                   "; gradients as the trace communicates them, one tensor per collective of the first step, on the " +
                   "layer whose backward had ended when it started (simulate with fusion none to keep these buckets).";
+  std::size_t forward_count = 0;
+  std::uint64_t forward_elements = 0;
+  for (const TracedCollective& c : trace.forward_collectives)
+    if (c.step == 0) ++forward_count, forward_elements += c.elements;
+  if (forward_count > 0)
+    m.description += " Not in the model: the " + std::to_string(forward_count) + " collective(s) of " +
+                     std::to_string(forward_elements) +
+                     " elements that each step ran before its backward (DDP's broadcast of module buffers).";
   for (const TracedModule& t : trace.modules) {
     Layer l;
     l.name = t.name;

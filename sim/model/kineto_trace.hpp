@@ -41,14 +41,18 @@ struct TracedCollective {
 struct TracedStep {
   std::string name;  // ProfilerStep#N
   double start_s = 0, duration_s = 0;
-  double compute_s = 0;  // union of the step's compute spans
+  double compute_s = 0;          // union of the step's compute spans
+  double backward_start_s = -1;  // its first backward op's start (-1: none traced)
 };
 
 struct KinetoTrace {
   std::vector<TracedStep> steps;              // in time order
   std::vector<TracedModule> modules;          // leaf modules, forward order of the first step
-  std::vector<TracedCollective> collectives;  // every traced step, in time order
-  std::string collective_source;              // "nccl kernels" or "record_param_comms"
+  std::vector<TracedCollective> collectives;  // the gradients' (from the backward on), every step, in time order
+  // Collectives a step ran before its backward (DDP's buffer broadcast): not gradients, not in the model.
+  std::vector<TracedCollective> forward_collectives;
+  std::string collective_source;  // "nccl kernels" or "record_param_comms"
+  bool compute_on_gpu = false;    // compute is the GPU's work (the trace has kernels), else host spans
 
   double mean_step_s() const;
   // Step time minus compute, per step, mean: the simulator's exposed communication (Result::exposed_comm_s).

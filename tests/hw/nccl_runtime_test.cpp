@@ -105,7 +105,8 @@ std::string write_machine(int gpus) {
       {"name", "nccl-test"},
       {"topology", (dir / "machine.json").string()},
       {"model", std::filesystem::absolute("scenarios/models/resnet50.json").string()},
-      {"device", {{"name", "test"}, {"peak_flops", 1e14}, {"efficiency", 0.5}, {"memory_Bps", 1e12}, {"source", "test fixture"}}},
+      {"device",
+       {{"name", "test"}, {"peak_flops", 1e14}, {"efficiency", 0.5}, {"memory_Bps", 1e12}, {"source", "test fixture"}}},
       {"batch_per_gpu", 8},
       {"steps", 3},
       {"strategy", {{"fusion", {{"mode", "size"}, {"size_mb", 25}}}}}};

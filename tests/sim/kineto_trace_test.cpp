@@ -5,6 +5,8 @@
 //   tests/data/trace/emulated-tiny-mpi.json recorded on the development machine by
 //       commsim run --backend mpi scenarios/emulated-tiny.json --cluster --trace F --trace-format kineto
 //   tests/data/trace/ddp-gloo-mlp-small.json recorded with PyTorch by scripts/trace_ddp_gloo.py (see the test)
+//   tests/data/trace/resnet50-ddp-nccl-h100.json.gz recorded with PyTorch 2.11 on an H100 by
+//       scripts/trace_ddp_nccl.py (see the test)
 //   a trace of a prediction, written and read back here.
 #include "sim/model/kineto_trace.hpp"
 
@@ -112,6 +114,81 @@ TEST(KinetoTrace, RealPyTorchDdpGlooTrace) {
   }
 }
 
+TEST(KinetoTrace, RealPyTorchDdpNcclTraceOnAGpu) {
+  // tests/data/trace/resnet50-ddp-nccl-h100.json.gz: PyTorch 2.11 (CUDA 13.0, its NCCL 2.28.9) on one H100 running
+  // scripts/trace_ddp_nccl.py: torchvision's ResNet-50 under DDP with NCCL, one rank, batch 64, bf16 autocast; the
+  // schedule records 2 active steps, gzipped as the profiler's use_gzip writes it.
+  const KinetoTrace t = read_kineto_trace("tests/data/trace/resnet50-ddp-nccl-h100.json.gz");
+  // 2 steps: Kineto also writes each ProfilerStep on the GPU's timeline (cat gpu_user_annotation), not a step.
+  ASSERT_EQ(t.steps.size(), 2u);
+  // One rank: NCCL's in-place sums do nothing (no kernel), so the collectives are the record_param_comms spans,
+  // without c10d's "wait" records (no elements). DDP's 25 MiB buckets (its first bucket 1 MiB) hold every gradient
+  // once: 5 allreduces per step whose elements add up to ResNet-50's 25 557 032 parameters (torchvision's
+  // ResNet50_Weights.IMAGENET1K_V1 meta num_params).
+  EXPECT_EQ(t.collective_source, "record_param_comms");
+  ASSERT_EQ(t.collectives_per_step(), 5u);
+  std::uint64_t elements = 0;
+  for (const TracedCollective& c : t.collectives) {
+    if (c.step != 0) continue;
+    elements += c.elements;
+    EXPECT_EQ(c.name, "allreduce");
+  }
+  EXPECT_EQ(elements, 25'557'032u);
+  // Before each backward DDP broadcasts the module buffers from rank 0: the 53 BatchNorm layers' running mean and
+  // variance, 2 x (64 + 1408 + 3584 + 10240 + 11264) = 53 120 floats (the channels of bn1 and of layers 1-4, with
+  // their downsample BNs), and their 53 num_batches_tracked counters (int64): not gradients, kept apart.
+  ASSERT_EQ(t.forward_collectives.size(), 4u);
+  EXPECT_EQ(t.forward_collectives[0].elements, 53'120u);
+  EXPECT_EQ(t.forward_collectives[0].dtype, "Float");
+  EXPECT_EQ(t.forward_collectives[1].elements, 53u);
+  EXPECT_EQ(t.forward_collectives[1].dtype, "Long");
+  // GPU work runs after the host queued it: a module's times are its launched kernels', never more than the GPU
+  // work of the steps (compute = the union of the non-NCCL kernels, copies and memsets).
+  double modules_s = 0;
+  for (const TracedModule& m : t.modules) modules_s += m.forward_s + m.backward_s;
+  double compute_s = 0;
+  for (const TracedStep& s : t.steps) compute_s += s.compute_s / static_cast<double>(t.steps.size());
+  EXPECT_GT(modules_s, 0);
+  EXPECT_LE(modules_s, compute_s);
+  const Model m = model_from_trace(t, "resnet50-ddp-nccl-h100.json.gz", "", 64);
+  EXPECT_EQ(m.parameters(), 25'557'032u);
+  EXPECT_NE(m.description.find("2 collective(s) of 53173 elements"), std::string::npos) << m.description;
+}
+
+TEST(KinetoTrace, ModuleTimesAreTheGpuWorkTheyLaunched) {
+  // A module whose host span lasts 100 us launches one kernel (correlation 7) that runs 40 us on the GPU, later; its
+  // backward op (20 us on the host) launches one of 30 us (correlation 8). The model's times are the GPU's: 40 and
+  // 30 us, not the host's 100 and 20.
+  TempDir dir;
+  const std::string path = (dir.path() / "gpu.json").string();
+  std::ofstream(path) << R"({"traceEvents": [
+    {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":1000},
+    {"ph":"X","cat":"python_function","name":"nn.Module: Linear_0","pid":1,"tid":1,"ts":10,"dur":100},
+    {"ph":"X","cat":"cpu_op","name":"aten::linear","pid":1,"tid":1,"ts":20,"dur":80,"args":{"Sequence number":5}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":50,"dur":5,"args":{"correlation":7}},
+    {"ph":"X","cat":"cpu_op","name":"autograd::engine::evaluate_function: AddmmBackward0","pid":1,"tid":2,"ts":300,
+     "dur":20,"args":{"Sequence number":5}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":2,"ts":305,"dur":5,"args":{"correlation":8}},
+    {"ph":"X","cat":"record_param_comms","name":"record_param_comms","pid":1,"tid":2,"ts":400,"dur":5,
+     "args":{"Collective name":"allreduce","dtype":"Float","In msg nelems":10,"Out msg nelems":10}},
+    {"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":200,"dur":40,"args":{"correlation":7}},
+    {"ph":"X","cat":"kernel","name":"gemm_backward","pid":0,"tid":7,"ts":330,"dur":30,"args":{"correlation":8}}]})";
+  const KinetoTrace t = read_kineto_trace(path);
+  ASSERT_EQ(t.modules.size(), 1u);
+  EXPECT_NEAR(t.modules[0].forward_s, 40e-6, 1e-12);
+  EXPECT_NEAR(t.modules[0].backward_s, 30e-6, 1e-12);
+  EXPECT_NEAR(t.steps[0].compute_s, 70e-6, 1e-12);  // the two kernels
+  EXPECT_NEAR(t.steps[0].backward_start_s, 300e-6, 1e-12);
+  ASSERT_EQ(t.collectives.size(), 1u);  // after the backward began: a gradient's
+  // The step lasts 1000 us; the GPU computes 70 us and the collective spans 5: the GPU idles 925 us, 92.5 % of the
+  // step, which `validate --trace` says (against any prediction).
+  const SimulationRun run = simulate_scenario("scenarios/emulated-tiny.json", {}, 0, Fidelity::Analytical);
+  const validate::TraceComparison c = validate::compare_with_trace(t, run);
+  EXPECT_TRUE(std::any_of(c.notes.begin(), c.notes.end(), [](const std::string& n) {
+    return n.find("the GPU idles 0.925 ms per step") != std::string::npos;
+  }));
+}
+
 TEST(KinetoTrace, APredictionComparedWithItsOwnTraceHasNoError) {
   // simulate --trace-format kineto writes what `validate --trace` reads: the step time, exposed communication
   // (step minus compute, Result's definition) and every collective must come back as predicted.
@@ -142,6 +219,18 @@ TEST(KinetoTrace, BadTracesNameTheEventAndField) {
     return std::string();
   };
   EXPECT_NE(error_of(R"({"traceEvents": []})").find("ProfilerStep"), std::string::npos);
+  {
+    // A .gz that is not gzip inside past its magic number: one line naming the file.
+    const std::string gz = (dir.path() / "t.json.gz").string();
+    std::ofstream(gz, std::ios::binary) << "\x1f\x8b\x08\x00 this is not deflate data";
+    try {
+      read_kineto_trace(gz);
+      ADD_FAILURE() << "read a broken gzip file";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(gz, 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
   EXPECT_NE(error_of(R"({"events": []})").find("traceEvents"), std::string::npos);
   const std::string step = R"({"ph":"X","name":"ProfilerStep#1","ts":0,"dur":10})";
   EXPECT_NE(error_of(R"({"traceEvents": [)" + step +
