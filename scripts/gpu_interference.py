@@ -6,9 +6,10 @@ of its speed while a collective's channels run, one CTA per channel).
     python3 scripts/gpu_interference.py OUT.json
 
 For k = 0, 1, 2, 4, 8, 16, 32, 64 blocks of a copy kernel (512 threads each, as an NCCL channel's CTA; each block
-streams float4 copies through a 1 GiB buffer for a fixed number of its SM's clock cycles, longer than what it
-overlaps), times on another stream: a bf16 8192^3 matrix product (compute-bound) and an fp32 add of 2 x 256 Mi
-elements (memory-bound), 20 of each after 3 warm-ups, by CUDA events. Writes each time, its slowdown against k = 0,
+streams float4 copies through a 1 GiB buffer for a fixed number of its SM's clock cycles: 3 x the overlapped work's
+time alone), times on another stream: a bf16 8192^3 matrix product (compute-bound), an fp32 add of 2 x 256 Mi
+elements (memory-bound), 20 of each, and 5 training steps of ResNet-50 (batch 256, bf16 autocast, channels-last),
+after 3 warm-ups, by CUDA events. Writes each time, its slowdown against k = 0,
 the model's (SMs / (SMs - k)), and the bytes per second the copy blocks moved meanwhile.
 """
 
@@ -38,14 +39,33 @@ extern "C" __global__ void copy_for(const float4* src, float4* dst, unsigned lon
 """, "copy_for")
 
 
-def timed_on(stream, fn, iters=20):
+def resnet50_step(batch=256):
+    """One training step of torchvision's ResNet-50: bf16 autocast, channels-last, SGD (no DDP)."""
+    import torchvision
+
+    model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(batch, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (batch,), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def timed_on(stream, fn, iters):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.cuda.stream(stream):
         start.record()
         for _ in range(iters):
             fn()
         end.record()
-    return start, end, iters
+    return start, end
 
 
 def main(out):
@@ -57,27 +77,35 @@ def main(out):
     copied = cupy.zeros(1, dtype=cupy.uint64)
     a, b = (torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     x, y = (torch.randn(256 << 20, device="cuda") for _ in range(2))
-    ops = {"matmul_bf16_8192": lambda: a @ b, "add_fp32_256Mi": lambda: torch.add(x, y)}
     compute, comm = torch.cuda.Stream(), torch.cuda.Stream()
-    for fn in ops.values():  # warm-up
-        for _ in range(3):
-            fn()
+    with torch.cuda.stream(compute):
+        step = resnet50_step()
+    # name: (operation, timed iterations)
+    ops = {"matmul_bf16_8192": (lambda: a @ b, 20), "add_fp32_256Mi": (lambda: torch.add(x, y), 20),
+           "resnet50_bf16_b256_step": (step, 5)}
+    with torch.cuda.stream(compute):
+        for fn, _ in ops.values():  # warm-up
+            for _ in range(3):
+                fn()
     torch.cuda.synchronize()
+    window_s = {}  # how long the copy blocks run: 3 x the operations' time alone (k = 0, measured first)
     rows = []
     for k in [0, 1, 2, 4, 8, 16, 32, 64]:
         row = {"blocks": k, "model_slowdown": sms / (sms - k)}
-        for name, fn in ops.items():
+        for name, (fn, iters) in ops.items():
             copied.fill(0)
             torch.cuda.synchronize()
             copy_start, copy_end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             if k:
                 copy_start.record(comm)
                 with cupy.cuda.ExternalStream(comm.cuda_stream):
-                    COPY_KERNEL((k,), (512,), (src, dst, cupy.uint64(n4), cupy.int64(int(0.25 * clock_hz)), copied))
+                    cycles = cupy.int64(int(window_s[name] * clock_hz))
+                    COPY_KERNEL((k,), (512,), (src, dst, cupy.uint64(n4), cycles, copied))
                 copy_end.record(comm)
-            start, end, iters = timed_on(compute, fn)
+            start, end = timed_on(compute, fn, iters)
             torch.cuda.synchronize()
             row[name + "_s"] = start.elapsed_time(end) / 1e3 / iters
+            window_s.setdefault(name, 3 * row[name + "_s"] * iters)
             # each counted copy reads and writes 16 bytes
             row[name + "_copy_Bps"] = 32 * int(copied.get()[0]) / (copy_start.elapsed_time(copy_end) / 1e3) if k else 0
         rows.append(row)
