@@ -258,10 +258,15 @@ std::vector<std::string> plan_notes(const Scenario& sc, const Topology& topo, co
                 sc.framework.name.c_str(), o.launch_s * 1e6, o.per_bucket_s * 1e6, o.copy_in_passes + o.copy_out_passes,
                 o.cycle_s * 1e3);
   notes.push_back(note);
-  if (const int sms = topo.library().sms; sms > 0)
+  if (const int sms = topo.library().sms; sms > 0) {
+    const double c = topo.library().concurrent_slowdown;
+    char further[64] = "";
+    if (c > 0) std::snprintf(further, sizeof further, " / %.4g", 1 + c);
     notes.push_back("interference: while collectives of K channels in all run, compute runs at (" +
-                    std::to_string(sms) + " - K) / " + std::to_string(sms) +
-                    " of its speed (one SM per NCCL channel); compute time includes it");
+                    std::to_string(sms) + " - K) / " + std::to_string(sms) + further +
+                    " of its speed (one SM per NCCL channel" +
+                    (c > 0 ? ", and the topology's concurrent_slowdown" : "") + "); compute time includes it");
+  }
   notes.push_back("stragglers: synchronous steps wait for the slowest rank; Local SGD only at each averaging");
   if (sc.strategy.priority == CommPriority::ForwardOrder)
     notes.push_back(

@@ -7,7 +7,7 @@ namespace commsim {
 
 double SlowedCompute::rate() const {
   if (sms_ <= 0 || channels_ <= 0) return 1;
-  return static_cast<double>(std::max(1, sms_ - channels_)) / sms_;
+  return static_cast<double>(std::max(1, sms_ - channels_)) / sms_ / (1 + concurrent_slowdown_);
 }
 
 void SlowedCompute::start(int task, TimePs work_ps) {

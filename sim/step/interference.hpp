@@ -2,9 +2,11 @@
 // per channel, each block on an SM of its own for the kernel's life (NVIDIA/nccl src/enqueue.cc: the launch grid is
 // {nChannels, 1, 1}; src/device/common.h: a block is one channel's work, NCCL_MAX_NTHREADS = 640 threads). So while
 // collectives with K channels in all run, a compute kernel that would fill all S SMs gets S - K of them: it runs at
-// (S - K) / S of its speed, and the compute stream is slowed by the factor S / (S - K). The memory bandwidth the
-// collective takes from memory-bound compute, and the collective's own slowdown when compute saturates memory, are
-// not modelled. S is the topology library's `sms`; without it compute runs at full speed.
+// (S - K) / S of its speed, and the compute stream is slowed by the factor S / (S - K). Measured on an H100, a
+// training step slows more than that beside blocks that hold SMs and stream memory (docs/hardware-nccl.md, "Checked
+// on an H100"): by S / (S - K) x (1 + c), c the library's `concurrent_slowdown` (0.038 for ResNet-50 there, fitted
+// at K = 1, 4, 16 and within 2.1 % at 2, 8, 32: scripts/fit_interference.py). The collective's own slowdown when
+// compute saturates memory is not modelled. S is the topology library's `sms`; without it compute runs at full speed.
 #pragma once
 
 #include <functional>
@@ -16,13 +18,14 @@ namespace commsim {
 // The running compute task of the compute stream, progressing at the rate the collectives leave it.
 class SlowedCompute final : public EventHandler {
  public:
-  SlowedCompute(EventQueue& queue, int sms, std::function<void(int)> done)
-      : queue_(queue), sms_(sms), done_(std::move(done)) {}
+  SlowedCompute(EventQueue& queue, int sms, double concurrent_slowdown, std::function<void(int)> done)
+      : queue_(queue), sms_(sms), concurrent_slowdown_(concurrent_slowdown), done_(std::move(done)) {}
   // Starts compute task `task` that would take `work_ps` at full speed.
   void start(int task, TimePs work_ps);
   // A collective with `channels` channels started (+) or finished (-).
   void add_channels(int channels);
-  // The fraction of full speed compute runs at now: (S - K) / S, at least 1 / S.
+  // The fraction of full speed compute runs at now: (S - K) / S / (1 + c) beside collectives (at least 1 / S of
+  // that), 1 without.
   double rate() const;
   void on_event(std::uint64_t version) override;
 
@@ -31,6 +34,7 @@ class SlowedCompute final : public EventHandler {
   void reschedule();
   EventQueue& queue_;
   int sms_ = 0;
+  double concurrent_slowdown_ = 0;
   std::function<void(int)> done_;
   int channels_ = 0;
   int task_ = -1;

@@ -38,7 +38,7 @@ class StepRunner final : public EventHandler {
         topo_(topo),
         fidelity_(fidelity),
         shared_(queue_, [this](int t) { collective_done(t); }),
-        compute_(queue_, topo.library().sms, [this](int t) { finish(t); }) {
+        compute_(queue_, topo.library().sms, topo.library().concurrent_slowdown, [this](int t) { finish(t); }) {
     if (fidelity != Fidelity::Flow) return;
     check_network_size(fidelity, topo);
     if (lumping == FlowLumping::Classes) lump_collectives();

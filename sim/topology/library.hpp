@@ -31,12 +31,13 @@ struct CommLibrary {
   LibraryKind kind = LibraryKind::Generic;
   std::string version;  // e.g. "2.18"; selects the constants table
   GpuArch gpu_arch = GpuArch::Ampere;
-  bool cpu_amd = false;  // NCCL prices the network proxy and LL across nodes by CPU vendor (AMD or not)
-  int channels = 0;      // NCCL's channel count for rings/trees (comm->nChannels); 0 = 2 per NIC of a node
-  bool nvls = false;     // NVLink SHARP: NVSwitch gen3+ reduces in the switch (NCCL's NVLS algorithms)
-  bool collnet = false;  // SHARP in the network switches (NCCL's CollNet algorithms)
-  int sms = 0;           // streaming multiprocessors per GPU: a collective's channels take SMs from compute
-                         // (sim/step/interference.hpp); 0 = not stated, compute is not slowed
+  bool cpu_amd = false;            // NCCL prices the network proxy and LL across nodes by CPU vendor (AMD or not)
+  int channels = 0;                // NCCL's channel count for rings/trees (comm->nChannels); 0 = 2 per NIC of a node
+  bool nvls = false;               // NVLink SHARP: NVSwitch gen3+ reduces in the switch (NCCL's NVLS algorithms)
+  bool collnet = false;            // SHARP in the network switches (NCCL's CollNet algorithms)
+  int sms = 0;                     // streaming multiprocessors per GPU: a collective's channels take SMs from compute
+                                   // (sim/step/interference.hpp); 0 = not stated, compute is not slowed
+  double concurrent_slowdown = 0;  // compute's further slowdown beside a running collective (interference.hpp)
   // Fitted scales by "collective/algorithm/protocol" (e.g. "allreduce/ring/ll128"), from `commsim calibrate
   // --from-nccl-tests`; they replace the library table's fitted scales for this GPU generation.
   std::map<std::string, ModelScale> fitted;

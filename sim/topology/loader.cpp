@@ -93,6 +93,11 @@ CommLibrary parse_library(JsonFields& top) {
     if (lib.nvls && lib.gpu_arch < GpuArch::Hopper) f.fail("nvls", "NVLink SHARP needs Hopper or later");
     lib.collnet = f.boolean_or("collnet", false);
     lib.sms = static_cast<int>(f.integer_or("sms", 0, 1, 1024));
+    lib.concurrent_slowdown = f.number_or("concurrent_slowdown", 0);
+    if (!(lib.concurrent_slowdown >= 0 && lib.concurrent_slowdown < 1))
+      f.fail("concurrent_slowdown", "must be in [0, 1)");
+    if (lib.concurrent_slowdown > 0 && lib.sms == 0)
+      f.fail("concurrent_slowdown", "needs sms (the slowdown is on top of the SMs the channels take)");
     if (const Json* fitted = f.raw_optional("fitted")) {
       JsonFields scales = f.object("fitted");
       for (auto& [key, value] : fitted->items()) {

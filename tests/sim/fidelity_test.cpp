@@ -199,6 +199,15 @@ TEST_P(Interference, OverlappedStepIsSlowerByTheSmsTheChannelsTake) {
   ASSERT_GT(K, 0);
   EXPECT_NEAR(r.step_time_s, 0.012 + M + 3.0 * K / 132 * M, 1e-9);
   EXPECT_GT(r.step_time_s, std::max(0.012, 4 * M));
+  // With concurrent_slowdown c, compute runs at r = (S - K) / S / (1 + c) beside the collective: during its M a
+  // layer's backward advances r M of its 2 ms and finishes the rest at full speed, so it takes 2 ms + (1 - r) M and
+  //   step = 12 ms + 3 (1 - r) M + M.
+  Json with_slowdown = with_sms;
+  with_slowdown["concurrent_slowdown"] = 0.0378;  // reports/gpu/h100/interference.json, scripts/fit_interference.py
+  const Result further =
+      simulate(scenario(cluster(1e-6, with_slowdown), "model-4x1m.json", strategy, no_launch), GetParam());
+  const double rate = (132.0 - K) / 132 / 1.0378;
+  EXPECT_NEAR(further.step_time_s, 0.012 + M + 3 * (1 - rate) * M, 1e-9);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothFidelities, Interference, ::testing::Values(Fidelity::Analytical, Fidelity::Flow));
