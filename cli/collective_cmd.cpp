@@ -175,10 +175,20 @@ void write_collective_json(const CollectiveOptions& o, const CollectiveSpec& spe
   out << doc.dump(2) << "\n";
 }
 
+// The topology of --topology (and --nodes): a collective needs a peer (simulate takes one rank, as a single-GPU
+// baseline).
+std::unique_ptr<Topology> collective_topology(const CollectiveOptions& o) {
+  auto topology = load_topology(o.topology, o.nodes);
+  if (topology->ranks() < 2)
+    throw InputError(o.topology, "nodes",
+                     "one rank: a collective needs two or more (NCCL runs one rank's collective as a local copy)");
+  return topology;
+}
+
 int run_collective(const CollectiveOptions& o) {
   Fidelity fidelity;
   CollectiveSpec spec = parse_names(o, fidelity);
-  auto topology = load_topology(o.topology, o.nodes);
+  auto topology = collective_topology(o);
   const bool nccl = topology->library().kind == LibraryKind::Nccl;
   if (!o.nccl_version.empty()) nccl::use_release(*topology, o.nccl_version, "--nccl-version", "");
   if ((spec.protocol != Protocol::Auto || spec.nccl_protocols != 0) && !nccl)
@@ -269,7 +279,7 @@ int compare_with_log(const CollectiveOptions& o, const std::string& algorithms, 
 // layout NCCL prints at init, so a user can set it beside their own NCCL_DEBUG_SUBSYS=TUNING output. `--algo` and
 // `--proto`, when given, are NCCL_ALGO and NCCL_PROTO (a single name enables only that one).
 int print_tuning_table(const CollectiveOptions& o, bool algo_given, bool proto_given) {
-  auto topology = load_topology(o.topology, o.nodes);
+  auto topology = collective_topology(o);
   if (topology->library().kind != LibraryKind::Nccl)
     throw InputError("--tuning-table", "", "the tuning table is NCCL's: " + o.topology + " names no NCCL library");
   if (!o.nccl_version.empty()) nccl::use_release(*topology, o.nccl_version, "--nccl-version", "");
