@@ -6,7 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev
           openmpi-bin libopenmpi-dev iproute2 python3 python3-jsonschema
-          chromium zlib1g-dev)  # the report tests render pages in headless Chromium and decode its PNG
+          chromium zlib1g-dev)  # zlib: gzipped traces; the report tests render pages in headless Chromium (PNG)
 # COMMSIM_FUZZ=1 (the test command): also clang and its libFuzzer runtime, for scripts/fuzz.sh, and clang-format 14,
 # for scripts/check_format.sh.
 [ "${COMMSIM_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev clang-format-14)

@@ -79,5 +79,5 @@ note "a measured run's Kineto trace (commsim model from-trace reads it back)"
 timeout 60 "$commsim" run --backend nccl "$scenario" --steps 3 --trace "$out/measured-kineto.json" \
   --trace-format kineto >"$out/measured-kineto.log" 2>&1 || status=1
 "$commsim" model from-trace "$out/measured-kineto.json" --batch 64 -o "$out/measured-kineto-model.json" 2>&1 |
-  tee -a "$out/summary.txt"
+  tee -a "$out/summary.txt" || status=1
 exit $status

@@ -5,7 +5,8 @@ of its speed while a collective's channels run, one CTA per channel).
 
     python3 scripts/gpu_interference.py OUT.json
 
-For k = 0, 1, 2, 4, 8, 16, 32, 64 blocks of a copy kernel (512 threads each, as an NCCL channel's CTA; each block
+For k = 0, 1, 2, 4, 8, 16, 32, 64 blocks of a copy kernel (512 threads each, as an NCCL channel's CTA with the
+Simple protocol: tuning.cc simpleDefaultThreads, NCCL_SIMPLE_MAX_NTHREADS; each block
 streams float4 copies through a 1 GiB buffer for a fixed number of its SM's clock cycles: 3 x the overlapped work's
 time alone), times on another stream: a bf16 8192^3 matrix product (compute-bound), an fp32 add of 2 x 256 Mi
 elements (memory-bound), 20 of each, and 5 training steps of ResNet-50 (batch 256, bf16 autocast, channels-last),

@@ -59,13 +59,13 @@ TraceComparison compare_with_trace(const KinetoTrace& trace, const SimulationRun
     const std::string size = first_elements ? std::to_string(first_elements) + " elements" : "size not traced";
     c.rows.push_back({"collective " + std::to_string(k) + " (" + size + ")", trace.mean_collective_s(k), sum / n});
   }
-  // On a GPU, step minus compute is communication only if the host kept the GPU fed: what the collectives do not
-  // cover is the GPU waiting for launches (eager frameworks, the profiler's own overhead), which no prediction has.
+  // On a GPU, step minus compute is communication only if the host kept the GPU fed: the time neither compute nor a
+  // collective covers is the GPU waiting for launches (eager frameworks, the profiler's own overhead), which no
+  // prediction has.
   if (trace.compute_on_gpu && !trace.steps.empty()) {
-    double collectives_s = 0;
-    for (const TracedCollective& t : trace.collectives) collectives_s += t.duration_s;
-    collectives_s /= static_cast<double>(trace.steps.size());
-    const double idle_s = trace.mean_exposed_comm_s() - collectives_s;
+    double idle_s = 0;
+    for (const TracedStep& s : trace.steps)
+      idle_s += (s.duration_s - s.busy_s) / static_cast<double>(trace.steps.size());
     if (idle_s > 0.1 * trace.mean_step_s()) {
       char line[256];
       std::snprintf(line, sizeof line,

@@ -190,38 +190,20 @@ class Runner {
   // and end, and rank 0 records its marks.
   void issue(int k, double factor, StepTiming* timing, bool trace = false, bool no_spin = false) {
     const LaunchStep& step = program_.step_plans[static_cast<std::size_t>(k)];
-    const Marks* marks = nullptr;
-    if (timing && world_.root()) {
-      marks = &marks_of(k, step, trace);
-      timing->marks.assign(marks->marks.size(), {nullptr, nullptr});
-    }
+    // Every process merges the same spins (the marks' boundaries); rank 0 records the marks.
+    const Marks& marks = marks_of(k, step, trace);
+    const bool record = timing && world_.root();
+    if (record) timing->marks.assign(marks.marks.size(), {nullptr, nullptr});
     if (timing) {
       timing->kind = k;
       record_on_compute_streams(timing->begin);
     }
-    const int n = static_cast<int>(step.ops.size());
-    double pending_spin_s = 0;
-    for (int j = 0; j < n; ++j) {
-      if (marks) record_marks(*marks, marks->begin_at, j, true, *timing);
-      LaunchOp op = step.ops[static_cast<std::size_t>(j)];
-      // Consecutive compute on one stream, with no timed interval ending or beginning between, is one busy-wait
-      // kernel: one kernel per layer adds the gap between two kernels to every layer (ResNet-50's 218 layers ran
-      // 0.43 ms over their Plan time on an H100 that way: docs/hardware-nccl.md, "Checked on an H100").
-      if (op.kind == OpKind::Spin && j + 1 < n && continues_spin(step.ops[static_cast<std::size_t>(j) + 1], op) &&
-          !(marks && (marks->end_at.count(j) || marks->begin_at.count(j + 1)))) {
-        pending_spin_s += op.seconds;
-        continue;
-      }
-      op.seconds += pending_spin_s;
-      pending_spin_s = 0;
-      enqueue_op(gpus_.ranks(), program_, op, factor, no_spin);
-      if (marks) record_marks(*marks, marks->end_at, j, false, *timing);
+    for (const Issue& i : issues_of(step, marks)) {
+      if (record) record_marks(marks, marks.begin_at, i.first, true, *timing);
+      enqueue_op(gpus_.ranks(), program_, i.op, factor, no_spin);
+      if (record) record_marks(marks, marks.end_at, i.last, false, *timing);
     }
     if (timing) record_on_compute_streams(timing->end);
-  }
-
-  static bool continues_spin(const LaunchOp& next, const LaunchOp& spin) {
-    return next.kind == OpKind::Spin && next.stream == spin.stream;
   }
 
   // The marks of step kind k, made once (traced steps time each compute task).

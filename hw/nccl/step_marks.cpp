@@ -29,4 +29,22 @@ Marks make_marks(const LaunchStep& step, bool each_compute_task) {
   return m;
 }
 
+std::vector<Issue> issues_of(const LaunchStep& step, const Marks& marks) {
+  std::vector<Issue> out;
+  const int n = static_cast<int>(step.ops.size());
+  for (int j = 0; j < n; ++j) {
+    const LaunchOp& op = step.ops[static_cast<std::size_t>(j)];
+    const bool continues = !out.empty() && out.back().op.kind == OpKind::Spin && out.back().last == j - 1 &&
+                           op.kind == OpKind::Spin && op.stream == out.back().op.stream && !marks.end_at.count(j - 1) &&
+                           !marks.begin_at.count(j);
+    if (continues) {
+      out.back().last = j;
+      out.back().op.seconds += op.seconds;
+    } else {
+      out.push_back({j, j, op});
+    }
+  }
+  return out;
+}
+
 }  // namespace commsim::nccl

@@ -186,6 +186,12 @@ bool enabled(unsigned mask, int index) { return mask == 0 || ((mask >> index) & 
 
 Estimate choose_in(const Context& c, const CollectiveSpec& spec, const Topology& topo, const std::string& field,
                    bool schedulable_only) {
+  if (one_rank(c)) {  // whatever NCCL_ALGO / NCCL_PROTO force, one rank's collective is the same local copy
+    Estimate e;
+    if (spec.algorithm != Algorithm::Auto && nccl_index(spec.algorithm) >= 0) e.algorithm = spec.algorithm;
+    if (spec.protocol != Protocol::Auto) e.protocol = spec.protocol;
+    return e;
+  }
   const std::vector<Estimate> all = candidates_in(c, spec);
   const Estimate* best = nullptr;
   for (const Estimate& e : all) {

@@ -1,5 +1,7 @@
 #include "sim/core/json_fields.hpp"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -7,10 +9,6 @@
 #include <limits>
 #include <sstream>
 #include <vector>
-
-#ifdef COMMSIM_HAVE_ZLIB
-#include <zlib.h>
-#endif
 
 #include "sim/core/data_path.hpp"
 #include "sim/core/units.hpp"
@@ -115,9 +113,10 @@ std::optional<Json> parse_json_value(const std::string& text, const std::string&
 
 namespace {
 
-// The text of a gzip file (PyTorch's profiler writes its traces as .json.gz with use_gzip=True).
+// The text of a gzip file (PyTorch's profiler writes its traces as .json.gz with use_gzip=True). A file that is not
+// gzip at all is read as it is (zlib's transparent mode); one that ends early or holds corrupt data is an error
+// (gzread then stops with 0 and Z_BUF_ERROR, or -1 and Z_DATA_ERROR).
 std::string gunzipped_text(const std::string& path) {
-#ifdef COMMSIM_HAVE_ZLIB
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) throw InputError(path, "", "cannot open file");
   std::string text;
@@ -125,13 +124,11 @@ std::string gunzipped_text(const std::string& path) {
   int n = 0;
   while ((n = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
   int code = Z_OK;
-  const std::string why = n < 0 ? gzerror(file, &code) : "";
+  gzerror(file, &code);
   gzclose(file);
-  if (n < 0) throw InputError(path, "", "not a readable gzip file (" + why + ")");
+  if (code == Z_BUF_ERROR) throw InputError(path, "", "a gzip file cut short (it ends before its data does)");
+  if (n < 0 || code != Z_OK) throw InputError(path, "", "not a readable gzip file (corrupt compressed data)");
   return text;
-#else
-  throw InputError(path, "", "a .gz file, but this commsim was built without zlib: gunzip it first");
-#endif
 }
 
 }  // namespace

@@ -137,6 +137,8 @@ bool is_gpu_compute(const Span& s) {
 // record_param_comms (the MPI backend's traces, whose spans cover the collective). Sizes: from the args of the
 // same span, or for gloo of the n-th record_param_comms span; a trace without them (PyTorch before 2.1, or without
 // Kineto) leaves the size unknown (0).
+// A kernel runs after the host launched it, so its step and whether it belongs to the backward are the host's launch
+// time (the cuda_runtime / cuda_driver span with the kernel's correlation); without one, the kernel's own start.
 template <typename StepOf>
 void add_collectives(const std::vector<Span>& spans, const std::string& path, const StepOf& step_of,
                      KinetoTrace& trace) {
@@ -146,14 +148,28 @@ void add_collectives(const std::vector<Span>& spans, const std::string& path, co
     gloo |= starts_with(s.name, "gloo:");
   }
   trace.collective_source = nccl ? "nccl kernels" : gloo ? "gloo work spans" : "record_param_comms";
+  std::map<std::int64_t, double> launched_at_s;  // correlation -> the host's launch
+  if (nccl)
+    for (const Span& s : spans)
+      if (s.cat == "cuda_runtime" || s.cat == "cuda_driver")
+        if (const Json* id = arg(s, "correlation"); id && id->is_number_integer())
+          launched_at_s.try_emplace(id->get<std::int64_t>(), s.start_s);
+  auto issued_s = [&](const Span& s) {
+    const Json* id = arg(s, "correlation");
+    if (!nccl || !id || !id->is_number_integer()) return s.start_s;
+    const auto it = launched_at_s.find(id->get<std::int64_t>());
+    return it == launched_at_s.end() ? s.start_s : it->second;
+  };
   std::vector<const Span*> described;  // record_param_comms, in time order (gloo sizes)
   for (const Span& s : spans)
     if (is_comms_record(s) && step_of(s.start_s) >= 0) described.push_back(&s);
   std::size_t next_described = 0;
   for (const Span& s : spans) {
-    const int step = step_of(s.start_s);
     const bool take = nccl ? is_nccl_kernel(s) : gloo ? starts_with(s.name, "gloo:") : is_comms_record(s);
-    if (!take || step < 0) continue;
+    if (!take) continue;
+    const double issued = issued_s(s);
+    const int step = step_of(issued);
+    if (step < 0) continue;
     TracedCollective c;
     if (!gloo) {
       c = collective_of(s, path);
@@ -164,11 +180,13 @@ void add_collectives(const std::vector<Span>& spans, const std::string& path, co
       c.bytes_per_element = 0;
     }
     c.start_s = s.start_s;
+    c.issued_s = issued;
     c.duration_s = s.end_s - s.start_s;
     c.step = step;
-    // Before the step's backward began: not a gradient's (DDP's broadcast of module buffers in forward).
+    // Issued before the step's backward began: not a gradient's (DDP's broadcast of module buffers, FSDP's gathers
+    // of parameters in forward).
     const double backward_start_s = trace.steps[static_cast<std::size_t>(step)].backward_start_s;
-    (backward_start_s >= 0 && c.start_s < backward_start_s ? trace.forward_collectives : trace.collectives)
+    (backward_start_s >= 0 && issued < backward_start_s ? trace.forward_collectives : trace.collectives)
         .push_back(std::move(c));
   }
 }
@@ -263,7 +281,7 @@ class LaunchedGpuTime {
     auto it = std::lower_bound(launches_.begin(), launches_.end(), host.start_s,
                                [](const Launch& l, double t) { return l.at_s < t; });
     double gpu_s = 0;
-    for (; it != launches_.end() && it->at_s <= host.end_s; ++it)
+    for (; it != launches_.end() && it->at_s < host.end_s; ++it)  // [start, end): a launch at a border counts once
       if (it->pid == host.pid && it->tid == host.tid) gpu_s += it->gpu_s;
     return gpu_s;
   }
@@ -377,7 +395,13 @@ KinetoTrace read_kineto_trace(const std::string& path) {
           s.name != "record_param_comms")
         compute.push_back({s.start_s, s.end_s});
   add_collectives(spans, path, step_of, trace);
-  for (TracedStep& st : trace.steps) st.compute_s = union_within(compute, st.start_s, st.start_s + st.duration_s);
+  std::vector<std::pair<double, double>> busy = compute;
+  for (const auto* list : {&trace.collectives, &trace.forward_collectives})
+    for (const TracedCollective& c : *list) busy.push_back({c.start_s, c.start_s + c.duration_s});
+  for (TracedStep& st : trace.steps) {
+    st.compute_s = union_within(compute, st.start_s, st.start_s + st.duration_s);
+    st.busy_s = union_within(busy, st.start_s, st.start_s + st.duration_s);
+  }
   return trace;
 }
 
@@ -410,7 +434,8 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
   if (forward_count > 0)
     m.description += " Not in the model: the " + std::to_string(forward_count) + " collective(s) of " +
                      std::to_string(forward_elements) +
-                     " elements that each step ran before its backward (DDP's broadcast of module buffers).";
+                     " elements that each step issued before its backward (not gradients: e.g. DDP's broadcast of "
+                     "module buffers).";
   for (const TracedModule& t : trace.modules) {
     Layer l;
     l.name = t.name;
@@ -427,7 +452,7 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
     std::size_t layer = m.layers.size() - 1;
     for (std::size_t i = m.layers.size(); i-- > 0;) {
       const double end = trace.modules[i].first_backward_end_s;
-      if (end >= 0 && end <= c.start_s) layer = i;
+      if (end >= 0 && end <= c.issued_s) layer = i;
     }
     buckets_of_layer[layer].push_back(k++);
   }

@@ -36,6 +36,7 @@ struct TracedCollective {
   int group_size = 0;
   int step = 0;  // index into KinetoTrace::steps
   double start_s = 0, duration_s = 0;
+  double issued_s = 0;  // when the host issued it: an NCCL kernel's launch, else start_s
 };
 
 struct TracedStep {
@@ -43,6 +44,7 @@ struct TracedStep {
   double start_s = 0, duration_s = 0;
   double compute_s = 0;          // union of the step's compute spans
   double backward_start_s = -1;  // its first backward op's start (-1: none traced)
+  double busy_s = 0;             // union of its compute and collective spans
 };
 
 struct KinetoTrace {

@@ -22,6 +22,7 @@
 #include <set>
 
 #include "hw/nccl/launch_plan.hpp"
+#include "hw/nccl/step_marks.hpp"
 #include "sim/core/error.hpp"
 #include "sim/plan/plan.hpp"
 
@@ -154,6 +155,40 @@ TEST(NcclTranslate, SpinsAddUpToThePlansCompute) {
   for (const Task& t : l.plan.step_plans[0].tasks) compute_tasks += t.kind == TaskKind::Compute;
   EXPECT_EQ(spins, compute_tasks);
   EXPECT_NEAR(spin, l.plan.compute_s, 1e-12 * l.plan.compute_s);
+}
+
+// The runtime enqueues each run of consecutive layers on stream 0 as one busy-wait kernel. Here the 218 layer tasks
+// (109 layers forward, then backward) are cut by the 5 bucket-ready records that stream 0 makes during the backward
+// (one after the last layer of each bucket's gradients; the fifth bucket's comes after the last task, cutting
+// nothing): 5 runs, hence 5 spin kernels whose seconds add up to the Plan's compute, with every other op issued on
+// its own and in order. Traced steps time each layer: no merging.
+TEST(NcclTranslate, ConsecutiveLayersAreOneKernel) {
+  const Loaded l = load({});
+  const LaunchStep& step = l.program.step_plans[0];
+  const std::vector<Issue> issues = issues_of(step, make_marks(step, false));
+  int records_on_compute = 0;
+  for (const LaunchOp& op : step.ops) records_on_compute += op.kind == OpKind::Record && op.stream == 0 && op.task >= 0;
+  ASSERT_EQ(records_on_compute, 5);
+  int spins = 0;
+  double spin_s = 0;
+  std::vector<int> others;  // the op index of every other issue
+  for (const Issue& i : issues) {
+    if (i.op.kind == OpKind::Spin) {
+      ++spins;
+      spin_s += i.op.seconds;
+    } else {
+      others.push_back(i.first);
+      EXPECT_EQ(i.first, i.last);
+    }
+  }
+  EXPECT_EQ(spins, 5);
+  EXPECT_NEAR(spin_s, l.plan.compute_s, 1e-12 * l.plan.compute_s);
+  std::vector<int> expected;
+  for (int j = 0; j < static_cast<int>(step.ops.size()); ++j)
+    if (step.ops[static_cast<std::size_t>(j)].kind != OpKind::Spin) expected.push_back(j);
+  EXPECT_EQ(others, expected);
+  // Traced: one issue per op.
+  EXPECT_EQ(issues_of(step, make_marks(step, true)).size(), step.ops.size());
 }
 
 // nccl_comm_num = 2: buckets alternate between streams 1 and 2 (bucket i on 1 + i mod 2), and each stream gets its
