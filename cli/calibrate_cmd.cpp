@@ -11,6 +11,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/json_fields.hpp"
 #include "validate/calibrate_run.hpp"
+#include "validate/interference_fit.hpp"
 #include "validate/nccl_tests_log.hpp"
 #include "validate/process.hpp"
 
@@ -21,11 +22,47 @@ struct CalibrateCommand {
   std::string backend = "mpi", topology, out, bench_out, max_bytes = "16M", model = "collective";
   std::vector<std::string> bench, nccl_tests;
   std::string op = "allreduce";
+  std::string interference, workload = "resnet50_bf16_b256_step";
   int nodes = 0;
   bool cluster = false;
   int repeats = 3;
   double timeout_s = 900;
 };
+
+// The calibrated topology, to -o or TOPOLOGY-STEM-calibrated.json.
+void write_calibrated(const CalibrateCommand& c, const Json& doc, const char* what) {
+  const std::string out =
+      c.out.empty() ? std::filesystem::path(c.topology).stem().string() + "-calibrated.json" : c.out;
+  std::ofstream file(out);
+  file << doc.dump(2) << "\n";
+  if (!file) throw InputError("-o", "", "cannot write " + out);
+  std::printf("wrote %s (%s)\n", out.c_str(), what);
+}
+
+// --interference: fits the library's concurrent_slowdown to a GPU's interference measurement
+// (scripts/gpu_interference.py) and writes the topology with it.
+int calibrate_interference(const CalibrateCommand& c) {
+  auto topology = load_topology(c.topology);
+  const validate::InterferenceFit fit =
+      validate::fit_interference(read_json_file(c.interference), c.interference, c.workload);
+  if (topology->library().sms != fit.sms)
+    throw InputError(c.topology, "library.sms",
+                     (topology->library().sms ? "is " + std::to_string(topology->library().sms) : "is not stated") +
+                         ", the measured GPU has " + std::to_string(fit.sms) + " SMs");
+  std::printf("%s", validate::describe(fit).c_str());
+  if (!fit.trusted) {
+    std::fprintf(stderr, "commsim calibrate: refused: %s; nothing written\n", fit.why_not.c_str());
+    return 1;
+  }
+  Json doc = read_json_file(c.topology);
+  Json& library = doc["library"];
+  library["concurrent_slowdown"] = fit.concurrent_slowdown;
+  library["source"] = library.value("source", std::string()) + "; concurrent_slowdown: commsim calibrate " +
+                      "--interference " + c.interference + " (" + fit.workload + " on " + fit.gpu +
+                      ", fitted on 1, 4, 16 SM-holding blocks, 2, 8, 32 predicted)";
+  write_calibrated(c, doc, "the topology with the fitted concurrent_slowdown");
+  return 0;
+}
 
 // --from-nccl-tests: fits the NCCL model's per-(algorithm, protocol) scales to nccl-tests logs and writes the
 // topology with them in its library block.
@@ -75,16 +112,14 @@ int calibrate_from_nccl_tests(const CalibrateCommand& c) {
   if (cal.launch_fitted) library["fitted_launch_us_per_gpu"] = cal.launch_us_per_gpu;
   library.erase("fitted_gpus_per_thread");
   if (cal.gpus_per_thread > 0) library["fitted_gpus_per_thread"] = cal.gpus_per_thread;
-  const std::string out =
-      c.out.empty() ? std::filesystem::path(c.topology).stem().string() + "-calibrated.json" : c.out;
-  std::ofstream file(out);
-  file << doc.dump(2) << "\n";
-  if (!file) throw InputError("-o", "", "cannot write " + out);
-  std::printf("wrote %s (the topology with the fitted NCCL scales)\n", out.c_str());
+  write_calibrated(c, doc, "the topology with the fitted NCCL scales");
   return 0;
 }
 
 int calibrate(const CalibrateCommand& c) {
+  if (!c.interference.empty() && !c.nccl_tests.empty())
+    throw InputError("--interference", "", "one calibration at a time: not with --from-nccl-tests");
+  if (!c.interference.empty()) return calibrate_interference(c);
   if (!c.nccl_tests.empty()) return calibrate_from_nccl_tests(c);
   if (c.backend != "mpi")
     throw InputError("--backend", "",
@@ -146,6 +181,12 @@ void register_calibrate(CLI::App& app, int& exit_code) {
   cmd->add_option("--op", c->op, "collective of the nccl-tests logs: allreduce (default) | allgather | reducescatter");
   cmd->add_option("--nodes", c->nodes, "nodes of the logs' runs (default: the distinct hosts the logs list)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--interference", c->interference,
+                  "fit the library's concurrent_slowdown to a GPU's interference measurement (the JSON "
+                  "scripts/gpu_interference.py writes)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--workload", c->workload,
+                  "with --interference: the measured workload to fit (default resnet50_bf16_b256_step)");
   cmd->add_option("--timeout-s", c->timeout_s, "stop the microbenchmarks after this many seconds")
       ->check(number_in(1e-3));
   cmd->callback([c, &exit_code] { exit_code = calibrate(*c); });

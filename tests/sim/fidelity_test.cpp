@@ -203,7 +203,7 @@ TEST_P(Interference, OverlappedStepIsSlowerByTheSmsTheChannelsTake) {
   // layer's backward advances r M of its 2 ms and finishes the rest at full speed, so it takes 2 ms + (1 - r) M and
   //   step = 12 ms + 3 (1 - r) M + M.
   Json with_slowdown = with_sms;
-  with_slowdown["concurrent_slowdown"] = 0.0378;  // reports/gpu/h100/interference.json, scripts/fit_interference.py
+  with_slowdown["concurrent_slowdown"] = 0.0378;  // calibrate --interference reports/gpu/h100/interference.json
   const Result further =
       simulate(scenario(cluster(1e-6, with_slowdown), "model-4x1m.json", strategy, no_launch), GetParam());
   const double rate = (132.0 - K) / 132 / 1.0378;

@@ -76,6 +76,35 @@ TEST(CalibrateCli, RefusesANoisyFitWithExitOne) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("cal.json")));
 }
 
+TEST(CalibrateCli, FitsConcurrentSlowdownFromAGpuMeasurement) {
+  // reports/gpu/h100/interference.json on dgx-h100 (132 SMs, as measured): c = 0.037756
+  // (InterferenceFit.FitsTheH100MeasurementAndPredictsTheRest), written into the library and loaded back.
+  TempDir dir("cal-interference");
+  const CliRun r = commsim_cli(
+      "calibrate topologies/dgx-h100.json --interference reports/gpu/h100/interference.json -o " + dir.file("cal.json"),
+      dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("concurrent_slowdown 0.0378"), std::string::npos) << r.out;
+  const Json doc = read_json_file(dir.file("cal.json"));
+  EXPECT_NEAR(doc["library"]["concurrent_slowdown"].get<double>(), 0.037756, 1e-6);
+  EXPECT_NE(doc["library"]["source"].get<std::string>().find("--interference"), std::string::npos);
+  EXPECT_EQ(commsim_cli("simulate scenarios/llama3-8b-dgx-h100.json --set topology=" + dir.file("cal.json"), dir).code,
+            0);
+  auto calibrate = [&](const std::string& topology, const std::string& extra, const std::string& out) {
+    return commsim_cli("calibrate " + topology + " --interference reports/gpu/h100/interference.json " + extra +
+                           " -o " + dir.file(out),
+                       dir);
+  };
+  // A GPU of another SM count than the topology's: exit 2, one line naming library.sms.
+  const CliRun other = calibrate("topologies/dgx-a100.json", "", "x.json");
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find("library.sms"), std::string::npos) << other.err;
+  EXPECT_EQ(lines(other.err), 1);
+  // A workload the fit refuses (the memory-bound add sped up): exit 1, nothing written.
+  EXPECT_EQ(calibrate("topologies/dgx-h100.json", "--workload add_fp32_256Mi", "y.json").code, 1);
+  EXPECT_FALSE(std::ifstream(dir.file("y.json")).good());
+}
+
 TEST(CalibrateCli, BadInputIsExitTwoOneLine) {
   TempDir dir("cal-bad");
   validate::test_support::write_text(dir.file("bench.json"), "{ not json");

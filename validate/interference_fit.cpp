@@ -1,0 +1,73 @@
+#include "validate/interference_fit.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "sim/core/error.hpp"
+
+namespace commsim::validate {
+
+InterferenceFit fit_interference(const Json& doc, const std::string& file, const std::string& workload) {
+  JsonFields top(doc, file, "");
+  InterferenceFit fit;
+  fit.gpu = top.string_or("gpu", "");
+  fit.workload = workload;
+  fit.sms = static_cast<int>(top.integer_or("sms", 0, 1, 1024));
+  if (fit.sms == 0) top.fail("sms", "missing: the GPU's SM count is needed");
+  const std::string key = workload + "_slowdown";
+  std::map<int, double> slowdown;
+  const Json& rows = top.array("rows");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string where = "rows[" + std::to_string(i) + "]";
+    if (!rows[i].is_object()) throw InputError(file, where, "must be an object");
+    const Json* blocks = rows[i].contains("blocks") ? &rows[i].at("blocks") : nullptr;
+    const Json* value = rows[i].contains(key) ? &rows[i].at(key) : nullptr;
+    if (!blocks || !blocks->is_number_integer() || blocks->get<int>() < 0 || blocks->get<int>() >= fit.sms)
+      throw InputError(file, where + ".blocks", "must be an integer in [0, sms)");
+    if (!value || !value->is_number() || !(value->get<double>() > 0))
+      throw InputError(file, where + "." + key, "missing or not a positive number (is the workload's name right?)");
+    slowdown[blocks->get<int>()] = value->get<double>();
+  }
+  auto share = [&](int k) { return static_cast<double>(fit.sms) / (fit.sms - k); };
+  for (const int k : kFitBlocks) {
+    if (!slowdown.count(k)) throw InputError(file, "rows", "no row of " + std::to_string(k) + " blocks (fitted)");
+    fit.concurrent_slowdown += (slowdown[k] / share(k) - 1) / std::size(kFitBlocks);
+  }
+  auto add = [&](int k, bool fitted) {
+    fit.points.push_back({k, slowdown[k], share(k), share(k) * (1 + fit.concurrent_slowdown), fitted});
+  };
+  for (const int k : kFitBlocks) add(k, true);
+  for (const int k : kPredictedBlocks) {
+    if (!slowdown.count(k)) throw InputError(file, "rows", "no row of " + std::to_string(k) + " blocks (predicted)");
+    add(k, false);
+  }
+  fit.trusted = fit.concurrent_slowdown >= 0 && fit.concurrent_slowdown < 1;
+  if (!fit.trusted) fit.why_not = "concurrent_slowdown outside [0, 1): compute sped up beside the blocks";
+  for (const InterferencePoint& p : fit.points)
+    if (fit.trusted && !p.fitted && std::abs(p.model / p.measured - 1) > kMaxPredictionError) {
+      fit.trusted = false;
+      char why[160];
+      std::snprintf(why, sizeof why, "the fit predicts %d blocks %+.1f %% off (more than %.0f %%)", p.blocks,
+                    100 * (p.model / p.measured - 1), 100 * kMaxPredictionError);
+      fit.why_not = why;
+    }
+  return fit;
+}
+
+std::string describe(const InterferenceFit& fit) {
+  std::string out;
+  char line[200];
+  std::snprintf(line, sizeof line, "%s, %d SMs, %s: concurrent_slowdown %.4f (fitted on 1, 4, 16 blocks)\n",
+                fit.gpu.c_str(), fit.sms, fit.workload.c_str(), fit.concurrent_slowdown);
+  out += line;
+  out += "blocks  measured  SM share     model   error\n";
+  for (const InterferencePoint& p : fit.points) {
+    std::snprintf(line, sizeof line, "%6d  %8.3f  %8.3f  %8.3f  %+5.1f %%  %s\n", p.blocks, p.measured, p.sm_share,
+                  p.model, 100 * (p.model / p.measured - 1), p.fitted ? "fitted" : "predicted");
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace commsim::validate
