@@ -3,7 +3,8 @@
 # ASan, UBSan), so the main build is untouched.
 #   scripts/fuzz.sh                 30 s per loader: what scripts/test.sh runs
 #   scripts/fuzz.sh 600             10 minutes per loader (the long run the README reports)
-#   scripts/fuzz.sh 600 scenario    one loader: topology, scenario, model, suite, baseline, compare, nccl_log
+#   scripts/fuzz.sh 600 scenario    one loader: topology, scenario, model, suite, baseline, compare, nccl_log,
+#                                   trace, interference
 # COMMSIM_FUZZ_NICE=19 runs the fuzzers at the lowest CPU priority (a shared machine).
 # Seeds are the shipped files (gathered into build-fuzz/seeds/LOADER); what libFuzzer adds goes to build-fuzz/corpus/LOADER and a crashing
 # input to build-fuzz/crashes/LOADER/. Exits 1 if any loader crashed, leaked, hung (> 10 s) or ran out of memory.
@@ -12,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-30}
 shift || true
 loaders=("$@")
-((${#loaders[@]})) || loaders=(topology scenario model suite baseline compare nccl_log)
+((${#loaders[@]})) || loaders=(topology scenario model suite baseline compare nccl_log trace interference)
 
 # What each loader starts from: the shipped files of its kind and the bad-input catalogue's files.
 seeds_topology=(topologies validate/suites/topologies tests/data/astra-fc8.json tests/data/star8.json
@@ -24,6 +25,8 @@ seeds_suite=(validate/suites/smoke.json validate/suites/emulated.json tests/data
 seeds_baseline=(baselines tests/data/bad)
 seeds_compare=(scenarios/demo-techniques.json tests/data/bad)
 seeds_nccl_log=(tests/data/nccl-tuning)
+seeds_trace=(tests/data/trace)
+seeds_interference=(reports/gpu/h100/interference.json)
 # The seeds' file names and the JSON dictionary: NCCL logs, and no dictionary, for the log reader.
 pattern_nccl_log='*.log' no_dict_nccl_log=1
 
