@@ -193,6 +193,34 @@ TEST(KinetoTrace, ModuleTimesAreTheGpuWorkTheyLaunched) {
   }));
 }
 
+TEST(KinetoTrace, NcclKernelsBelongWhereTheHostLaunchedThem) {
+  // Two steps of 1000 us. In step 1 the host launches an NCCL broadcast at 100 us (correlation 1), before the backward
+  // begins at 300 us, but the GPU runs it at 320-330 us; it launches an allreduce at 900 us (correlation 2) that the
+  // GPU runs at 1010-1050 us, inside step 2's span. By launch time the broadcast is the forward's (not a gradient)
+  // and the allreduce is step 1's gradient, of 40 us.
+  TempDir dir;
+  const std::string path = (dir.path() / "nccl.json").string();
+  std::ofstream(path) << R"({"traceEvents": [
+    {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":1000},
+    {"ph":"X","cat":"user_annotation","name":"ProfilerStep#2","pid":1,"tid":1,"ts":1000,"dur":1000},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernelExC","pid":1,"tid":1,"ts":100,"dur":5,"args":{"correlation":1}},
+    {"ph":"X","cat":"cpu_op","name":"autograd::engine::evaluate_function: AddmmBackward0","pid":1,"tid":2,"ts":300,
+     "dur":20},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernelExC","pid":1,"tid":2,"ts":900,"dur":5,"args":{"correlation":2}},
+    {"ph":"X","cat":"kernel","name":"ncclDevKernel_Broadcast_RING_LL","pid":0,"tid":7,"ts":320,"dur":10,
+     "args":{"correlation":1,"Collective name":"broadcast","dtype":"Float","In msg nelems":8,"Out msg nelems":8}},
+    {"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","pid":0,"tid":7,"ts":1010,"dur":40,
+     "args":{"correlation":2,"Collective name":"allreduce","dtype":"Float","In msg nelems":64,"Out msg nelems":64}}]})";
+  const KinetoTrace t = read_kineto_trace(path);
+  ASSERT_EQ(t.forward_collectives.size(), 1u);
+  EXPECT_EQ(t.forward_collectives[0].elements, 8u);
+  ASSERT_EQ(t.collectives.size(), 1u);
+  EXPECT_EQ(t.collectives[0].step, 0);
+  EXPECT_EQ(t.collectives[0].elements, 64u);
+  EXPECT_NEAR(t.collectives[0].issued_s, 900e-6, 1e-12);
+  EXPECT_NEAR(t.collectives[0].duration_s, 40e-6, 1e-12);
+}
+
 TEST(KinetoTrace, APredictionComparedWithItsOwnTraceHasNoError) {
   // simulate --trace-format kineto writes what `validate --trace` reads: the step time, exposed communication
   // (step minus compute, Result's definition) and every collective must come back as predicted.
