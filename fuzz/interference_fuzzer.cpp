@@ -5,8 +5,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string file = commsim::fuzz::write_input("interference.json", data, size);
-  commsim::fuzz::expect_clean_refusal([&] {
-    commsim::validate::fit_interference(commsim::read_json_file(file), file, "resnet50_bf16_b256_step");
-  });
+  commsim::fuzz::expect_clean_refusal(
+      [&] { commsim::validate::fit_interference(commsim::read_json_file(file), file, "resnet50_bf16_b256_step"); });
   return 0;
 }
