@@ -19,6 +19,13 @@
 namespace commsim::test {
 namespace {
 
+// Hand-written events (the contents of a Kineto document's traceEvents) read back as a trace.
+KinetoTrace read_events(const TempDir& dir, const std::string& events) {
+  const std::string path = (dir.path() / "hand-written.json").string();
+  std::ofstream(path) << R"({"traceEvents": [)" << events << "]}";
+  return read_kineto_trace(path);
+}
+
 TEST(KinetoTrace, HandWrittenNcclTrace) {
   // Two ProfilerStep spans of 10 000 us. Per step: Linear_0 forward 1000 us, Linear_1 2000 us (leaves inside
   // Net_0, which is not a layer); backward ops joined by sequence number: Linear_1 3000 us, Linear_0 1000 us.
@@ -164,8 +171,7 @@ TEST(KinetoTrace, ModuleTimesAreTheGpuWorkTheyLaunched) {
   // backward op (20 us on the host) launches one of 30 us (correlation 8). The model's times are the GPU's: 40 and
   // 30 us, not the host's 100 and 20.
   TempDir dir;
-  const std::string path = (dir.path() / "gpu.json").string();
-  std::ofstream(path) << R"({"traceEvents": [
+  const KinetoTrace t = read_events(dir, R"(
     {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":1000},
     {"ph":"X","cat":"python_function","name":"nn.Module: Linear_0","pid":1,"tid":1,"ts":10,"dur":100},
     {"ph":"X","cat":"cpu_op","name":"aten::linear","pid":1,"tid":1,"ts":20,"dur":80,"args":{"Sequence number":5}},
@@ -176,8 +182,7 @@ TEST(KinetoTrace, ModuleTimesAreTheGpuWorkTheyLaunched) {
     {"ph":"X","cat":"record_param_comms","name":"record_param_comms","pid":1,"tid":2,"ts":400,"dur":5,
      "args":{"Collective name":"allreduce","dtype":"Float","In msg nelems":10,"Out msg nelems":10}},
     {"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":200,"dur":40,"args":{"correlation":7}},
-    {"ph":"X","cat":"kernel","name":"gemm_backward","pid":0,"tid":7,"ts":330,"dur":30,"args":{"correlation":8}}]})";
-  const KinetoTrace t = read_kineto_trace(path);
+    {"ph":"X","cat":"kernel","name":"gemm_backward","pid":0,"tid":7,"ts":330,"dur":30,"args":{"correlation":8}})");
   ASSERT_EQ(t.modules.size(), 1u);
   EXPECT_NEAR(t.modules[0].forward_s, 40e-6, 1e-12);
   EXPECT_NEAR(t.modules[0].backward_s, 30e-6, 1e-12);
@@ -199,8 +204,7 @@ TEST(KinetoTrace, NcclKernelsBelongWhereTheHostLaunchedThem) {
   // GPU runs at 1010-1050 us, inside step 2's span. By launch time the broadcast is the forward's (not a gradient)
   // and the allreduce is step 1's gradient, of 40 us.
   TempDir dir;
-  const std::string path = (dir.path() / "nccl.json").string();
-  std::ofstream(path) << R"({"traceEvents": [
+  const KinetoTrace t = read_events(dir, R"(
     {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":1000},
     {"ph":"X","cat":"user_annotation","name":"ProfilerStep#2","pid":1,"tid":1,"ts":1000,"dur":1000},
     {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernelExC","pid":1,"tid":1,"ts":100,"dur":5,"args":{"correlation":1}},
@@ -210,8 +214,7 @@ TEST(KinetoTrace, NcclKernelsBelongWhereTheHostLaunchedThem) {
     {"ph":"X","cat":"kernel","name":"ncclDevKernel_Broadcast_RING_LL","pid":0,"tid":7,"ts":320,"dur":10,
      "args":{"correlation":1,"Collective name":"broadcast","dtype":"Float","In msg nelems":8,"Out msg nelems":8}},
     {"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","pid":0,"tid":7,"ts":1010,"dur":40,
-     "args":{"correlation":2,"Collective name":"allreduce","dtype":"Float","In msg nelems":64,"Out msg nelems":64}}]})";
-  const KinetoTrace t = read_kineto_trace(path);
+     "args":{"correlation":2,"Collective name":"allreduce","dtype":"Float","In msg nelems":64,"Out msg nelems":64}})");
   ASSERT_EQ(t.forward_collectives.size(), 1u);
   EXPECT_EQ(t.forward_collectives[0].elements, 8u);
   ASSERT_EQ(t.collectives.size(), 1u);
