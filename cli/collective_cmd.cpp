@@ -241,7 +241,7 @@ int run_collective(const CollectiveOptions& o) {
 
 // --tuning-table --against LOG: the table NCCL printed in LOG, cell by cell against commsim's, and each choice NCCL
 // printed there (2.25 and later: algorithm, protocol and channels per size) against commsim's under the same
-// --algo / --proto / --channels. Exit 0 when everything matches (cells to NCCL's printed 0.1), 1 when something
+// --algo / --proto / --channels. Exit 0 when everything matches (cells round to NCCL's printed value), 1 when something
 // differs, as diff does.
 int compare_with_log(const CollectiveOptions& o, const std::string& algorithms, const std::string& protocols,
                      const nccl::TuningTable& ours, const Topology& topology, const std::string& machine) {
@@ -250,6 +250,13 @@ int compare_with_log(const CollectiveOptions& o, const std::string& algorithms, 
   std::ifstream table_text(log_file), choices_text(log_file);
   if (!table_text || !choices_text) throw InputError(log_file, "", "cannot open the log");
   const nccl::TuningTable printed = nccl::read_printed_tuning_table(table_text, log_file);
+  // A table cut short (another rank's line inside it ends the read) would match on the cells it has: refuse it.
+  if (printed.algorithms.size() < ours.algorithms.size())
+    throw InputError(log_file, "",
+                     "NCCL's tuning table ends after " + std::to_string(printed.algorithms.size()) + " of the " +
+                         std::to_string(ours.algorithms.size()) +
+                         " algorithms of its release's table (a line of another rank inside it? give one rank's "
+                         "lines; or the release: --nccl-version)");
   const nccl::TuningComparison c = nccl::compare_tuning_tables(printed, ours);
   const nccl::ChoiceComparison choices = nccl::compare_choices(nccl::read_printed_choices(choices_text, log_file),
                                                                topology, algorithms, protocols, o.channels);
@@ -264,8 +271,9 @@ int compare_with_log(const CollectiveOptions& o, const std::string& algorithms, 
     std::printf("  %-13s %-24s %8.1f/%6.1f %18s\n", m.collective.c_str(), (m.algorithm + "/" + m.protocol).c_str(),
                 m.nccl.latency_us, m.nccl.algbw_GBps, ours_cell);
   }
-  std::printf("# %d of %d cells match (latency us and algorithm bandwidth GB/s, each within NCCL's printed 0.1)\n",
-              c.cells - static_cast<int>(c.mismatches.size()), c.cells);
+  std::printf(
+      "# %d of %d cells match (latency us and algorithm bandwidth GB/s, each rounding to NCCL's printed value)\n",
+      c.cells - static_cast<int>(c.mismatches.size()), c.cells);
   for (const nccl::ChoiceMismatch& m : choices.mismatches)
     std::printf("  %s %llu bytes: NCCL %s/%s on %d channel(s), commsim %s/%s on %d\n", m.nccl.collective.c_str(),
                 static_cast<unsigned long long>(m.nccl.bytes), m.nccl.algorithm.c_str(), m.nccl.protocol.c_str(),

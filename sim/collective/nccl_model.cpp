@@ -163,12 +163,18 @@ Context context_of(const CollectiveSpec& spec, const Topology& topo) {
 }
 
 // A communicator of one rank: NCCL prices ring/Simple alone, at 0 (src/enqueue.cc updateCollCostTable, `nRanks == 1`,
-// v2.28.9-1:1791), and runs at most a local copy, no channel (ncclLaunchOneRank, src/device/onerank.cu). The default
-// Estimate is that: ring, Simple, no channel, every time 0.
+// v2.28.9-1:1791), and whatever NCCL_ALGO / NCCL_PROTO force, runs at most a local copy, no channel
+// (ncclLaunchOneRank, src/device/onerank.cu): every time 0.
 bool one_rank(const Context& c) { return c.machine.ranks == 1; }
+Estimate one_rank_copy(Algorithm algorithm = Algorithm::Ring, Protocol protocol = Protocol::Simple) {
+  Estimate e;
+  e.algorithm = algorithm;
+  e.protocol = protocol;
+  return e;
+}
 
 std::vector<Estimate> candidates_in(const Context& c, const CollectiveSpec& spec) {
-  if (one_rank(c)) return {Estimate{}};
+  if (one_rank(c)) return {one_rank_copy()};
   std::vector<Estimate> out;
   for (int a = 0; a < kNcclAlgos; ++a)
     for (int p = 0; p < kProtos; ++p) {
@@ -186,12 +192,10 @@ bool enabled(unsigned mask, int index) { return mask == 0 || ((mask >> index) & 
 
 Estimate choose_in(const Context& c, const CollectiveSpec& spec, const Topology& topo, const std::string& field,
                    bool schedulable_only) {
-  if (one_rank(c)) {  // whatever NCCL_ALGO / NCCL_PROTO force, one rank's collective is the same local copy
-    Estimate e;
-    if (spec.algorithm != Algorithm::Auto && nccl_index(spec.algorithm) >= 0) e.algorithm = spec.algorithm;
-    if (spec.protocol != Protocol::Auto) e.protocol = spec.protocol;
-    return e;
-  }
+  if (one_rank(c))
+    return one_rank_copy(
+        spec.algorithm != Algorithm::Auto && nccl_index(spec.algorithm) >= 0 ? spec.algorithm : Algorithm::Ring,
+        spec.protocol != Protocol::Auto ? spec.protocol : Protocol::Simple);
   const std::vector<Estimate> all = candidates_in(c, spec);
   const Estimate* best = nullptr;
   for (const Estimate& e : all) {
@@ -225,7 +229,7 @@ Estimate predict_in(const Context& c, const CollectiveSpec& spec, Algorithm algo
                     ModelScale scale) {
   const int a = nccl_index(algorithm), p = proto_index(protocol);
   COMMSIM_CHECK(a >= 0 && protocol != Protocol::Auto, "predict_with needs an NCCL algorithm and a protocol");
-  if (one_rank(c)) return Estimate{};
+  if (one_rank(c)) return one_rank_copy(algorithm, protocol);
   const Evaluation e = evaluate(a, p, spec.op, c.machine, c.library, c.table);
   if (!e.applicable) return make_estimate(a, p, 0, 0, 0, spec.bytes);
   // Fewer channels for small messages do not lower the bandwidth term: those sizes are latency-bound, and the

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <optional>
-#include <set>
 #include <sstream>
 
 #include "sim/core/error.hpp"
@@ -55,35 +55,59 @@ bool parse_cell(const std::string& text, TuningCell& cell) {
   return !bandwidth.empty() && *end == '\0' && std::isfinite(cell.algbw_GBps);
 }
 
+// A whole unsigned number: `text` all digits, within `max`.
+std::optional<std::uint64_t> number_in(std::string_view text, std::uint64_t max) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc{} || end != text.data() + text.size() || value > max) return std::nullopt;
+  return value;
+}
+
 // "AllReduce: 4194304 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..7}" anywhere in `line` (after NCCL's
-// prefix); false when the line holds no such choice.
-bool parse_choice(const std::string& line, PrintedChoice& c) {
+// prefix). nullopt when the line holds no " Bytes -> Algo " (no choice); an InputError naming `where` when it does but
+// is not such a choice (a size or channel beyond what NCCL prints, a field missing).
+std::optional<PrintedChoice> parse_choice(const std::string& line, const std::string& file, const std::string& where) {
   static constexpr std::string_view kArrow = " Bytes -> Algo ";
   const std::size_t arrow = line.find(kArrow);
-  if (arrow == std::string::npos) return false;
+  if (arrow == std::string::npos) return std::nullopt;
+  auto malformed = [&](const std::string& what) {
+    return InputError(file, where,
+                      "a choice line of NCCL's (\"<Collective>: <size> Bytes -> Algo <A> proto <P> "
+                      "channel{Lo..Hi}={<lo>..<hi>}\") with " +
+                          what);
+  };
   // Backwards from the arrow: the size, spaces, ':', the collective's name.
   std::size_t digits = arrow;
   while (digits > 0 && std::isdigit(static_cast<unsigned char>(line[digits - 1]))) --digits;
-  if (digits == arrow || arrow - digits > 19) return false;
+  const std::string size = line.substr(digits, arrow - digits);
   std::size_t colon = digits;
   while (colon > 0 && line[colon - 1] == ' ') --colon;
-  if (colon == 0 || line[colon - 1] != ':') return false;
-  std::size_t name = colon - 1;
+  std::size_t name = colon > 0 ? colon - 1 : 0;
   while (name > 0 && std::isalpha(static_cast<unsigned char>(line[name - 1]))) --name;
-  if (name == colon - 1) return false;
+  if (size.empty() || colon == 0 || line[colon - 1] != ':' || name == colon - 1)
+    throw malformed("no \"<Collective>: <size>\" before \"Bytes\"");
+  PrintedChoice c;
+  c.collective = line.substr(name, colon - 1 - name);
+  const auto bytes = number_in(size, kMaxBytes);
+  if (!bytes) throw malformed("the size " + size + " bytes, above the 1 TiB a message may have");
+  c.bytes = *bytes;
   // Forwards: "<algorithm> proto <protocol> channel{Lo..Hi}={<lo>..<hi>}".
   std::istringstream rest(line.substr(arrow + kArrow.size()));
   std::string proto_word, channels;
-  if (!(rest >> c.algorithm >> proto_word >> c.protocol >> channels) || proto_word != "proto") return false;
-  int lo = 0, hi = 0;
-  char tail = 0;
-  if (std::sscanf(channels.c_str(), "channel{Lo..Hi}={%d..%d%c", &lo, &hi, &tail) != 3 || tail != '}' || lo < 0 ||
-      hi < lo || hi - lo >= 65536)  // NCCL has at most MAXCHANNELS (64) channels
-    return false;
-  c.collective = line.substr(name, colon - 1 - name);
-  c.bytes = std::stoull(line.substr(digits, arrow - digits));
-  c.channels = hi - lo + 1;
-  return true;
+  if (!(rest >> c.algorithm >> proto_word >> c.protocol >> channels) || proto_word != "proto")
+    throw malformed("no \"<algorithm> proto <protocol> channel...\" after the size");
+  static constexpr std::string_view kChannels = "channel{Lo..Hi}={";
+  const std::size_t dots = channels.find("..", kChannels.size());
+  // Channel ids are below NCCL's MAXCHANNELS (64).
+  const auto lo = channels.starts_with(kChannels) && dots != std::string::npos
+                      ? number_in(std::string_view(channels).substr(kChannels.size(), dots - kChannels.size()), 63)
+                      : std::nullopt;
+  const auto hi = lo && channels.ends_with("}")
+                      ? number_in(std::string_view(channels).substr(dots + 2, channels.size() - dots - 3), 63)
+                      : std::nullopt;
+  if (!lo || !hi || *hi < *lo) throw malformed("the channels \"" + channels + "\", not {lo..hi} within 0..63");
+  c.channels = static_cast<int>(*hi - *lo + 1);
+  return c;
 }
 
 // NCCL's names of one algorithm across releases ("RING", "Ring"; "NVLS_TREE", "NVLSTree"): letters, any case.
@@ -141,6 +165,7 @@ TuningTable read_printed_tuning_table(std::istream& log, const std::string& file
     throw InputError(file, "",
                      "no NCCL tuning table in the log (NCCL prints it at init with NCCL_DEBUG=INFO "
                      "NCCL_DEBUG_SUBSYS=TUNING)");
+  if (collectives.empty()) throw InputError(file, "", "NCCL's tuning table in the log has no collective's row");
   TuningTable table;
   for (const auto& names : blocks) table.algorithms.insert(table.algorithms.end(), names.begin(), names.end());
   for (const std::string& collective : collectives) {
@@ -183,15 +208,23 @@ TuningComparison compare_tuning_tables(const TuningTable& nccl, const TuningTabl
 
 std::vector<PrintedChoice> read_printed_choices(std::istream& log, const std::string& file) {
   std::vector<PrintedChoice> out;
-  std::set<std::pair<std::string, Bytes>> seen;
+  std::map<std::pair<std::string, Bytes>, std::size_t> first;  // (collective, size) -> its index in out
   std::string line;
-  PrintedChoice c;
   for (int number = 1; std::getline(log, line); ++number) {
-    if (!parse_choice(line, c)) continue;
-    if (c.bytes > kMaxBytes)
-      throw InputError(file, "line " + std::to_string(number),
-                       c.collective + " of " + std::to_string(c.bytes) + " bytes: above the 1 TiB a message may have");
-    if (seen.insert({c.collective, c.bytes}).second) out.push_back(c);
+    const std::string where = "line " + std::to_string(number);
+    const std::optional<PrintedChoice> c = parse_choice(line, file, where);
+    if (!c) continue;
+    const auto [at, fresh] = first.try_emplace({c->collective, c->bytes}, out.size());
+    if (fresh) {
+      out.push_back(*c);
+      continue;
+    }
+    const PrintedChoice& earlier = out[at->second];
+    if (earlier.algorithm != c->algorithm || earlier.protocol != c->protocol || earlier.channels != c->channels)
+      throw InputError(file, where,
+                       c->collective + " of " + std::to_string(c->bytes) + " bytes again, with another choice (" +
+                           c->algorithm + "/" + c->protocol + " where an earlier line has " + earlier.algorithm + "/" +
+                           earlier.protocol + "): the log holds several communicators or settings; keep one");
   }
   return out;
 }

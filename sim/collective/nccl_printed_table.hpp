@@ -40,8 +40,10 @@ struct PrintedChoice {
   Bytes bytes = 0;
   int channels = 0;
 };
-// Every choice line of the log, the first of each collective and size only (every rank and iteration prints again);
-// InputError(file, "line N", ...) for a size above a message's limit (sim/core/limits.hpp).
+// Every choice line of the log, the first of each collective and size only (rank 0 prints one per launch: each
+// iteration again); InputError(file, "line N", ...) for a choice line that is not one (a size above a message's
+// limit, sim/core/limits.hpp; channels beyond NCCL's 64; a field missing) or that repeats a collective and size with
+// another choice (several communicators or settings in one log).
 std::vector<PrintedChoice> read_printed_choices(std::istream& log, const std::string& file);
 
 struct ChoiceMismatch {

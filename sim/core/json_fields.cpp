@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/core/data_path.hpp"
+#include "sim/core/limits.hpp"
 #include "sim/core/units.hpp"
 
 namespace commsim {
@@ -111,18 +112,22 @@ std::optional<Json> parse_json_value(const std::string& text, const std::string&
   return Json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
 }
 
-namespace {
-
-// The text of a gzip file (PyTorch's profiler writes its traces as .json.gz with use_gzip=True). A file that is not
-// gzip at all is read as it is (zlib's transparent mode); one that ends early or holds corrupt data is an error
-// (gzread then stops with 0 and Z_BUF_ERROR, or -1 and Z_DATA_ERROR).
-std::string gunzipped_text(const std::string& path) {
+// A file that is not gzip at all is read as it is (zlib's transparent mode); one that ends early or holds corrupt
+// data is an error (gzread then stops with 0 and Z_BUF_ERROR, or -1 and Z_DATA_ERROR).
+std::string gunzipped_text(const std::string& path, std::uint64_t max_bytes) {
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) throw InputError(path, "", "cannot open file");
   std::string text;
   char buffer[1 << 16];
   int n = 0;
-  while ((n = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  while ((n = gzread(file, buffer, sizeof buffer)) > 0) {
+    if (text.size() + static_cast<std::size_t>(n) > max_bytes) {
+      gzclose(file);
+      throw InputError(path, "",
+                       "expands to more than " + std::to_string(max_bytes) + " bytes (the limit on a gzipped file)");
+    }
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
   int code = Z_OK;
   gzerror(file, &code);
   gzclose(file);
@@ -131,15 +136,13 @@ std::string gunzipped_text(const std::string& path) {
   return text;
 }
 
-}  // namespace
-
 Json read_json_file(const std::string& given_path) {
   const std::string path = resolve_data_path(given_path);  // the current directory first, then the data dirs
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, not a JSON file");
-  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+  if (path.ends_with(".gz")) {
     if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "cannot open file");
-    return parse_json_text(gunzipped_text(path), path);
+    return parse_json_text(gunzipped_text(path, kMaxGunzippedBytes), path);
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file");

@@ -25,6 +25,9 @@ Json parse_json_text(const std::string& text, const std::string& source);
 std::optional<Json> parse_json_value(const std::string& text, const std::string& source);
 // Reads a JSON file and parses it as above; a missing, unreadable file or a directory is an InputError naming it.
 Json read_json_file(const std::string& path);
+// The text of a gzip file (PyTorch's profiler writes its traces as .json.gz with use_gzip=True), at most max_bytes
+// of it (kMaxGunzippedBytes for read_json_file); more, or a cut or corrupt file, is an InputError naming the file.
+std::string gunzipped_text(const std::string& path, std::uint64_t max_bytes);
 
 class JsonFields {
  public:

@@ -25,6 +25,9 @@ inline constexpr double kMaxLinkLatencySeconds = 1.0;
 // Channels of a collective (NCCL's MAXCHANNELS is 64) and pipeline chunks per step.
 inline constexpr int kMaxChannels = 64;
 inline constexpr int kMaxChunks = 1024;
+// What a gzipped JSON file (a profiler's .json.gz trace) may expand to: 1 GiB (its parsed document takes several
+// times that). Gzip compresses runs of one byte about 1000:1, so a small file could otherwise fill the memory.
+inline constexpr std::uint64_t kMaxGunzippedBytes = std::uint64_t{1} << 30;
 // Steps of a simulated or measured run, and parallel simulations of one command.
 inline constexpr int kMaxSteps = 100000;
 inline constexpr int kMaxJobs = 1024;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "sim/core/json_fields.hpp"
 
@@ -132,6 +133,27 @@ bool is_gpu_compute(const Span& s) {
   return (s.cat == "kernel" && !is_nccl_kernel(s)) || s.cat == "gpu_memcpy" || s.cat == "gpu_memset";
 }
 
+// The host's launches (cat cuda_runtime or cuda_driver) by their args.correlation, which the GPU work they launched
+// carries too.
+using Launches = std::map<std::int64_t, const Span*>;
+std::optional<std::int64_t> correlation_of(const Span& s) {
+  const Json* id = arg(s, "correlation");
+  return id && id->is_number_integer() ? std::optional(id->get<std::int64_t>()) : std::nullopt;
+}
+Launches launches_of(const std::vector<Span>& spans) {
+  Launches out;
+  for (const Span& s : spans)
+    if (s.cat == "cuda_runtime" || s.cat == "cuda_driver")
+      if (const auto id = correlation_of(s)) out.try_emplace(*id, &s);
+  return out;
+}
+// The launch of GPU span `s`, if the trace has it.
+const Span* launch_of(const Span& s, const Launches& launches) {
+  const auto id = correlation_of(s);
+  const auto it = id ? launches.find(*id) : launches.end();
+  return it == launches.end() ? nullptr : it->second;
+}
+
 // The collectives of the traced steps. Durations: NCCL kernels when there are any; else the gloo work spans
 // ("gloo:all_reduce", on gloo's threads), which run the collective where record_param_comms only enqueues it; else
 // record_param_comms (the MPI backend's traces, whose spans cover the collective). Sizes: from the args of the
@@ -140,25 +162,17 @@ bool is_gpu_compute(const Span& s) {
 // A kernel runs after the host launched it, so its step and whether it belongs to the backward are the host's launch
 // time (the cuda_runtime / cuda_driver span with the kernel's correlation); without one, the kernel's own start.
 template <typename StepOf>
-void add_collectives(const std::vector<Span>& spans, const std::string& path, const StepOf& step_of,
-                     KinetoTrace& trace) {
+void add_collectives(const std::vector<Span>& spans, const Launches& launches, const std::string& path,
+                     const StepOf& step_of, KinetoTrace& trace) {
   bool nccl = false, gloo = false;
   for (const Span& s : spans) {
     nccl |= is_nccl_kernel(s);
     gloo |= starts_with(s.name, "gloo:");
   }
   trace.collective_source = nccl ? "nccl kernels" : gloo ? "gloo work spans" : "record_param_comms";
-  std::map<std::int64_t, double> launched_at_s;  // correlation -> the host's launch
-  if (nccl)
-    for (const Span& s : spans)
-      if (s.cat == "cuda_runtime" || s.cat == "cuda_driver")
-        if (const Json* id = arg(s, "correlation"); id && id->is_number_integer())
-          launched_at_s.try_emplace(id->get<std::int64_t>(), s.start_s);
   auto issued_s = [&](const Span& s) {
-    const Json* id = arg(s, "correlation");
-    if (!nccl || !id || !id->is_number_integer()) return s.start_s;
-    const auto it = launched_at_s.find(id->get<std::int64_t>());
-    return it == launched_at_s.end() ? s.start_s : it->second;
+    const Span* launch = nccl ? launch_of(s, launches) : nullptr;
+    return launch ? launch->start_s : s.start_s;
   };
   std::vector<const Span*> described;  // record_param_comms, in time order (gloo sizes)
   for (const Span& s : spans)
@@ -264,17 +278,12 @@ struct StepOf {
 // host span times its Python and launches, and these its kernels (how profilers attribute asynchronous GPU work).
 class LaunchedGpuTime {
  public:
-  explicit LaunchedGpuTime(const std::vector<Span>& spans) {
-    std::map<std::int64_t, double> gpu_s_of;
+  LaunchedGpuTime(const std::vector<Span>& spans, const Launches& launches) {
     for (const Span& s : spans)
       if (is_gpu_compute(s))
-        if (const Json* id = arg(s, "correlation"); id && id->is_number_integer())
-          gpu_s_of[id->get<std::int64_t>()] += s.end_s - s.start_s;
-    for (const Span& s : spans)  // sorted by start, so launches_ is too
-      if (s.cat == "cuda_runtime" || s.cat == "cuda_driver")
-        if (const Json* id = arg(s, "correlation"); id && id->is_number_integer())
-          if (auto it = gpu_s_of.find(id->get<std::int64_t>()); it != gpu_s_of.end())
-            launches_.push_back({s.pid, s.tid, s.start_s, it->second});
+        if (const Span* launch = launch_of(s, launches))
+          launches_.push_back({launch->pid, launch->tid, launch->start_s, s.end_s - s.start_s});
+    std::sort(launches_.begin(), launches_.end(), [](const Launch& a, const Launch& b) { return a.at_s < b.at_s; });
   }
   bool empty() const { return launches_.empty(); }
   double within(const Span& host) const {
@@ -381,7 +390,8 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   const StepOf step_of{trace};
   const std::vector<const Span*> leaves = leaf_modules(spans, step_of);
   std::vector<std::pair<double, double>> compute;
-  const LaunchedGpuTime gpu(spans);
+  const Launches launches = launches_of(spans);
+  const LaunchedGpuTime gpu(spans, launches);
   const bool gpu_kernels = std::any_of(spans.begin(), spans.end(), [](const Span& s) { return s.cat == "kernel"; });
   trace.compute_on_gpu = gpu_kernels;
   const auto module_of_sequence = add_forward_modules(spans, leaves, gpu, gpu_kernels, trace, compute);
@@ -394,7 +404,7 @@ KinetoTrace read_kineto_trace(const std::string& path) {
           !starts_with(s.name, "ProfilerStep#") && !starts_with(s.name, "c10d::") && !starts_with(s.name, "gloo:") &&
           s.name != "record_param_comms")
         compute.push_back({s.start_s, s.end_s});
-  add_collectives(spans, path, step_of, trace);
+  add_collectives(spans, launches, path, step_of, trace);
   std::vector<std::pair<double, double>> busy = compute;
   for (const auto* list : {&trace.collectives, &trace.forward_collectives})
     for (const TracedCollective& c : *list) busy.push_back({c.start_s, c.start_s + c.duration_s});

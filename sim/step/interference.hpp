@@ -6,8 +6,8 @@
 // training step slows more than that beside blocks that hold SMs and stream memory (docs/hardware-nccl.md, "Checked
 // on an H100"): by S / (S - K) x (1 + c), c the library's `concurrent_slowdown` (0.038 for ResNet-50 there, fitted
 // at K = 1, 4, 16 and within 2.1 % at 2, 8, 32: `commsim calibrate --interference`, validate/interference_fit.hpp).
-// The collective's own slowdown when
-// compute saturates memory is not modelled. S is the topology library's `sms`; without it compute runs at full speed.
+// The collective's own slowdown when compute saturates memory is not modelled. S is the topology library's `sms`;
+// without it compute runs at full speed.
 #pragma once
 
 #include <functional>

@@ -139,8 +139,6 @@ TEST_P(NcclOnGpus, RunsAndChecks) {
   // two or more ranks must have spent time communicating.
   if (gpus >= 2) {
     EXPECT_GT(run.result.comm_s, 0);
-  } else {
-    EXPECT_GE(run.result.comm_s, 0);
   }
 }
 

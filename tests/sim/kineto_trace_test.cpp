@@ -264,6 +264,15 @@ TEST(KinetoTrace, BadTracesNameTheEventAndField) {
     std::string head(1000, '\0');
     shipped.read(head.data(), static_cast<std::streamsize>(head.size()));
     std::ofstream(cut, std::ios::binary) << head;
+    // A file that expands beyond its limit stops there (read_json_file's is kMaxGunzippedBytes; the shipped trace
+    // expands to 9 791 921 bytes, beyond 1 MB).
+    try {
+      gunzipped_text("tests/data/trace/resnet50-ddp-nccl-h100.json.gz", 1'000'000);
+      ADD_FAILURE() << "expanded past the limit";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("expands to more than 1000000 bytes"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(gunzipped_text("tests/data/trace/resnet50-ddp-nccl-h100.json.gz", 9'791'921).size(), 9'791'921u);
     for (const auto& [path, what] : {std::pair{corrupt, "corrupt compressed data"}, std::pair{cut, "cut short"}}) {
       try {
         read_kineto_trace(path);

@@ -93,14 +93,19 @@ TEST(PrintedTuningTable, ReadsNcclsChoicesOncePerCollectiveAndSize) {
 }
 
 TEST(PrintedTuningTable, WhatIsNotATableIsAnInputError) {
-  const auto error_of = [](const std::string& text) {
+  // The error a reader of the log gives for `text`.
+  const auto error_reading = [](auto read, const std::string& text) {
     std::istringstream log(text);
     try {
-      nccl::read_printed_tuning_table(log, "run.log");
+      read(log, "run.log");
     } catch (const InputError& e) {
       return std::string(e.what());
     }
     return std::string("no error");
+  };
+  const auto error_of = [&](const std::string& text) {
+    return error_reading([](std::istream& log, const std::string& file) { nccl::read_printed_tuning_table(log, file); },
+                         text);
   };
   EXPECT_EQ(error_of("NCCL INFO Channel 00/02 : 0 1\n"),
             "run.log: no NCCL tuning table in the log (NCCL prints it at init with NCCL_DEBUG=INFO "
@@ -112,16 +117,29 @@ TEST(PrintedTuningTable, WhatIsNotATableIsAnInputError) {
             "run.log: line 2: AllReduce cell 2 \"1.0\" is not NCCL's latency/bandwidth");
   const std::string row = "    AllReduce |  1/1 |  1/1 |  1/1 |  1/1 |  1/1 |  1/1 |\n";
   EXPECT_EQ(error_of(header + row + row), "run.log: line 3: AllReduce is in this block of the table twice");
-  // A choice of more than a message may have (1 TiB) is refused, not priced.
-  std::istringstream huge(
-      "NCCL INFO AllReduce: 2199023255553 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..3}\n");
-  try {
-    nccl::read_printed_choices(huge, "run.log");
-    ADD_FAILURE() << "no error";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "run.log: line 1: AllReduce of 2199023255553 bytes: above the 1 TiB a message may have");
-  }
+  // A header alone is no table (it would compare nothing and match).
+  EXPECT_EQ(error_of(header), "run.log: NCCL's tuning table in the log has no collective's row");
+  // A choice line that is not one NCCL prints is refused with its line, not skipped or priced: a size above a
+  // message's 1 TiB (of 13 digits, or of 20 that no integer holds), channel ids beyond NCCL's 64 (or beyond an int),
+  // a range backwards, a field missing; and the same collective and size again with another choice.
+  const auto choice_error = [&](const std::string& text) {
+    return error_reading([](std::istream& log, const std::string& file) { nccl::read_printed_choices(log, file); },
+                         text);
+  };
+  const std::string prefix = "NCCL INFO AllReduce: ";
+  auto line = [&](const std::string& size, const std::string& channels) {
+    return prefix + size + " Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={" + channels + "}\n";
+  };
+  for (const char* size : {"2199023255553", "99999999999999999999"})
+    EXPECT_NE(choice_error(line(size, "0..3")).find("line 1: a choice line of NCCL's"), std::string::npos);
+  EXPECT_NE(choice_error(line("2199023255553", "0..3")).find("the size 2199023255553 bytes, above the 1 TiB"),
+            std::string::npos);
+  for (const char* channels : {"0..64", "4294967296..4294967296", "3..0", "0..", "x..1"})
+    EXPECT_NE(choice_error(line("4096", channels)).find("the channels"), std::string::npos) << channels;
+  EXPECT_NE(choice_error(prefix + "4096 Bytes -> Algo RING SIMPLE\n").find("proto"), std::string::npos);
+  EXPECT_NE(choice_error(line("4096", "0..3") + line("4096", "0..7")).find("line 2: AllReduce of 4096 bytes again"),
+            std::string::npos);
+  EXPECT_EQ(choice_error(line("4096", "0..3") + line("4096", "0..3")), "no error");  // the next iteration's line
 }
 
 }  // namespace
