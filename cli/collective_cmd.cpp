@@ -128,7 +128,7 @@ class FlowRunMonitor {
   std::chrono::steady_clock::time_point size_start_;
 };
 
-// "nccl 2.26.2 (constants of 2.25)": the release, and the table it is priced with where that is an older one.
+// "nccl 2.27.3 (constants of 2.26)": the release, and the table it is priced with where that is an older one.
 std::string library_label(const std::string& version) {
   const std::string table = nccl::table_for(version);
   return "nccl " + version + (table == version ? "" : " (constants of " + table + ")");

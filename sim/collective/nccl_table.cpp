@@ -105,7 +105,16 @@ void read_core(const nlohmann::json& c, Table& t) {
                        read_array<kCorrectionSizes>(corr.at("simple"))};
   t.max_threads = read_per_proto(c.at("max_threads"));
   t.thread_threshold = read_per_proto(c.at("thread_threshold"));
-  t.min_traffic_per_channel = c.at("min_traffic_per_channel_bytes").get<Bytes>();
+  t.slow_ring_at_most_GBps = c.at("slow_ring_simple_threads").at("ring_at_most_GBps").get<double>();
+  t.slow_ring_simple_threads = c.at("slow_ring_simple_threads").at("threads").get<double>();
+  if (const nlohmann::json& split = c.at("channel_split"); !split.is_null()) {
+    t.channel_split.min_traffic_per_channel = split.at("min_traffic_per_channel_bytes").get<Bytes>();
+    t.channel_split.ll_traffic_factor = split.at("ll_traffic_factor").get<Bytes>();
+    const std::string share = split.at("traffic_per_channel").get<std::string>();
+    COMMSIM_CHECK(share == "at least the minimum" || share == "rounded up to 16 bytes",
+                  "libraries/nccl.json: channel_split.traffic_per_channel is neither rule");
+    t.channel_split.share_rounded_to_16 = share == "rounded up to 16 bytes";
+  }
   t.net_overhead_intel_us = c.at("net_overhead_us").at("intel").get<double>();
   t.net_overhead_amd_us = c.at("net_overhead_us").at("amd").get<double>();
   t.ring_plateau_pre_ampere = c.at("ring_simple_plateau").at("pre_ampere").get<double>();
@@ -165,8 +174,12 @@ std::array<bool, kNcclAlgos> read_gather_scatter(const nlohmann::json& names) {
 std::vector<Table> load_tables() {
   const nlohmann::json doc = nlohmann::json::parse(embedded_table_json());
   std::vector<Table> tables;
+  nlohmann::json c;  // the constants of the entry read last: the first lists them all, each later one its changes
   for (const auto& v : doc.at("versions")) {
-    const nlohmann::json& c = v.at("constants");
+    if (c.is_null())
+      c = v.at("constants");
+    else
+      c.merge_patch(v.at("changes"));
     Table t;
     t.version = v.at("version").get<std::string>();
     t.number = version_number(t.version);
@@ -175,6 +188,7 @@ std::vector<Table> load_tables() {
     read_pat(c, t);
     t.ll128_enabled = ll128_generations(c.at("ll128_compute_capabilities").get<std::string>());
     t.gather_scatter = read_gather_scatter(c.at("gather_scatter_algorithms"));
+    COMMSIM_CHECK(t.gather_scatter[kPat] == t.pat, "libraries/nccl.json: PAT's constants and its allgather differ");
     for (int a = 0; a < kArchs; ++a) {
       const std::string arch(to_string(static_cast<GpuArch>(a)));
       if (!doc.at("fitted").contains(arch)) continue;

@@ -33,6 +33,13 @@ inline int nodes_index_of(int nodes) { return nodes <= 2 ? nodes - 1 : 2; }
 // How a version prices NVLS (nccl_model.hpp, libraries/nccl.json "nvls").
 enum class NvlsBandwidth { Intra, MinIntraInter, Efficiency };
 
+// How NCCL's plan spreads one collective over its channels, from 2.23 (libraries/nccl.json "channel_split").
+struct ChannelSplit {
+  Bytes min_traffic_per_channel = 0;  // the traffic of one cell; 0: before 2.23, the thread thresholds alone
+  Bytes ll_traffic_factor = 1;        // an LL collective's traffic counts this many times (4 from 2.26)
+  bool share_rounded_to_16 = false;   // a channel's share: rounded up to 16 bytes (2.29), else at least one cell
+};
+
 struct Table {
   std::string version;
   long number = 0;  // version_number(version)
@@ -45,7 +52,8 @@ struct Table {
   bool nvls_tree_capped = false;
   std::array<std::array<double, kCorrectionSizes>, kProtos> tree_correction{};
   PerProto max_threads{}, thread_threshold{};
-  Bytes min_traffic_per_channel = 0;  // from 2.23: the traffic cell of a channel (0: channels by thresholds alone)
+  double slow_ring_at_most_GBps = 0, slow_ring_simple_threads = 0;  // Simple ring threads on a ring this slow
+  ChannelSplit channel_split;
   double net_overhead_intel_us = 0, net_overhead_amd_us = 0;
   double ring_plateau_pre_ampere = 1, ring_plateau = 1;
   double ring_ll_factor_allreduce_or_multi_node = 0, ring_ll_factor_other = 0;
@@ -60,7 +68,7 @@ struct Table {
   std::array<PerNodes, kArchs> nvls_channels{};  // by GPU generation and node count
   Bytes nvls_chunk_bytes = 131072;
   PerNodes nvls_tree_chunk_bytes{};
-  bool pat = false;
+  bool pat = false;  // the release has PAT (its constants; then reduce-scatter and allgather list it too)
   double pat_bandwidth_factor = 1, pat_base_latency_us = 0, pat_inter_latency_divisor = 1, pat_latency_per_rank_us = 0;
   std::array<bool, kArchs> ll128_enabled{};       // by GPU generation, from "ll128_compute_capabilities"
   std::array<bool, kNcclAlgos> gather_scatter{};  // the algorithms of reduce-scatter and allgather

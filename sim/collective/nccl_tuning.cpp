@@ -38,7 +38,7 @@ bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& l
     if (!t.gather_scatter[a]) return false;
     if (a == kRing) return true;
     if (a == kNvls) return lib.nvls && m.nodes == 1 && ppn > 1;
-    if (a == kPat) return t.pat && ppn == 1;
+    if (a == kPat) return ppn == 1;
     return false;  // CollNet direct: SHARP's allgather / reduce-scatter is not modelled
   }
   switch (a) {  // allreduce
@@ -234,7 +234,7 @@ bool modeled(int a, int p, Collective op, const Machine& m, const CommLibrary& l
   if (op == Collective::Broadcast || op == Collective::Reduce) return a == kRing;
   if (op == Collective::ReduceScatter || op == Collective::AllGather) {
     if (!t.gather_scatter[a]) return false;
-    return a != kPat || (t.pat && simple && m.ranks == m.nodes);
+    return a != kPat || (simple && m.ranks == m.nodes);
   }
   return a != kPat;
 }
@@ -286,17 +286,21 @@ int nvls_channel_count(const Table& t, GpuArch arch, int nodes) {
 }
 
 // The channels NCCL's plan spreads one collective over from 2.23 (src/enqueue.cc scheduleCollTasksToPlan, v2.29.7-1:
-// 571-690): the operation's traffic (bytes x 2 for allreduce, x 1 otherwise, x 4 more with LL) is cut into cells of the
-// table's minimal traffic per channel, and each channel takes ceil(traffic / nc / cell) of them, the first as many as
-// the rest: so a collective of less traffic than nc cells takes fewer channels than the nc it may use.
-int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, Bytes min_traffic) {
+// 571-690; the rules of each release in libraries/nccl.json "channel_split"): the operation's traffic (bytes x 2 for
+// allreduce, x ranks of one rank's share for allgather and reduce-scatter, x 1 otherwise; an LL operation's x the
+// release's LL factor) is cut into cells of the minimal traffic per channel, and each channel takes its share of the
+// traffic in cells, the first as many as the rest: so a collective of less traffic than nc cells takes fewer channels
+// than the nc it may use.
+int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, const ChannelSplit& split) {
   const auto div_up = [](Bytes x, Bytes y) { return (x + y - 1) / y; };
+  const Bytes min_traffic = split.min_traffic_per_channel;
   const bool gather = op == Collective::AllGather || op == Collective::ReduceScatter;
   Bytes per_byte = op == Collective::AllReduce ? 2 : gather ? static_cast<Bytes>(ranks) : 1;
   const Bytes task_bytes = gather ? bytes / static_cast<Bytes>(ranks) : bytes;  // NCCL's count: one rank's share
-  if (p == proto_index(Protocol::LL)) per_byte *= 4;
+  if (p == proto_index(Protocol::LL)) per_byte *= split.ll_traffic_factor;
   const Bytes traffic = std::max(min_traffic, task_bytes * per_byte);
-  const Bytes traffic_per_channel = div_up(traffic / static_cast<Bytes>(nc), 16) * 16;
+  const Bytes share = traffic / static_cast<Bytes>(nc);
+  const Bytes traffic_per_channel = split.share_rounded_to_16 ? div_up(share, 16) * 16 : std::max(min_traffic, share);
   const Bytes cell_bytes = div_up(div_up(min_traffic, per_byte), 16) * 16;
   const Bytes cells = std::max<Bytes>(1, div_up(task_bytes, cell_bytes));  // an empty operation still takes one
   const Bytes cells_per_channel = std::min(cells, div_up(traffic_per_channel, cell_bytes * per_byte));
@@ -306,18 +310,18 @@ int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, Bytes
 }
 
 // Channels NCCL launches for `bytes` (enqueue.cc topoGetAlgoInfo): NVLS its own channels (across nodes no more than
-// the ring's); ring and tree fewer while each thread would get less than its threshold, with 256 Simple ring threads
-// where the ring graph inside a node carries no more than PCI_BW = 12 GB/s (tuning.cc simpleDefaultThreads,
-// v2.18.6-1:121 to v2.29.7-1:232; src/graph/topo.h PCI_BW); from 2.23 no more than the traffic fills
-// (traffic_channels).
+// the ring's); ring and tree fewer while each thread would get less than its threshold, with fewer Simple ring threads
+// where the ring graph inside a node is slow (the table's slow_ring_simple_threads); from 2.23 no more than the traffic
+// fills (traffic_channels), except CollNet's and multi-node NVLS's, which take all their channels (enqueue.cc
+// isCollnet).
 int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
   int nc = m.channels;
   if (a == kNvls || a == kNvlsTree) {
     nc = nvls_channel_count(t, arch, m.nodes);
     if (a == kNvls && m.nodes > 1) nc = std::min(nc, m.channels);
   } else {
-    constexpr double kPciBwGBps = 12.0;  // NCCL's PCI_BW (src/graph/topo.h)
-    double nt = a == kRing && p == proto_index(Protocol::Simple) && m.intra_GBps <= kPciBwGBps ? 256 : t.max_threads[p];
+    const bool slow_ring = a == kRing && p == proto_index(Protocol::Simple) && m.intra_GBps <= t.slow_ring_at_most_GBps;
+    double nt = slow_ring ? t.slow_ring_simple_threads : t.max_threads[p];
     const double threshold = t.thread_threshold[p] * (a == kRing && p == 0 ? m.ranks : 1);
     while (static_cast<double>(bytes) < nc * nt * threshold) {
       if (nc >= 2)
@@ -328,7 +332,9 @@ int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m
         break;
     }
   }
-  if (t.min_traffic_per_channel > 0) nc = traffic_channels(p, op, bytes, m.ranks, nc, t.min_traffic_per_channel);
+  const bool collnet_kind = a == kCollNetDirect || a == kCollNetChain || (a == kNvls && m.nodes > 1);
+  if (t.channel_split.min_traffic_per_channel > 0 && !collnet_kind)
+    nc = traffic_channels(p, op, bytes, m.ranks, nc, t.channel_split);
   return nc;
 }
 

@@ -226,6 +226,38 @@ TEST(NcclModel, AnAllgatherSmallerThanItsRanksTakesOneChannel) {
   EXPECT_EQ(nccl::predict(spec, *t).channels, 1);
 }
 
+// Each release spreads an LL collective by its own rule (libraries/nccl.json "channel_split"). Tree LL allreduce of
+// 64 KiB on one DGX A100: the thread threshold (8 bytes x 512 LL threads = 4 KiB a channel) leaves 16 of the 24
+// channels. Then the traffic: 2 x 64 KiB = 128 KiB, 8 KiB a channel.
+// 2.25: cells of 16 KiB of traffic = 8 KiB of data, 8 of them; a channel's share is at least one cell (16 KiB), so one
+//   cell each: 8 channels.
+// 2.26: LL traffic counts 4 times: 512 KiB, 32 KiB a channel; cells of 16 KiB of traffic = 2 KiB of data, 32 of them,
+//   2 a channel: 16 channels.
+// 2.29: cells of 32 KiB of traffic = 4 KiB of data, 16 of them; the share 32 KiB (rounded to 16 bytes) is one cell:
+//   16 channels.
+TEST(NcclModel, EachReleaseSpreadsAnLlCollectiveByItsOwnRule) {
+  auto t = dgx_a100_one_node();
+  const auto channels = [&](const char* release) {
+    nccl::use_release(*t, release, "test", "");
+    return nccl::predict_with(allreduce(64 << 10), *t, Algorithm::Tree, Protocol::LL, {}).channels;
+  };
+  EXPECT_EQ(channels("2.25.1"), 8);
+  EXPECT_EQ(channels("2.26.2"), 16);
+  EXPECT_EQ(channels("2.29.7"), 16);
+}
+
+// NVLS across nodes (with SHARP) is one of CollNet's kind in NCCL's plan (enqueue.cc: isCollnet = NVLS && nNodes > 1),
+// which takes all its channels: 2 nodes of an A3 Mega with CollNet, NCCL 2.29, 64 KiB take NVLS's 16 channels. The
+// traffic rule would have left 4 (128 KiB of traffic, 8 KiB a channel, cells of 32 KiB of traffic = 16 KiB of data:
+// 4 cells, one a channel).
+TEST(NcclModel, NvlsAcrossNodesTakesAllItsChannels) {
+  Json with_collnet = Json::parse(read_file(shipped("gcp-a3-mega")));
+  with_collnet["library"]["collnet"] = true;
+  const auto t = load_topology(write_temp_json("a3-mega-collnet-channels.json", with_collnet), 2);
+  nccl::use_release(*t, "2.29.7", "test", "");
+  EXPECT_EQ(nccl::predict_with(allreduce(64 << 10), *t, Algorithm::Nvls, Protocol::Simple, {}).channels, 16);
+}
+
 // The latencies NCCL 2.20 printed for two nodes of 8 H100 GPUs (https://github.com/NVIDIA/nccl/issues/1519, the
 // issue's first log; the part of it we have: the reduce-scatter and allgather rows of the first block and the first
 // five AllReduce cells; the bandwidths are that cluster's 200 Gb/s NICs, not the DGX H100's, so only latencies are
