@@ -238,13 +238,20 @@ def med(errs):
     return statistics.median(abs(e) for e in errs) if errs else None
 
 
-def curve_stats(points):
+def bands(points):
+    """The signed errors below 1 MiB and from 1 MiB, the number of points beyond the limit, and whether the three
+    targets hold for them pooled."""
     small = [p[3] for p in points if p[0] < MIB]
     large = [p[3] for p in points if p[0] >= MIB]
-    worst = max(abs(p[3]) for p in points)
     beyond = sum(abs(p[3]) > TARGET_MAX for p in points)
-    ok = ((med(small) or 0) <= TARGET_SMALL and (med(large) or 0) <= TARGET_LARGE and beyond == 0)
-    return med(small), med(large), worst, beyond, statistics.median(p[3] for p in points), ok
+    met = (med(small) or 0) <= TARGET_SMALL and (med(large) or 0) <= TARGET_LARGE and beyond == 0
+    return small, large, beyond, met
+
+
+def curve_stats(points):
+    small, large, beyond, met = bands(points)
+    worst = max(abs(p[3]) for p in points)
+    return med(small), med(large), worst, beyond, statistics.median(p[3] for p in points), met
 
 
 def curve_section(r):
@@ -287,9 +294,7 @@ def per_size(pts):
 
 def summary(results):
     pts = [p for r in results for p in r["points"]]
-    small = [p[3] for p in pts if p[0] < MIB]
-    large = [p[3] for p in pts if p[0] >= MIB]
-    beyond = sum(abs(p[3]) > TARGET_MAX for p in pts)
+    small, large, beyond, pooled_met = bands(pts)
     lines = ["| size band (pooled) | points | median abs error | target | met |", "|---|---:|---:|---:|---|",
              f"| < 1 MiB | {len(small)} | {pct(med(small))} | <= {TARGET_SMALL * 100:.0f} % | {'yes' if (med(small) or 0) <= TARGET_SMALL else 'no'} |",
              f"| >= 1 MiB | {len(large)} | {pct(med(large))} | <= {TARGET_LARGE * 100:.0f} % | {'yes' if (med(large) or 0) <= TARGET_LARGE else 'no'} |",
@@ -300,8 +305,7 @@ def summary(results):
     lines += size_lines + [
              "| curve | points | median abs error < 1 MiB | median abs error >= 1 MiB | median signed error | max abs error | points beyond 30 % | targets met |",
              "|---|---:|---:|---:|---:|---:|---:|---|"]
-    all_ok = (bool(pts) and (med(small) or 0) <= TARGET_SMALL and (med(large) or 0) <= TARGET_LARGE and beyond == 0
-              and sizes_met)
+    all_ok = bool(pts) and pooled_met and sizes_met
     for r in results:
         ms, ml, worst, nb, signed, ok = curve_stats(r["points"])
         all_ok &= ok

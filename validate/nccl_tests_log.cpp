@@ -11,6 +11,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/json_fields.hpp"
+#include "sim/core/text.hpp"
 #include "validate/fit.hpp"
 
 namespace commsim::validate {
@@ -20,11 +21,6 @@ bool is_unsigned(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // "NCCL INFO NCCL_ALGO set by environment to Ring": the value after "to", lower-cased.
 bool environment_value(const std::string& line, const std::string& variable, std::string& value) {
   const std::string marker = variable + " set by environment to ";
@@ -32,7 +28,7 @@ bool environment_value(const std::string& line, const std::string& variable, std
   if (at == std::string::npos) return false;
   std::istringstream rest(line.substr(at + marker.size()));
   rest >> value;
-  value = lower(value);
+  value = lowercase(value);
   return !value.empty();
 }
 

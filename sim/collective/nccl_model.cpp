@@ -19,6 +19,7 @@
 #include "sim/collective/nccl_tuning.hpp"
 #include "sim/collective/registry.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/text.hpp"
 
 namespace commsim::nccl {
 
@@ -269,11 +270,7 @@ std::vector<Estimate> candidates(const CollectiveSpec& spec, const Topology& top
 
 namespace {
 
-bool same_name(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
+bool same_name(std::string_view a, std::string_view b) { return lowercase(a) == lowercase(b); }
 
 // NCCL's spelling of its algorithms, in NcclAlgo order (ncclAlgoStr: src/init.cc:43 at v2.26.2-1), the names
 // NCCL_ALGO takes.

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
 
 #include "sim/core/error.hpp"
 #include "sim/core/limits.hpp"
+#include "sim/core/text.hpp"
 #include "sim/topology/topology.hpp"
 
 namespace commsim::nccl {
@@ -112,11 +114,10 @@ std::optional<PrintedChoice> parse_choice(const std::string& line, const std::st
 
 // NCCL's names of one algorithm across releases ("RING", "Ring"; "NVLS_TREE", "NVLSTree"): letters, any case.
 std::string letters_lowercase(std::string_view name) {
-  std::string out;
-  for (char c : name)
-    if (std::isalnum(static_cast<unsigned char>(c)))
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+  std::string letters;
+  std::copy_if(name.begin(), name.end(), std::back_inserter(letters),
+               [](unsigned char c) { return std::isalnum(c) != 0; });
+  return lowercase(letters);
 }
 
 }  // namespace
