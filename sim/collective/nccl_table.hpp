@@ -62,8 +62,9 @@ struct Table {
   bool one_gpu_per_node_inter_latency_from_tree = false;
   double collnet_arity_us = 0;
   NvlsBandwidth nvls_bandwidth = NvlsBandwidth::Intra;
-  bool nvls_ring_ratio = false;       // algbw = busBw x n / nsteps, else x 5/6
-  bool nvls_latency_from_hw = false;  // hwLat NVLink NVLS (+ inter), else baseLat (+ NET NVLS)
+  bool nvls_ring_ratio = false;            // algbw = busBw x n / nsteps, else x 5/6
+  bool nvls_latency_from_hw = false;       // hwLat NVLink NVLS (+ inter), else baseLat (+ NET NVLS)
+  bool nvls_gather_scatter_share = false;  // min_intra_inter: allgather / reduce-scatter at (ppn-1)/ppn of intra (2.27)
   std::array<double, kArchs> nvls_efficiency{};
   std::array<PerNodes, kArchs> nvls_channels{};  // by GPU generation and node count
   Bytes nvls_chunk_bytes = 131072;

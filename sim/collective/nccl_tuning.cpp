@@ -72,7 +72,10 @@ double nvls_bus_bw(int a, Collective op, const Machine& m, const CommLibrary& li
       bw = m.nodes <= 2 ? intra : inter;
       break;
     case NvlsBandwidth::MinIntraInter:
-      bw = a == kNvls ? std::min(intra, inter) : std::min(intra, m.nodes <= 2 ? inter : inter / 2);
+      if (a == kNvls && op != Collective::AllReduce && t.nvls_gather_scatter_share)
+        bw = std::min(intra * (heads - 1) / heads, 0.9 * inter);
+      else
+        bw = a == kNvls ? std::min(intra, inter) : std::min(intra, m.nodes <= 2 ? inter : inter / 2);
       break;
     case NvlsBandwidth::Efficiency: {
       double intra_bw = intra * t.nvls_efficiency[arch_index(lib.gpu_arch)] * (heads - 1) / heads;

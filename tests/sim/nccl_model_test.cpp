@@ -249,6 +249,52 @@ TEST(NcclModel, EachReleaseSpreadsAnLlCollectiveByItsOwnRule) {
   EXPECT_EQ(channels("2.29.7"), 16);
 }
 
+// The Simple cell of one collective and algorithm in NCCL's tuning table of a topology priced as `release`.
+nccl::TuningCell simple_cell(Topology& topology, const char* release, const std::string& collective,
+                             const std::string& algorithm) {
+  nccl::use_release(topology, release, "test", "");
+  const nccl::TuningTable table = nccl::tuning_table(topology);
+  const auto a = std::find(table.algorithms.begin(), table.algorithms.end(), algorithm);
+  EXPECT_NE(a, table.algorithms.end()) << algorithm;
+  for (const nccl::TuningRow& row : table.rows)
+    if (row.collective == collective && a != table.algorithms.end())
+      return row.cells.at(static_cast<std::size_t>(a - table.algorithms.begin()) * 3 + 2);
+  ADD_FAILURE() << collective << " is not a row of " << release << "'s table";
+  return {};
+}
+
+// 2.27 prices NVLS allgather and reduce-scatter at min(bwIntra (ppn - 1) / ppn, 0.9 bwInter) a channel, allreduce
+// as before at min(bwIntra, bwInter) (tuning.cc v2.27.7-1:267-275). On one node the search's bwInter is 1.5 bwIntra,
+// so allgather keeps 7/8 of 2.26's bandwidth on 8 GPUs (0.9 x 1.5 = 1.35 is not the smaller) and allreduce all of it.
+// 2.28 prices NVLS by the efficiency rule of 2.29 (bwIntra x 0.85 on Hopper x (nCh - 1) / nCh, x 2 for allreduce),
+// the same cell as 2.29's.
+TEST(NcclTuningTable, NvlsGathersTakeTheirShareFrom227AndTheEfficiencyRuleFrom228) {
+  auto t = load_topology(shipped("dgx-h100"), 1);
+  const double gather_226 = simple_cell(*t, "2.26.6", "AllGather", "NVLS").algbw_GBps;
+  const double gather_227 = simple_cell(*t, "2.27.7", "AllGather", "NVLS").algbw_GBps;
+  ASSERT_GT(gather_226, 0);
+  EXPECT_NEAR(gather_227, gather_226 * 7 / 8, 1e-9 * gather_226);
+  EXPECT_EQ(simple_cell(*t, "2.27.7", "AllReduce", "NVLS").algbw_GBps,
+            simple_cell(*t, "2.26.6", "AllReduce", "NVLS").algbw_GBps);
+  const double allreduce_228 = simple_cell(*t, "2.28.9", "AllReduce", "NVLS").algbw_GBps;
+  EXPECT_EQ(allreduce_228, simple_cell(*t, "2.29.7", "AllReduce", "NVLS").algbw_GBps);
+  EXPECT_NE(allreduce_228, simple_cell(*t, "2.27.7", "AllReduce", "NVLS").algbw_GBps);
+}
+
+// From 2.27 one Blackwell node runs 24 NVLS channels (NVLS_NCHANNELS_SM100_NVL, transport/nvls.cc v2.27.7-1:149,193),
+// two nodes 32 (NVLS_NCHANNELS_SM100); 2.25 and 2.26 run 32 on one node too.
+TEST(NcclModel, OneBlackwellNodeRuns24NvlsChannelsFrom227) {
+  const auto nvls_channels = [](int nodes, const char* release) {
+    auto t = load_topology(shipped("hgx-b200"), nodes);
+    nccl::use_release(*t, release, "test", "");
+    const Algorithm a = nodes == 1 ? Algorithm::Nvls : Algorithm::NvlsTree;
+    return nccl::predict_with(allreduce(64 << 20), *t, a, Protocol::Simple, {}).channels;
+  };
+  EXPECT_EQ(nvls_channels(1, "2.26.2"), 32);
+  EXPECT_EQ(nvls_channels(1, "2.27.7"), 24);
+  EXPECT_EQ(nvls_channels(2, "2.27.7"), 32);
+}
+
 // NVLS across nodes (with SHARP) is one of CollNet's kind in NCCL's plan (enqueue.cc: isCollnet = NVLS && nNodes > 1),
 // which takes all its channels: 2 nodes of an A3 Mega with CollNet, NCCL 2.29, 64 KiB take NVLS's 16 channels. The
 // traffic rule would have left 4 (128 KiB of traffic, 8 KiB a channel, cells of 32 KiB of traffic = 16 KiB of data:
