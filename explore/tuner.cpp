@@ -399,7 +399,14 @@ std::string reason(const Evaluation& given, const Candidate& c, const std::vecto
   std::string joined;
   for (std::size_t i = 0; i < because.size(); ++i)
     joined += (i == 0 ? "" : i + 1 == because.size() ? " and " : ", ") + because[i];
-  return lead + " because " + joined + ".";
+  // Compute slowed by the collectives that overlap it (interference) changes with them; say so where it moves the
+  // step more than a thousandth, or a faster step can read as if exposed communication rising made it.
+  std::string compute;
+  if (std::abs(r.compute_s - g.compute_s) > 0.001 * g.step_time_s)
+    compute = "; compute takes " + fixed(g.compute_s * 1e3, 2) + " ms -> " + fixed(r.compute_s * 1e3, 2) +
+              " ms, as the collectives that overlap it and take SMs from it " +
+              (r.compute_s < g.compute_s ? "shrink" : "grow");
+  return lead + " because " + joined + compute + ".";
 }
 
 }  // namespace commsim::explore
