@@ -101,12 +101,20 @@ void read_core(const nlohmann::json& c, Table& t) {
   t.tree_ll128_per_channel_GBps = read_per_arch(c.at("per_channel_max_tree_ll128_GBps"));
   t.tree_per_channel_GBps = read_per_arch(c.at("per_channel_max_tree_GBps"));
   const nlohmann::json& corr = c.at("tree_correction");
-  t.tree_correction = {read_array<kCorrectionSizes>(corr.at("ll")), read_array<kCorrectionSizes>(corr.at("ll128")),
-                       read_array<kCorrectionSizes>(corr.at("simple"))};
+  t.tree_correction = {corr.at("ll").get<std::vector<double>>(), corr.at("ll128").get<std::vector<double>>(),
+                       corr.at("simple").get<std::vector<double>>()};
+  for (const std::vector<double>& sizes : t.tree_correction)
+    COMMSIM_CHECK(sizes.size() >= kTreeCorrectionSizes, "libraries/nccl.json: tree_correction has too few sizes");
+  const nlohmann::json& nvls_tree_correction = c.at("nvls_tree_size_correction");
+  COMMSIM_CHECK(nvls_tree_correction.is_null() || nvls_tree_correction == "blackwell_x86",
+                "libraries/nccl.json: nvls_tree_size_correction is neither null nor blackwell_x86");
+  t.nvls_tree_size_correction = !nvls_tree_correction.is_null();
   t.max_threads = read_per_proto(c.at("max_threads"));
   t.thread_threshold = read_per_proto(c.at("thread_threshold"));
   t.slow_ring_at_most_GBps = c.at("slow_ring_simple_threads").at("ring_at_most_GBps").get<double>();
   t.slow_ring_simple_threads = c.at("slow_ring_simple_threads").at("threads").get<double>();
+  t.collnet_max_threads = c.at("collnet_threads").at("max_threads").get<double>();
+  t.collnet_thread_threshold = c.at("collnet_threads").at("thread_threshold").get<double>();
   if (const nlohmann::json& split = c.at("channel_split"); !split.is_null()) {
     t.channel_split.min_traffic_per_channel = split.at("min_traffic_per_channel_bytes").get<Bytes>();
     t.channel_split.ll_traffic_factor = split.at("ll_traffic_factor").get<Bytes>();
@@ -146,7 +154,8 @@ void read_nvls(const nlohmann::json& c, Table& t) {
     t.nvls_efficiency[a] = nvls.at("efficiency").at(std::string(to_string(static_cast<GpuArch>(a)))).get<double>();
   t.nvls_channels = read_per_arch(nvls.at("channels"));
   t.nvls_chunk_bytes = nvls.at("chunk_bytes").get<Bytes>();
-  t.nvls_tree_chunk_bytes = read_array<3>(nvls.at("tree_chunk_bytes"));
+  t.nvls_tree_chunk_below_4_nodes = nvls.at("tree_chunk_bytes").at("below_4_nodes").get<Bytes>();
+  t.nvls_tree_chunk_from_4_nodes = nvls.at("tree_chunk_bytes").at("from_4_nodes").get<Bytes>();
 }
 
 // PAT (2.23 and later; null before).

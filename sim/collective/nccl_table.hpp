@@ -23,7 +23,7 @@ constexpr std::array<Algorithm, kNcclAlgos> kAlgorithms = {
 constexpr int kProtos = 3;  // LL, LL128, Simple
 enum Hw { kNvlinkHw, kPciHw, kNetHw };
 constexpr int kArchs = 4;
-constexpr int kCorrectionSizes = 23;
+constexpr int kTreeCorrectionSizes = 23;  // tree: logSize < 23 in ncclTopoGetAlgoTime, every release
 
 using PerProto = std::array<double, kProtos>;
 using PerAlgo = std::array<PerProto, kNcclAlgos>;
@@ -50,9 +50,11 @@ struct Table {
   std::array<PerNodes, kArchs> ring_ll128_per_channel_GBps{}, tree_ll128_per_channel_GBps{}, tree_per_channel_GBps{};
   std::array<PerNodes, kArchs> nvls_tree_per_channel_GBps{};  // all 0 = no cap (before 2.29)
   bool nvls_tree_capped = false;
-  std::array<std::array<double, kCorrectionSizes>, kProtos> tree_correction{};
+  std::array<std::vector<double>, kProtos> tree_correction{};  // by log2(bytes / 64): 23 sizes, 24 from 2.29
+  bool nvls_tree_size_correction = false;  // also NVLS-tree allreduce, Blackwell GPUs with x86 CPUs (2.29)
   PerProto max_threads{}, thread_threshold{};
   double slow_ring_at_most_GBps = 0, slow_ring_simple_threads = 0;  // Simple ring threads on a ring this slow
+  double collnet_max_threads = 0, collnet_thread_threshold = 0;     // CollNet Simple
   ChannelSplit channel_split;
   double net_overhead_intel_us = 0, net_overhead_amd_us = 0;
   double ring_plateau_pre_ampere = 1, ring_plateau = 1;
@@ -68,7 +70,7 @@ struct Table {
   std::array<double, kArchs> nvls_efficiency{};
   std::array<PerNodes, kArchs> nvls_channels{};  // by GPU generation and node count
   Bytes nvls_chunk_bytes = 131072;
-  PerNodes nvls_tree_chunk_bytes{};
+  Bytes nvls_tree_chunk_below_4_nodes = 0, nvls_tree_chunk_from_4_nodes = 0;
   bool pat = false;  // the release has PAT (its constants; then reduce-scatter and allgather list it too)
   double pat_bandwidth_factor = 1, pat_base_latency_us = 0, pat_inter_latency_divisor = 1, pat_latency_per_rank_us = 0;
   std::array<bool, kArchs> ll128_enabled{};       // by GPU generation, from "ll128_compute_capabilities"

@@ -272,12 +272,18 @@ double link_ceiling_algbw_GBps(int a, Collective op, const Machine& m) {
   }
 }
 
-// NCCL's estimate for `bytes` (ncclTopoGetAlgoTime): tree's size correction, the ring's plateau.
+// NCCL's estimate for `bytes` (ncclTopoGetAlgoTime): tree's size correction (from 2.29 NVLS-tree allreduce's too,
+// on Blackwell GPUs with x86 CPUs), the ring's plateau.
 double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machine& m, const CommLibrary& lib,
                     const Table& t, Collective op) {
   double bw = e.algbw_GBps, lat = e.latency_us;
   const int log_size = log2i(bytes >> 6);
-  if (a == kTree && log_size >= 0 && log_size < kCorrectionSizes) bw *= t.tree_correction[p][log_size];
+  const std::vector<double>& correction = t.tree_correction[p];
+  if (a == kTree && log_size >= 0 && log_size < kTreeCorrectionSizes) bw *= correction[log_size];
+  if (a == kNvlsTree && op == Collective::AllReduce && t.nvls_tree_size_correction &&
+      lib.gpu_arch == GpuArch::Blackwell && !lib.cpu_arm && log_size >= 0 &&
+      log_size < static_cast<int>(correction.size()))
+    bw *= correction[static_cast<std::size_t>(log_size)];
   if (a == kRing && p == 2 && m.nodes > 1 && op == Collective::AllReduce &&
       static_cast<double>(bytes) / (static_cast<double>(m.channels) * m.ranks) >= 64)
     lat *= lib.gpu_arch == GpuArch::Volta ? t.ring_plateau_pre_ampere : t.ring_plateau;
@@ -313,19 +319,34 @@ int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, const
 }
 
 // Channels NCCL launches for `bytes` (enqueue.cc topoGetAlgoInfo): NVLS its own channels (across nodes no more than
-// the ring's); ring and tree fewer while each thread would get less than its threshold, with fewer Simple ring threads
-// where the ring graph inside a node is slow (the table's slow_ring_simple_threads); from 2.23 no more than the traffic
-// fills (traffic_channels), except CollNet's and multi-node NVLS's, which take all their channels (enqueue.cc
-// isCollnet).
+// the ring's); ring, tree and CollNet chain fewer while each thread would get less than its threshold, with fewer
+// Simple ring threads where the ring graph inside a node is slow (the table's slow_ring_simple_threads) and CollNet's
+// own threads and threshold; CollNet direct by its own loop; PAT all; from 2.23 no more than the traffic fills
+// (traffic_channels), except CollNet's and multi-node NVLS's, which take all their channels (enqueue.cc isCollnet).
 int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
   int nc = m.channels;
   if (a == kNvls || a == kNvlsTree) {
     nc = nvls_channel_count(t, arch, m.nodes);
     if (a == kNvls && m.nodes > 1) nc = std::min(nc, m.channels);
-  } else {
+  } else if (a == kCollNetDirect) {
+    // Its own loop over the CollNet heads (one per NIC channel of the search, as the bandwidth counts them), halving
+    // the threshold at 1.5 x each switch point 16, 8, 4, 2, 1 (enqueue.cc topoGetAlgoInfo, v2.18.6-1:1192-1202 to
+    // v2.29.7-1:1980-1990).
+    const double heads = std::max(1, m.channels / 2);
+    double threshold = t.collnet_thread_threshold;
+    bool short_of_work = true;
+    for (int switch_at = 16; switch_at >= 1 && short_of_work; switch_at /= 2)
+      while ((short_of_work = static_cast<double>(bytes) < nc * t.collnet_max_threads * heads * threshold) &&
+             nc > switch_at) {
+        if (nc == switch_at + switch_at / 2) threshold /= 2;
+        --nc;
+      }
+  } else if (a != kPat) {  // PAT has no thread count in NCCL's table (maxThreads 0), so no trimming
+    const bool collnet_chain = a == kCollNetChain;
     const bool slow_ring = a == kRing && p == proto_index(Protocol::Simple) && m.intra_GBps <= t.slow_ring_at_most_GBps;
-    double nt = slow_ring ? t.slow_ring_simple_threads : t.max_threads[p];
-    const double threshold = t.thread_threshold[p] * (a == kRing && p == 0 ? m.ranks : 1);
+    double nt = collnet_chain ? t.collnet_max_threads : slow_ring ? t.slow_ring_simple_threads : t.max_threads[p];
+    const double threshold =
+        collnet_chain ? t.collnet_thread_threshold : t.thread_threshold[p] * (a == kRing && p == 0 ? m.ranks : 1);
     while (static_cast<double>(bytes) < nc * nt * threshold) {
       if (nc >= 2)
         --nc;
@@ -365,7 +386,7 @@ double nvls_fill_bytes(int a, Collective op, Bytes bytes, const Machine& m, cons
     shrink(64, 65536), shrink(8, 32768), shrink(2, 16384);
   } else {
     stages = 4;
-    chunk = static_cast<Bytes>(t.nvls_tree_chunk_bytes[nodes_index_of(m.nodes)]);
+    chunk = m.nodes >= 4 ? t.nvls_tree_chunk_from_4_nodes : t.nvls_tree_chunk_below_4_nodes;
     shrink(32, 262144), shrink(16, 131072), shrink(4, 65536), shrink(1, 32768);
   }
   const double per_op = std::min(static_cast<double>(chunk), static_cast<double>(bytes) / static_cast<double>(ops));

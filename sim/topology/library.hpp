@@ -32,6 +32,7 @@ struct CommLibrary {
   std::string version;  // e.g. "2.18"; selects the constants table
   GpuArch gpu_arch = GpuArch::Ampere;
   bool cpu_amd = false;            // NCCL prices the network proxy and LL across nodes by CPU vendor (AMD or not)
+  bool cpu_arm = false;            // an Arm CPU (Grace): not x86, where 2.29 corrects NVLS-tree on Blackwell
   int channels = 0;                // NCCL's channel count for rings/trees (comm->nChannels); 0 = 2 per NIC of a node
   bool nvls = false;               // NVLink SHARP: NVSwitch gen3+ reduces in the switch (NCCL's NVLS algorithms)
   bool collnet = false;            // SHARP in the network switches (NCCL's CollNet algorithms)

@@ -88,6 +88,7 @@ CommLibrary parse_library(JsonFields& top) {
     const std::string cpu = f.string_or("cpu_vendor", "intel");
     if (cpu != "intel" && cpu != "amd" && cpu != "arm") f.fail("cpu_vendor", "must be intel, amd or arm");
     lib.cpu_amd = cpu == "amd";
+    lib.cpu_arm = cpu == "arm";
     lib.channels = static_cast<int>(f.integer_or("channels", 0, 0, 64));
     lib.nvls = f.boolean_or("nvls", false);
     if (lib.nvls && lib.gpu_arch < GpuArch::Hopper) f.fail("nvls", "NVLink SHARP needs Hopper or later");

@@ -307,6 +307,76 @@ TEST(NcclModel, NvlsAcrossNodesTakesAllItsChannels) {
   EXPECT_EQ(nccl::predict_with(allreduce(64 << 10), *t, Algorithm::Nvls, Protocol::Simple, {}).channels, 16);
 }
 
+// CollNet's channels (enqueue.cc topoGetAlgoInfo): 2 nodes of an A3 Mega with CollNet, NCCL 2.29, 16 channels, 640
+// threads and a threshold of 512 bytes a thread.
+// Chain, the ring's loop: a channel wants 640 x 512 = 320 KiB, so 1 MiB keeps 3 (3 x 320 KiB <= 1 MiB < 4 x) and
+// 4 MiB 12 (12.8).
+// Direct, its own loop over 8 heads (16 channels / 2): a channel wants 640 x 8 x 512 = 2.5 MiB. 16 MiB: nothing at
+// the switch point 16; towards 8 the threshold halves when nc reaches 12 (1.25 MiB a channel), and 11 channels
+// (13.75 MiB) no longer exceed 16 MiB: 11. 4 MiB goes on: 10, 9, 8 (the switch point), 7, then at 6 the threshold
+// halves again (640 KiB a channel) and 5 channels (3.125 MiB) fit: 5.
+TEST(NcclModel, CollNetTrimsItsChannelsByItsOwnThreads) {
+  Json with_collnet = Json::parse(read_file(shipped("gcp-a3-mega")));
+  with_collnet["library"]["collnet"] = true;
+  const auto t = load_topology(write_temp_json("a3-mega-collnet-threads.json", with_collnet), 2);
+  nccl::use_release(*t, "2.29.7", "test", "");
+  ASSERT_EQ(nccl::machine_of(*t).channels, 16);
+  const auto channels = [&](Algorithm a, Bytes bytes) {
+    return nccl::predict_with(allreduce(bytes), *t, a, Protocol::Simple, {}).channels;
+  };
+  EXPECT_EQ(channels(Algorithm::CollNetChain, 1 << 20), 3);
+  EXPECT_EQ(channels(Algorithm::CollNetChain, 4 << 20), 12);
+  EXPECT_EQ(channels(Algorithm::CollNetDirect, 16 << 20), 11);
+  EXPECT_EQ(channels(Algorithm::CollNetDirect, 4 << 20), 5);
+}
+
+// PAT has no thread count in NCCL's table (maxThreads stays 0), so only the traffic trims its channels: 2 nodes of
+// one L40S, 8 channels, NCCL 2.27, allgather of 128 KiB: one rank's share 64 KiB, traffic 2 x 64 KiB = 128 KiB, 16 KiB
+// a channel, cells of 16 KiB of traffic = 8 KiB of data, 8 of them, one a channel: 8. The ring's rule (512 threads x
+// 64 bytes = 32 KiB a channel) would have kept 4.
+TEST(NcclModel, PatIsTrimmedByItsTrafficAlone) {
+  Json doc = Json::parse(read_file(shipped("r760xa-l40s-socket")));
+  doc["library"]["channels"] = 8;
+  const auto t = load_topology(write_temp_json("l40s-socket-8-channels.json", doc), 2);
+  CollectiveSpec spec = allreduce(128 << 10);
+  spec.op = Collective::AllGather;
+  EXPECT_EQ(nccl::predict_with(spec, *t, Algorithm::Pat, Protocol::Simple, {}).channels, 8);
+}
+
+// NVLS-tree's chunk drops to 64 KiB from 4 nodes, not 3 (enqueue.cc calcCollChunking, nNodes >= 4): DGX H100, NCCL
+// 2.29, 1 GiB (no size shrinks the chunk: the first rule needs a chunk above 256 KiB, the next ones less than
+// 16 x 128 ops x 128 KiB = 256 MiB), 16 NVLS channels x 8 heads = 128 ops. The fill is 3 chunks more per op (4 stages):
+// 3 x 128 KiB x 128 = 48 MiB on 3 nodes, 3 x 64 KiB x 128 = 24 MiB on 4.
+TEST(NcclModel, NvlsTreeChunkDropsFromFourNodes) {
+  const auto fill_bytes = [](int nodes) {
+    auto t = load_topology(shipped("dgx-h100"), nodes);
+    nccl::use_release(*t, "2.29.7", "test", "");
+    const nccl::Estimate e =
+        nccl::predict_with(allreduce(Bytes{1} << 30), *t, Algorithm::NvlsTree, Protocol::Simple, {});
+    return e.bandwidth_s * e.algbw_Bps - static_cast<double>(Bytes{1} << 30);
+  };
+  EXPECT_NEAR(fill_bytes(3), 3.0 * 131072 * 128, 1.0);
+  EXPECT_NEAR(fill_bytes(4), 3.0 * 65536 * 128, 1.0);
+}
+
+// From 2.29 NCCL's estimate applies its tree size correction to NVLS-tree allreduce too, on Blackwell GPUs with x86
+// CPUs (tuning.cc v2.29.7-1:596): HGX B200 (Intel), 2 nodes, 8 MiB, log2(8 MiB / 64) = 17, Simple factor 0.8, so the
+// bandwidth term is 1 / 0.8 = 1.25 times that of the same machine with Arm CPUs; 2.28 corrects neither.
+TEST(NcclModel, NvlsTreeSizeCorrectionOnBlackwellX86From229) {
+  const auto bandwidth_s = [](const char* cpu, const char* release) {
+    Json doc = Json::parse(read_file(shipped("hgx-b200")));
+    doc["library"]["cpu_vendor"] = cpu;
+    const auto t = load_topology(write_temp_json(std::string("hgx-b200-") + cpu + ".json", doc), 2);
+    nccl::use_release(*t, release, "test", "");
+    for (const nccl::Estimate& e : nccl::candidates(allreduce(8 << 20), *t))
+      if (e.algorithm == Algorithm::NvlsTree) return e.bandwidth_s;
+    ADD_FAILURE() << "no NVLS-tree candidate";
+    return 0.0;
+  };
+  EXPECT_NEAR(bandwidth_s("intel", "2.29.7") / bandwidth_s("arm", "2.29.7"), 1.25, 1e-9);
+  EXPECT_NEAR(bandwidth_s("intel", "2.28.9") / bandwidth_s("arm", "2.28.9"), 1.0, 1e-12);
+}
+
 // The latencies NCCL 2.20 printed for two nodes of 8 H100 GPUs (https://github.com/NVIDIA/nccl/issues/1519, the
 // issue's first log; the part of it we have: the reduce-scatter and allgather rows of the first block and the first
 // five AllReduce cells; the bandwidths are that cluster's 200 Gb/s NICs, not the DGX H100's, so only latencies are
