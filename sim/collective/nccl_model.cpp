@@ -238,7 +238,7 @@ Estimate predict_in(const Context& c, const CollectiveSpec& spec, Algorithm algo
   // algbw, with 8 and 16 channels), as NCCL's own estimate does (ncclTopoGetAlgoTime before channels are chosen).
   const double ceiling_GBps = link_ceiling_algbw_GBps(a, spec.op, c.machine);
   Estimate est =
-      make_estimate(a, p, launched_channels(a, p, spec.op, spec.bytes, c.machine, c.table, c.library.gpu_arch),
+      make_estimate(a, p, launched_channels(a, p, spec.op, spec.bytes, c.machine, c.table, c.library),
                     e.latency_us * scale.latency_scale, std::min(e.algbw_GBps * scale.bandwidth_scale, ceiling_GBps),
                     spec.bytes, nvls_fill_bytes(a, spec.op, spec.bytes, c.machine, c.table, c.library.gpu_arch));
   est.ceiling_algbw_Bps = ceiling_GBps * 1e9;

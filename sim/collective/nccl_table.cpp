@@ -113,6 +113,8 @@ void read_core(const nlohmann::json& c, Table& t) {
   t.thread_threshold = read_per_proto(c.at("thread_threshold"));
   t.slow_ring_at_most_GBps = c.at("slow_ring_simple_threads").at("ring_at_most_GBps").get<double>();
   t.slow_ring_simple_threads = c.at("slow_ring_simple_threads").at("threads").get<double>();
+  t.ring_channels_at_least_nvls = c.at("channels").at("rings_copied_up_to_nvls").get<bool>();
+  t.multi_node_nvls_at_most_ring = c.at("channels").at("multi_node_nvls_at_most_rings").get<bool>();
   t.collnet_max_threads = c.at("collnet_threads").at("max_threads").get<double>();
   t.collnet_thread_threshold = c.at("collnet_threads").at("thread_threshold").get<double>();
   if (const nlohmann::json& split = c.at("channel_split"); !split.is_null()) {

@@ -56,6 +56,8 @@ struct Table {
   double slow_ring_at_most_GBps = 0, slow_ring_simple_threads = 0;  // Simple ring threads on a ring this slow
   double collnet_max_threads = 0, collnet_thread_threshold = 0;     // CollNet Simple
   ChannelSplit channel_split;
+  bool ring_channels_at_least_nvls = false;   // 2.22-2.27: rings copied up to the NVLS channels
+  bool multi_node_nvls_at_most_ring = false;  // 2.28+: NVLS across nodes on no more channels than the rings
   double net_overhead_intel_us = 0, net_overhead_amd_us = 0;
   double ring_plateau_pre_ampere = 1, ring_plateau = 1;
   double ring_ll_factor_allreduce_or_multi_node = 0, ring_ll_factor_other = 0;

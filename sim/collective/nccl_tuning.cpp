@@ -23,6 +23,10 @@ int steps_of(Collective op, int ranks) {
 
 bool newer_than_2_23(const Table& t) { return t.number >= 2023; }
 
+// NCCL sets NVLS up only on NVSwitch systems with more than 2 GPUs in a node (transport/nvls.cc ncclNvlsInit:
+// "gpuCount <= 2" returns without NVLS, v2.18.6-1:239 to v2.29.7-1:241).
+bool nvls_supported(const Machine& m, const CommLibrary& lib) { return lib.nvls && m.ranks / m.nodes > 2; }
+
 // Which (collective, algorithm, protocol) NCCL models and enables by default (tuning.cc; nccl_model.hpp).
 bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   const int ppn = m.ranks / m.nodes;
@@ -37,7 +41,7 @@ bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& l
   if (op == Collective::ReduceScatter || op == Collective::AllGather) {
     if (!t.gather_scatter[a]) return false;
     if (a == kRing) return true;
-    if (a == kNvls) return lib.nvls && m.nodes == 1 && ppn > 1;
+    if (a == kNvls) return nvls_supported(m, lib) && m.nodes == 1;
     if (a == kPat) return ppn == 1;
     return false;  // CollNet direct: SHARP's allgather / reduce-scatter is not modelled
   }
@@ -46,9 +50,9 @@ bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& l
     case kTree:
       return true;
     case kNvls:
-      return lib.nvls && ppn > 1 && (m.nodes == 1 || lib.collnet);  // across nodes NVLS needs SHARP
+      return nvls_supported(m, lib) && (m.nodes == 1 || lib.collnet);  // across nodes NVLS needs SHARP
     case kNvlsTree:
-      return lib.nvls && ppn > 1 && m.nodes > 1;
+      return nvls_supported(m, lib) && m.nodes > 1;
     case kCollNetDirect:
       return lib.collnet && m.nodes > 1 && m.nvlink_intra && ppn <= 8;
     case kCollNetChain:
@@ -233,7 +237,7 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
 bool modeled(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   if (m.ranks < 2) return false;
   const bool simple = p == proto_index(Protocol::Simple);
-  if ((a == kNvls || a == kNvlsTree) && !(simple && lib.nvls)) return false;
+  if ((a == kNvls || a == kNvlsTree) && !(simple && nvls_supported(m, lib))) return false;
   if (op == Collective::Broadcast || op == Collective::Reduce) return a == kRing;
   if (op == Collective::ReduceScatter || op == Collective::AllGather) {
     if (!t.gather_scatter[a]) return false;
@@ -318,16 +322,20 @@ int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, const
   return static_cast<int>(std::min<Bytes>(used, static_cast<Bytes>(nc)));
 }
 
-// Channels NCCL launches for `bytes` (enqueue.cc topoGetAlgoInfo): NVLS its own channels (across nodes no more than
-// the ring's); ring, tree and CollNet chain fewer while each thread would get less than its threshold, with fewer
-// Simple ring threads where the ring graph inside a node is slow (the table's slow_ring_simple_threads) and CollNet's
-// own threads and threshold; CollNet direct by its own loop; PAT all; from 2.23 no more than the traffic fills
-// (traffic_channels), except CollNet's and multi-node NVLS's, which take all their channels (enqueue.cc isCollnet).
-int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
-  int nc = m.channels;
+// Channels NCCL launches for `bytes` (enqueue.cc topoGetAlgoInfo): NVLS its own channels (from 2.28 across nodes no
+// more than the ring's); ring, tree and CollNet chain fewer while each thread would get less than its threshold, with
+// fewer Simple ring threads where the ring graph inside a node is slow (the table's slow_ring_simple_threads) and
+// CollNet's own threads and threshold; CollNet direct by its own loop; PAT all; from 2.23 no more than the traffic
+// fills (traffic_channels), except CollNet's and multi-node NVLS's, which take all their channels (enqueue.cc
+// isCollnet).
+int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m, const Table& t,
+                      const CommLibrary& lib) {
+  const int nvls_channels = nvls_channel_count(t, lib.gpu_arch, m.nodes);
+  // 2.22-2.27 copy the rings up to the NVLS channels (graph/connect.cc, v2.23.4-1:496-498) and start from those.
+  int nc = t.ring_channels_at_least_nvls && nvls_supported(m, lib) ? std::max(m.channels, nvls_channels) : m.channels;
   if (a == kNvls || a == kNvlsTree) {
-    nc = nvls_channel_count(t, arch, m.nodes);
-    if (a == kNvls && m.nodes > 1) nc = std::min(nc, m.channels);
+    nc = nvls_channels;
+    if (a == kNvls && m.nodes > 1 && t.multi_node_nvls_at_most_ring) nc = std::min(nc, m.channels);
   } else if (a == kCollNetDirect) {
     // Its own loop over the CollNet heads (one per NIC channel of the search, as the bandwidth counts them), halving
     // the threshold at 1.5 x each switch point 16, 8, 4, 2, 1 (enqueue.cc topoGetAlgoInfo, v2.18.6-1:1192-1202 to

@@ -31,7 +31,8 @@ double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machin
                     const Table& t, Collective op);
 int nvls_channel_count(const Table& t, GpuArch arch, int nodes);
 // Channels NCCL launches for `bytes` (enqueue.cc).
-int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch);
+int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m, const Table& t,
+                      const CommLibrary& lib);
 // The bytes the NVLS / NVLS-tree pipeline adds to the bandwidth term; 0 for other algorithms.
 double nvls_fill_bytes(int a, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch);
 

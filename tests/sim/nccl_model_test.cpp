@@ -377,6 +377,41 @@ TEST(NcclModel, NvlsTreeSizeCorrectionOnBlackwellX86From229) {
   EXPECT_NEAR(bandwidth_s("intel", "2.28.9") / bandwidth_s("arm", "2.28.9"), 1.0, 1e-12);
 }
 
+// 2.22-2.27 copy the rings up to the NVLS channels and trim from there (graph/connect.cc, v2.23.4-1:496-498); 2.28
+// stops copying and runs NVLS across nodes on no more channels than the rings (enqueue.cc v2.28.3-1:1865). HGX B200,
+// 16 ring channels, 1 GiB (no trimming): one node runs its rings on the 32 NVLS channels of 2.26, the 24 of 2.27, its
+// own 16 from 2.28; two nodes with SHARP run NVLS on its 32 channels in 2.27 (the rings copied to 32 as well) and on
+// min(32, 16) in 2.29.
+TEST(NcclModel, RingsFollowTheNvlsChannelsUntil228) {
+  const auto channels = [](int nodes, Algorithm a, const char* release) {
+    Json doc = Json::parse(read_file(shipped("hgx-b200")));
+    doc["library"]["collnet"] = true;
+    const auto t = load_topology(write_temp_json("hgx-b200-collnet.json", doc), nodes);
+    nccl::use_release(*t, release, "test", "");
+    return nccl::predict_with(allreduce(Bytes{1} << 30), *t, a, Protocol::Simple, {}).channels;
+  };
+  EXPECT_EQ(channels(1, Algorithm::Ring, "2.26.2"), 32);
+  EXPECT_EQ(channels(1, Algorithm::Ring, "2.27.7"), 24);
+  EXPECT_EQ(channels(1, Algorithm::Ring, "2.28.9"), 16);
+  EXPECT_EQ(channels(2, Algorithm::Nvls, "2.27.7"), 32);
+  EXPECT_EQ(channels(2, Algorithm::Ring, "2.27.7"), 32);
+  EXPECT_EQ(channels(2, Algorithm::Nvls, "2.29.7"), 16);
+}
+
+// NCCL sets NVLS up only where a node has more than 2 GPUs (transport/nvls.cc ncclNvlsInit, "gpuCount <= 2"): a
+// communicator of 2 GPUs of one DGX H100 has no NVLS candidate, one of 4 has.
+TEST(NcclModel, NoNvlsOnTwoGpus) {
+  auto t = load_topology(shipped("dgx-h100"), 1);
+  const auto has_nvls = [&](std::vector<int> ranks) {
+    CollectiveSpec spec = allreduce(64 << 20);
+    spec.ranks = std::move(ranks);
+    const std::vector<nccl::Estimate> all = nccl::candidates(spec, *t);
+    return std::any_of(all.begin(), all.end(), [](const nccl::Estimate& e) { return e.algorithm == Algorithm::Nvls; });
+  };
+  EXPECT_FALSE(has_nvls({0, 1}));
+  EXPECT_TRUE(has_nvls({0, 1, 2, 3}));
+}
+
 // The latencies NCCL 2.20 printed for two nodes of 8 H100 GPUs (https://github.com/NVIDIA/nccl/issues/1519, the
 // issue's first log; the part of it we have: the reduce-scatter and allgather rows of the first block and the first
 // five AllReduce cells; the bandwidths are that cluster's 200 Gb/s NICs, not the DGX H100's, so only latencies are
