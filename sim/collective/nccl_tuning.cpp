@@ -276,22 +276,28 @@ double link_ceiling_algbw_GBps(int a, Collective op, const Machine& m) {
   }
 }
 
-// NCCL's estimate for `bytes` (ncclTopoGetAlgoTime): tree's size correction (from 2.29 NVLS-tree allreduce's too,
-// on Blackwell GPUs with x86 CPUs), the ring's plateau.
-double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machine& m, const CommLibrary& lib,
-                    const Table& t, Collective op) {
-  double bw = e.algbw_GBps, lat = e.latency_us;
+// NCCL's size-dependent factors of its estimate (ncclTopoGetAlgoTime): tree's size correction of the bandwidth (from
+// 2.29 NVLS-tree allreduce's too, on Blackwell GPUs with x86 CPUs), the ring's plateau of the latency.
+SizeFactors size_factors(int a, int p, Bytes bytes, const Machine& m, const CommLibrary& lib, const Table& t,
+                         Collective op) {
+  SizeFactors f;
   const int log_size = log2i(bytes >> 6);
   const std::vector<double>& correction = t.tree_correction[p];
-  if (a == kTree && log_size >= 0 && log_size < kTreeCorrectionSizes) bw *= correction[log_size];
+  if (a == kTree && log_size >= 0 && log_size < kTreeCorrectionSizes) f.bandwidth = correction[log_size];
   if (a == kNvlsTree && op == Collective::AllReduce && t.nvls_tree_size_correction &&
       lib.gpu_arch == GpuArch::Blackwell && !lib.cpu_arm && log_size >= 0 &&
       log_size < static_cast<int>(correction.size()))
-    bw *= correction[static_cast<std::size_t>(log_size)];
+    f.bandwidth = correction[static_cast<std::size_t>(log_size)];
   if (a == kRing && p == 2 && m.nodes > 1 && op == Collective::AllReduce &&
       static_cast<double>(bytes) / (static_cast<double>(m.channels) * m.ranks) >= 64)
-    lat *= lib.gpu_arch == GpuArch::Volta ? t.ring_plateau_pre_ampere : t.ring_plateau;
-  return lat + static_cast<double>(bytes) / (1000 * bw);
+    f.latency = lib.gpu_arch == GpuArch::Volta ? t.ring_plateau_pre_ampere : t.ring_plateau;
+  return f;
+}
+
+double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machine& m, const CommLibrary& lib,
+                    const Table& t, Collective op) {
+  const SizeFactors f = size_factors(a, p, bytes, m, lib, t, op);
+  return e.latency_us * f.latency + static_cast<double>(bytes) / (1000 * e.algbw_GBps * f.bandwidth);
 }
 
 int nvls_channel_count(const Table& t, GpuArch arch, int nodes) {

@@ -26,7 +26,14 @@ bool modeled(int a, int p, Collective op, const Machine& m, const CommLibrary& l
 double latency_us(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t);
 // The most algorithm bandwidth the machine's links allow algorithm a, whatever NCCL's constants or a fit say.
 double link_ceiling_algbw_GBps(int a, Collective op, const Machine& m);
-// NCCL's estimate for `bytes` (ncclTopoGetAlgoTime): tree's size correction, the ring's plateau.
+// NCCL's size-dependent factors of its estimate (ncclTopoGetAlgoTime): tree's size correction of the bandwidth, the
+// ring's plateau of the latency.
+struct SizeFactors {
+  double bandwidth = 1, latency = 1;
+};
+SizeFactors size_factors(int a, int p, Bytes bytes, const Machine& m, const CommLibrary& lib, const Table& t,
+                         Collective op);
+// NCCL's estimate for `bytes`: its latency and bandwidth with those factors.
 double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machine& m, const CommLibrary& lib,
                     const Table& t, Collective op);
 int nvls_channel_count(const Table& t, GpuArch arch, int nodes);
