@@ -237,10 +237,11 @@ Estimate predict_in(const Context& c, const CollectiveSpec& spec, Algorithm algo
   // published curves keep NCCL's all-channel bandwidth as their slope (e.g. 8x A100 LL: 256 KiB -> 1 MiB at ~28 GB/s
   // algbw, with 8 and 16 channels), as NCCL's own estimate does (ncclTopoGetAlgoTime before channels are chosen).
   const double ceiling_GBps = link_ceiling_algbw_GBps(a, spec.op, c.machine);
-  Estimate est =
-      make_estimate(a, p, launched_channels(a, p, spec.op, spec.bytes, c.machine, c.table, c.library),
-                    e.latency_us * scale.latency_scale, std::min(e.algbw_GBps * scale.bandwidth_scale, ceiling_GBps),
-                    spec.bytes, nvls_fill_bytes(a, spec.op, spec.bytes, c.machine, c.table, c.library.gpu_arch));
+  const SizeFactors f = size_factors(a, p, spec.bytes, c.machine, c.library, c.table, spec.op);
+  Estimate est = make_estimate(a, p, launched_channels(a, p, spec.op, spec.bytes, c.machine, c.table, c.library),
+                               e.latency_us * f.latency * scale.latency_scale,
+                               std::min(e.algbw_GBps * f.bandwidth * scale.bandwidth_scale, ceiling_GBps), spec.bytes,
+                               nvls_fill_bytes(a, spec.op, spec.bytes, c.machine, c.table, c.library.gpu_arch));
   est.ceiling_algbw_Bps = ceiling_GBps * 1e9;
   est.host_floor_s = spec.gpus_per_thread * launch_us_of(c.library, c.table) * 1e-6;
   est.seconds = std::max(est.seconds, est.host_floor_s);

@@ -3,15 +3,18 @@
 // versioned table libraries/nccl.json, and the machine's bandwidths taken from the topology's links.
 //
 // For one collective of n bytes, algorithm a and protocol p (NCCL's ncclTopoTuneModel / ncclTopoGetAlgoTime):
-//   time(a, p) = latency(a, p) + n / algbw(a, p)
+//   time(a, p) = latency(a, p) * plateau + n / (algbw(a, p) * correction(n))
 //   latency    = base[a][p] + (intra steps) * hwLat[intra link][a][p] + (inter steps) * (hwLat[net][a][p] + transport)
 //   algbw      = busBw(a, p) * ratio(a),  busBw = graph bandwidth capped per protocol and channel
+//   plateau    = 1.4 (1.9 before Ampere) for a ring Simple allreduce across nodes of at least 64 bytes a channel
+//                and rank, correction = tree's factor by log2(n / 64) (from 2.29 NVLS-tree's too on Blackwell, x86)
 // NCCL picks the (a, p) of least estimated time; that is `choose`. What the collective then takes (`predict`) is
-// that formula with the fitted per-(collective, a, p) scales of the GPU generation (libraries/nccl.json "fitted",
-// or the topology's own from calibration); it reports the channels NCCL launches for the size (fewer for small
-// messages), which leave the bandwidth term as it is (small sizes are latency-bound: published curves keep the
-// all-channel slope there). The prediction's bandwidth term also carries what NCCL's estimate leaves out: NVLS and
-// NVLS-tree drain their last chunk through the kernel's stages, n + fill bytes (nccl_tuning.hpp, nvls_fill_bytes).
+// that formula, size factors included (NCCL's own measured corrections), with the fitted per-(collective, a, p)
+// scales of the GPU generation (libraries/nccl.json "fitted", or the topology's own from calibration); it reports the
+// channels NCCL launches for the size (fewer for small messages), which leave the bandwidth term as it is (small sizes
+// are latency-bound: published curves keep the all-channel slope there). The prediction's bandwidth term also carries
+// what NCCL's estimate leaves out: NVLS and NVLS-tree drain their last chunk through the kernel's stages, n + fill
+// bytes (nccl_tuning.hpp, nvls_fill_bytes).
 #pragma once
 
 #include <array>
