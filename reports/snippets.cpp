@@ -89,11 +89,19 @@ std::string mindspore_snippet(const Strategy& s) {
   return out;
 }
 
+// DDP's first bucket (torch/nn/parallel/distributed.py, bucket_bytes_cap_default): 1 MiB
+// (dist._DEFAULT_FIRST_BUCKET_BYTES) only when bucket_cap_mb is not passed, the cap itself when it is. So DDP's
+// defaults are 25 MiB buckets after a 1 MiB first one, and an explicit cap gives the first bucket that cap too.
 std::string pytorch_snippet(const Strategy& s) {
   std::string out = "from torch.nn.parallel import DistributedDataParallel as DDP\n";
-  if (s.fusion.mode == FusionMode::Size || s.fusion.mode == FusionMode::Auto)
+  const double first_mb = s.fusion.first_bucket_cap_mb();
+  if (s.fusion.mode == FusionMode::Size && s.fusion.size_mb == 25 && first_mb == 1)
+    out += "model = DDP(model, device_ids=[local_rank])  # DDP's defaults: 25 MB buckets, the first one 1 MB\n";
+  else if (s.fusion.mode == FusionMode::Size || s.fusion.mode == FusionMode::Auto) {
     out += "model = DDP(model, device_ids=[local_rank], bucket_cap_mb=" + number(s.fusion.size_mb) + ")\n";
-  else
+    if (s.fusion.mode == FusionMode::Size && first_mb != s.fusion.size_mb)
+      out += "# a first bucket of " + number(first_mb) + " MB: DDP sizes it only with bucket_cap_mb left out (1 MB)\n";
+  } else
     out += "model = DDP(model, device_ids=[local_rank])  # DDP fuses by size only (bucket_cap_mb)\n";
   if (s.comm_dtype == CommDtype::Fp16 || s.comm_dtype == CommDtype::Bf16) {
     out += "from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n";

@@ -168,12 +168,29 @@ TEST(Snippets, WriteTheFrameworksOwnSettings) {
             std::string::npos);
   const std::string torch = pytorch_snippet(s);
   EXPECT_NE(torch.find("bucket_cap_mb=32"), std::string::npos);
+  EXPECT_EQ(torch.find("first bucket"), std::string::npos);  // 32 MB throughout: an explicit cap does that
   EXPECT_NE(torch.find("default_hooks.fp16_compress_hook"), std::string::npos);
   // hierarchical allreduce is the framework's, not an NCCL algorithm
   EXPECT_EQ(nccl_env_snippet(s).find("export NCCL_ALGO"), std::string::npos);
   s.use_hierarchical_allreduce = false;
   s.algorithm = Algorithm::Tree;
   EXPECT_EQ(nccl_env_snippet(s), "export NCCL_ALGO=Tree\n");
+}
+
+// DDP takes a 1 MiB first bucket only when bucket_cap_mb is left out (distributed.py bucket_bytes_cap_default), and
+// the cap as its first bucket when it is given: 25 MB after a 1 MB first bucket is DDP(model) with no cap; 25 MB
+// throughout needs bucket_cap_mb=25; 8 MB after 1 MB cannot be said with bucket_cap_mb, and the snippet says so.
+TEST(Snippets, DdpFirstBucketFollowsWhetherTheCapIsGiven) {
+  Strategy s;
+  s.fusion.mode = FusionMode::Size;
+  s.fusion.size_mb = 25, s.fusion.first_bucket_mb = 1;
+  EXPECT_EQ(pytorch_snippet(s).find("bucket_cap_mb="), std::string::npos);
+  s.fusion.first_bucket_mb = 25;
+  EXPECT_NE(pytorch_snippet(s).find("bucket_cap_mb=25)"), std::string::npos);
+  s.fusion.size_mb = 8, s.fusion.first_bucket_mb = 1;
+  const std::string eight = pytorch_snippet(s);
+  EXPECT_NE(eight.find("bucket_cap_mb=8)"), std::string::npos);
+  EXPECT_NE(eight.find("# a first bucket of 1 MB: DDP sizes it only with bucket_cap_mb left out"), std::string::npos);
 }
 
 TEST(Snippets, HierarchyGroupsInEitherSpellingPrintAsPaddlesGroupSize) {
