@@ -16,12 +16,13 @@
 //     is commsim's step s + 1.
 //   - plain (lines 107-127, 184-189): last_step starts at begin_step; `communicate` (average the parameters, then
 //     last_step = step) runs when step <= begin_step, and afterwards when step - last_step == k_steps.
-//   - adaptive (lines 202-205, 310-331, 419-435): k_steps starts at init_k_steps and last_step at 0; the same two
-//     conditions; each `communicate` recomputes k_steps = ceil(sqrt(lr_0 * avg_loss / (global_lr * loss_0) *
-//     init_k_steps)), then elementwise_min with max_local_steps = 16 and elementwise_max with min_local_steps = 1.
-//     So init_k_steps is the first interval only (when begin_step is 0: with begin_step >= 1 it is recomputed at
-//     every step up to begin_step and enters only through the formula), it is not clamped, and k changes only at
-//     an averaging.
+//   - adaptive: read at f8704b39a102f809fddd7cf3086722cefa8fa542 (AdaptiveLocalSGDOptimizer.minimize_impl), the
+//     revision that reads adaptive_localsgd_configs as the seed document sets them (02a032c reads init_k_steps from
+//     localsgd_configs, which has none): k_steps starts at init_k_steps and last_step at 0; `communicate` (average,
+//     last_step = step) at every step <= begin_step, k unchanged; after begin_step, when step - last_step ==
+//     k_steps, `communicate_avg_loss` averages and then sets k_steps = ceil(sqrt(lr_0 * avg_loss / (global_lr *
+//     loss_0) * init_k_steps)), min 16, max 1. So init_k_steps is the first interval after begin_step, not clamped,
+//     and k changes only at an averaging after begin_step.
 #include "sim/scenario/schedules.hpp"
 
 #include <algorithm>
@@ -79,7 +80,7 @@ std::vector<bool> localsgd_averaging_steps(const LocalSgd& l, int steps) {
     if (step > l.begin_step && step - last_step != k) continue;
     average[s] = true;
     last_step = step;
-    if (l.adaptive) k = adaptive_k(l, s);
+    if (l.adaptive && step > l.begin_step) k = adaptive_k(l, s);
   }
   return average;
 }
@@ -89,10 +90,11 @@ int steady_state_start(const Strategy& st, int steps) {
   if (st.dgc) start = dgc_final_sparsity_step(*st.dgc);
   if (st.localsgd && !st.localsgd->adaptive) start = st.localsgd->begin_step;
   if (st.localsgd && st.localsgd->adaptive) {
-    // After the first averaging at or past step begin_step - 1, every interval is one the formula chose.
+    // After the first averaging past begin_step (Paddle's 1-based step > begin_step: s >= begin_step), every interval
+    // is one the formula chose.
     const std::vector<bool> average = localsgd_averaging_steps(*st.localsgd, steps);
     start = steps;
-    for (int s = std::max(0, st.localsgd->begin_step - 1); s < steps; ++s)
+    for (int s = st.localsgd->begin_step; s < steps; ++s)
       if (average[s]) {
         start = s + 1;
         break;

@@ -5,7 +5,7 @@
 //     sparsity[min(len - 1, int((step - rampup_begin_step) * len / rampup_step))]; Paddle's DGC counter starts at 0.
 //   Local SGD (python/paddle/distributed/fleet/meta_optimizers/localsgd_optimizer.py): Paddle step p = s + 1;
 //     average when p <= begin_step or p - last_step == k; last_step starts at begin_step (plain) or 0 (adaptive);
-//     adaptive k starts at init_k_steps and is recomputed, clamped to [1, 16], only when it averages.
+//     adaptive k starts at init_k_steps and is recomputed, clamped to [1, 16], only when it averages after begin_step.
 #include "sim/scenario/schedules.hpp"
 
 #include <gtest/gtest.h>
@@ -92,14 +92,17 @@ TEST(LocalSgdSchedule, AdaptiveTakesInitKStepsAsTheFirstIntervalUncapped) {
   EXPECT_EQ(averaging_steps(l, 26), (std::vector<int>{19, 24}));
 }
 
-TEST(LocalSgdSchedule, AdaptiveWithBeginStepRecomputesKFromTheStart) {
-  // Paddle's default begin_step 1: p = 1 <= 1 averages (s = 0) and recomputes k = ceil(sqrt(16)) = 4, so init_k_steps
-  // 16 is never an interval: p = 5, 9 (s = 4, 8).
+TEST(LocalSgdSchedule, AdaptiveCountsInitKStepsFromBeginStep) {
+  // Paddle's default begin_step 1: p = 1 <= 1 averages (s = 0) with k unchanged and last_step = 1; the first interval
+  // after it is init_k_steps 16: p = 17 (s = 16), where k = ceil(sqrt(16)) = 4: p = 21 (s = 20).
   LocalSgd l;
   l.adaptive = true;
   l.init_k_steps = 16;
   l.begin_step = 1;
-  EXPECT_EQ(averaging_steps(l, 10), (std::vector<int>{0, 4, 8}));
+  EXPECT_EQ(averaging_steps(l, 22), (std::vector<int>{0, 16, 20}));
+  // begin_step 3: p = 1, 2, 3 average (s = 0, 1, 2), then p = 3 + 16 = 19 (s = 18).
+  l.begin_step = 3;
+  EXPECT_EQ(averaging_steps(l, 20), (std::vector<int>{0, 1, 2, 18}));
 }
 
 TEST(LocalSgdSchedule, AdaptiveKChangesOnlyAtAnAveraging) {
@@ -126,7 +129,7 @@ TEST(LocalSgdSchedule, SteadyStateStartsWhereTheChosenIntervalsBegin) {
   st.localsgd->begin_step = 0;
   EXPECT_EQ(steady_state_start(st, 30), 16);  // after the first (init_k_steps) interval, averaged at s = 15
   st.localsgd->begin_step = 1;
-  EXPECT_EQ(steady_state_start(st, 30), 1);  // k is the formula's from the average at s = 0
+  EXPECT_EQ(steady_state_start(st, 30), 17);  // the first interval after begin_step is init_k_steps: s = 16
 }
 
 }  // namespace
