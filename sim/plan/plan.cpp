@@ -156,7 +156,10 @@ std::vector<Bucket> make_buckets(const Scenario& sc, const Model& model) {
   const Fusion& f = sc.strategy.fusion;
   const int n = static_cast<int>(model.tensors.size());
   std::vector<std::vector<int>> groups;  // each in backward order
-  if (f.mode == FusionMode::None) {
+  // Paddle turns fusion off under DGC ("DGC doesn't support fuse for now, close fuse": python/paddle/fluid/
+  // compiler.py, CompiledProgram._compile_data_parallel sets fuse_all_reduce_ops = False), so every tensor is its
+  // own collective in every step, dense ones before the ramp-up included.
+  if (f.mode == FusionMode::None || sc.strategy.dgc) {
     for (int t = n - 1; t >= 0; --t) groups.push_back({t});
   } else if (f.mode == FusionMode::Index) {
     // MindSpore all_reduce_fusion_config: indices split the forward-ordered tensors; the last group is launched first.
@@ -267,6 +270,8 @@ std::vector<std::string> plan_notes(const Scenario& sc, const Topology& topo, co
                     " of its speed (one SM per NCCL channel" +
                     (c > 0 ? ", and the topology's concurrent_slowdown" : "") + "); compute time includes it");
   }
+  if (sc.strategy.dgc)
+    notes.push_back("DGC: one collective per tensor in every step, as Paddle turns fusion off under DGC");
   notes.push_back("stragglers: synchronous steps wait for the slowest rank; Local SGD only at each averaging");
   if (sc.strategy.priority == CommPriority::ForwardOrder)
     notes.push_back(

@@ -8,8 +8,15 @@ namespace commsim {
 
 namespace {
 
-// DGC on one bucket: tensors of at least min_elements are sparsified (top-k selection, then an all-gather of
-// (value, index) pairs); the rest are allreduced.
+// The pairs DGC keeps of a tensor of `elements`: Paddle's k = static_cast<int>(numel * ratio) with ratio = 1 -
+// sparsity in float (paddle/phi/kernels/gpu/dgc_kernel.cu, DGCKernel), so truncated, not rounded up.
+std::uint64_t dgc_kept(std::uint64_t elements, double sparsity) {
+  const float ratio = 1.0F - static_cast<float>(sparsity);
+  return static_cast<std::uint64_t>(static_cast<float>(elements) * ratio);
+}
+
+// DGC on one bucket (one tensor: Paddle runs DGC unfused, plan.cpp make_buckets): tensors of at least min_elements
+// are sparsified (top-k selection, then an all-gather of (value, index) pairs); the rest are allreduced.
 void dgc_bucket(const StepBuilder& b, StepPlan& step, const Bucket& bucket, int index, const std::vector<int>& deps) {
   const Strategy& st = b.sc.strategy;
   const std::string name = "bucket " + std::to_string(index);
@@ -17,7 +24,8 @@ void dgc_bucket(const StepBuilder& b, StepPlan& step, const Bucket& bucket, int 
   for (int t : bucket.tensors) (b.model.tensors[t].elements >= st.dgc->min_elements ? sparse : dense).push_back(t);
   if (!sparse.empty()) {
     const std::uint64_t elements = elements_of(b.model, sparse);
-    const double kept = std::ceil((1 - step.sparsity) * static_cast<double>(elements));
+    double kept = 0;
+    for (int t : sparse) kept += static_cast<double>(dgc_kept(b.model.tensors[t].elements, step.sparsity));
     Task select;
     select.kind = TaskKind::TopK;
     select.stream = bucket.stream;

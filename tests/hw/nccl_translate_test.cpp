@@ -292,10 +292,10 @@ TEST_P(NcclTranslateDtype, CastsAroundEachAllReduce) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, NcclTranslateDtype, ::testing::Values("fp16", "bf16", "fp8"));
 
-// DGC at sparsity 0.99 from step 0. In each bucket, tensors of at least min_elements (16384) are sparsified: top-k
-// with k = ceil((1 - 0.99) x their elements) (the Plan's formula), then an ncclAllGather of (int32 index, fp32 value)
-// pairs packed in 32-bit words -- 2k words per rank -- then the scatter-add of 32 x k pairs. The smaller tensors of
-// the bucket stay dense: one ncclAllReduce of their elements.
+// DGC at sparsity 0.99 from step 0, one tensor per collective (Paddle runs DGC unfused). Tensors of at least
+// min_elements (16384) are sparsified: top-k with Paddle's k = int(elements x (1 - 0.99f)), in float as DGCKernel
+// computes it, then an ncclAllGather of (int32 index, fp32 value) pairs packed in 32-bit words -- 2k words per rank --
+// then the scatter-add of 32 x k pairs. The smaller tensors stay dense: one ncclAllReduce of their elements each.
 TEST(NcclTranslate, DgcGivesTopKAndAllGatherOfTwoKWords) {
   const Loaded l = load({R"(strategy.dgc={"rampup_begin_step":0,"rampup_step":1,"sparsity":[0.99]})"});
   ASSERT_EQ(l.program.step_plans.size(), 1u);
@@ -309,6 +309,7 @@ TEST(NcclTranslate, DgcGivesTopKAndAllGatherOfTwoKWords) {
     if (op.kind != OpKind::Collective) continue;
     const Task& task = l.plan.step_plans[0].tasks[static_cast<std::size_t>(op.task)];
     const std::uint64_t elements = elements_of(l.plan, task.tensors);
+    EXPECT_EQ(task.tensors.size(), 1u) << task.label;
     if (op.call == Call::AllReduce) {
       for (int t : task.tensors) EXPECT_LT(l.plan.model.tensors[static_cast<std::size_t>(t)].elements, 16384u);
       EXPECT_EQ(op.count, elements);
@@ -317,7 +318,7 @@ TEST(NcclTranslate, DgcGivesTopKAndAllGatherOfTwoKWords) {
     }
     ASSERT_EQ(op.call, Call::AllGather);
     for (int t : task.tensors) EXPECT_GE(l.plan.model.tensors[static_cast<std::size_t>(t)].elements, 16384u);
-    const auto k = static_cast<std::uint64_t>(std::ceil((1 - 0.99) * static_cast<double>(elements)));
+    const auto k = static_cast<std::uint64_t>(static_cast<float>(elements) * (1.0F - 0.99F));
     EXPECT_EQ(op.dtype, Dtype::Packed32);
     EXPECT_EQ(op.count, 2 * k) << task.label;  // fp32: 4-byte index + 4-byte value = 2 words per pair
     const LaunchOp* topk = nullptr;

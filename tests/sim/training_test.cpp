@@ -195,13 +195,14 @@ TEST(Hierarchy, GroupSizeIsPaddlesInterNranksAndLeadersItsInverse) {
 }
 
 TEST(Dgc, MovesTheBytesTheFormulaSays) {
-  // Sparsity 0.999 from step 0; every tensor (1 Mi elements >= 16384) is sparsified: each rank keeps
-  // ceil(0.001 x 1048576) = 1049 (value, index) pairs of 4 + 4 bytes = 8392 bytes per tensor. The AllGather of p = 4
-  // such contributions makes each rank send (p-1) x 8392 = 25176 bytes per tensor, 100704 per step.
+  // Sparsity 0.999 from step 0; every tensor (1 Mi elements >= 16384) is sparsified on its own: each rank keeps
+  // Paddle's k = int(1048576 x (1 - 0.999f)) = int(1048.56) = 1048 (value, index) pairs of 4 + 4 bytes = 8384 bytes
+  // per tensor. The AllGather of p = 4 such contributions makes each rank send (p-1) x 8384 = 25152 bytes per tensor,
+  // 100608 per step.
   const std::string t = cluster(10e9, 10e9, 0);
   const Json dgc = {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {0.999}}};
   const Result r = simulate(scenario(t, {{"fusion", kNoFusion}, {"dgc", dgc}}));
-  EXPECT_DOUBLE_EQ(r.bytes_sent_per_rank, 4 * 3 * 8392.0);
+  EXPECT_DOUBLE_EQ(r.bytes_sent_per_rank, 4 * 3 * 8384.0);
   // Dense, the same step sends 2(p-1)/p x 16 MiB = 1.5 x 16 MiB per rank.
   const Result dense = simulate(scenario(t, {{"fusion", kNoFusion}}));
   EXPECT_DOUBLE_EQ(dense.bytes_sent_per_rank, 1.5 * 16 * kMiB);
@@ -268,17 +269,17 @@ double dgc_local_work_s(double memory_Bps, double dgc_Bps) {
 
 TEST(Dgc, LocalWorkIsPricedFromMemoryBandwidth) {
   // A sparse step's local DGC work is memory-bound: 7 passes over the 4 Mi fp32 elements (residual 3, selection 1,
-  // decode 3) plus 16 B for each of the p x kept gathered pairs, p = 4, kept = ceil(0.001 x 4 Mi) = 4195. At
-  // memory_Bps 1e9 the step grows by (7 x 4 x 4 Mi + 16 x 4 x 4195) / 1e9 = 117.71 ms (nothing else in this step
-  // uses memory_Bps).
-  EXPECT_NEAR(dgc_local_work_s(1e9, 0), (7.0 * 4 * 4 * kMiB + 16.0 * 4 * 4195) / 1e9, 1e-9);
+  // decode 3) plus 16 B for each of the p x kept gathered pairs, p = 4, kept = 4 tensors x 1048 (each tensor on its
+  // own, as Paddle runs DGC unfused: int(1 Mi x (1 - 0.999f)) = 1048) = 4192. At memory_Bps 1e9 the step grows by
+  // (7 x 4 x 4 Mi + 16 x 4 x 4192) / 1e9 = 117.71 ms (nothing else in this step uses memory_Bps).
+  EXPECT_NEAR(dgc_local_work_s(1e9, 0), (7.0 * 4 * 4 * kMiB + 16.0 * 4 * 4192) / 1e9, 1e-9);
 }
 
 TEST(Dgc, AMeasuredDgcRateReplacesTheMemoryPasses) {
   // With the device's dgc_Bps (the rate `commsim bench` measures for the residual, selection, clearing and averaging)
   // the 4 Mi fp32 elements cost 4 x 4 Mi / dgc_Bps instead of 7 memory passes; the 16 B per gathered pair stay at
-  // memory_Bps. Memory at 1e9, dgc_Bps 2e8: 16 MiB / 2e8 + 16 x 4 x 4195 / 1e9 = 83.886 + 0.268 ms.
-  EXPECT_NEAR(dgc_local_work_s(1e9, 2e8), 4.0 * 4 * kMiB / 2e8 + 16.0 * 4 * 4195 / 1e9, 1e-9);
+  // memory_Bps. Memory at 1e9, dgc_Bps 2e8: 16 MiB / 2e8 + 16 x 4 x 4192 / 1e9 = 83.886 + 0.268 ms.
+  EXPECT_NEAR(dgc_local_work_s(1e9, 2e8), 4.0 * 4 * kMiB / 2e8 + 16.0 * 4 * 4192 / 1e9, 1e-9);
 }
 
 TEST(LocalSgd, KFourCommunicatesAQuarterAsOften) {
