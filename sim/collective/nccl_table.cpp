@@ -91,6 +91,7 @@ long version_number(std::string_view v) {
 // The table is part of the program (compiled in), so a malformed table is an internal fault, not bad input.
 // tuning.cc's latencies, caps, corrections, factors and thresholds.
 void read_core(const nlohmann::json& c, Table& t) {
+  const auto number = [&c](const char* object, const char* field) { return c.at(object).at(field).get<double>(); };
   t.base_latency_us = read_per_algo(c.at("base_latency_us"));
   t.hw_latency_us = {read_per_algo(c.at("hw_latency_us").at("nvlink")), read_per_algo(c.at("hw_latency_us").at("pci")),
                      read_per_algo(c.at("hw_latency_us").at("net"))};
@@ -111,12 +112,12 @@ void read_core(const nlohmann::json& c, Table& t) {
   t.nvls_tree_size_correction = !nvls_tree_correction.is_null();
   t.max_threads = read_per_proto(c.at("max_threads"));
   t.thread_threshold = read_per_proto(c.at("thread_threshold"));
-  t.slow_ring_at_most_GBps = c.at("slow_ring_simple_threads").at("ring_at_most_GBps").get<double>();
-  t.slow_ring_simple_threads = c.at("slow_ring_simple_threads").at("threads").get<double>();
+  t.slow_ring_at_most_GBps = number("slow_ring_simple_threads", "ring_at_most_GBps");
+  t.slow_ring_simple_threads = number("slow_ring_simple_threads", "threads");
   t.ring_channels_at_least_nvls = c.at("channels").at("rings_copied_up_to_nvls").get<bool>();
   t.multi_node_nvls_at_most_ring = c.at("channels").at("multi_node_nvls_at_most_rings").get<bool>();
-  t.collnet_max_threads = c.at("collnet_threads").at("max_threads").get<double>();
-  t.collnet_thread_threshold = c.at("collnet_threads").at("thread_threshold").get<double>();
+  t.collnet_max_threads = number("collnet_threads", "max_threads");
+  t.collnet_thread_threshold = number("collnet_threads", "thread_threshold");
   if (const nlohmann::json& split = c.at("channel_split"); !split.is_null()) {
     t.channel_split.min_traffic_per_channel = split.at("min_traffic_per_channel_bytes").get<Bytes>();
     t.channel_split.ll_traffic_factor = split.at("ll_traffic_factor").get<Bytes>();
@@ -125,12 +126,12 @@ void read_core(const nlohmann::json& c, Table& t) {
                   "libraries/nccl.json: channel_split.traffic_per_channel is neither rule");
     t.channel_split.share_rounded_to_16 = share == "rounded up to 16 bytes";
   }
-  t.net_overhead_intel_us = c.at("net_overhead_us").at("intel").get<double>();
-  t.net_overhead_amd_us = c.at("net_overhead_us").at("amd").get<double>();
-  t.ring_plateau_pre_ampere = c.at("ring_simple_plateau").at("pre_ampere").get<double>();
-  t.ring_plateau = c.at("ring_simple_plateau").at("ampere_and_later").get<double>();
-  t.ring_ll_factor_allreduce_or_multi_node = c.at("ring_ll_factor").at("allreduce_reduce_or_multi_node").get<double>();
-  t.ring_ll_factor_other = c.at("ring_ll_factor").at("other").get<double>();
+  t.net_overhead_intel_us = number("net_overhead_us", "intel");
+  t.net_overhead_amd_us = number("net_overhead_us", "amd");
+  t.ring_plateau_pre_ampere = number("ring_simple_plateau", "pre_ampere");
+  t.ring_plateau = number("ring_simple_plateau", "ampere_and_later");
+  t.ring_ll_factor_allreduce_or_multi_node = number("ring_ll_factor", "allreduce_reduce_or_multi_node");
+  t.ring_ll_factor_other = number("ring_ll_factor", "other");
   t.ring_ll128_factor_one_gpu_per_node = c.at("ring_ll128_factor_one_gpu_per_node").get<double>();
   t.ring_inter_steps_exclude_one_node =
       c.at("ring_allreduce_inter_steps_per_node").get<std::string>() == "2 (nodes - 1)";
