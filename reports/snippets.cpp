@@ -100,7 +100,9 @@ std::string pytorch_snippet(const Strategy& s) {
   else if (s.fusion.mode == FusionMode::Size || s.fusion.mode == FusionMode::Auto) {
     out += "model = DDP(model, device_ids=[local_rank], bucket_cap_mb=" + number(s.fusion.size_mb) + ")\n";
     if (s.fusion.mode == FusionMode::Size && first_mb != s.fusion.size_mb)
-      out += "# a first bucket of " + number(first_mb) + " MB: DDP sizes it only with bucket_cap_mb left out (1 MB)\n";
+      out += "# a " + number(first_mb) +
+             " MB first bucket is not settable here: DDP makes its first bucket 1 MB only "
+             "with bucket_cap_mb left out (then 25 MB buckets), else bucket_cap_mb\n";
   } else
     out += "model = DDP(model, device_ids=[local_rank])  # DDP fuses by size only (bucket_cap_mb)\n";
   if (s.comm_dtype == CommDtype::Fp16 || s.comm_dtype == CommDtype::Bf16) {
