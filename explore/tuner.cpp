@@ -355,6 +355,7 @@ std::string reason(const Evaluation& given, const Candidate& c, const std::vecto
     const std::string& label = knobs[k].choices[c.choice[k]].label;
     const std::string& name = knobs[k].name;
     if (name == "fusion size") {
+      if (c.eval.scenario.strategy.dgc) continue;  // DGC runs one collective per tensor: the bucket size is not a cause
       because.push_back(
           label + " (" + std::to_string(c.eval.buckets) + " instead of " + std::to_string(given.buckets) + ")" +
           (c.eval.buckets > given.buckets ? " start during backward" : " pay the per-collective latency fewer times"));

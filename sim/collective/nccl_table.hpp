@@ -48,7 +48,7 @@ struct Table {
   std::array<PerNodes, kArchs> ll_max_bw_single_node{};  // by GPU generation
   std::array<PerNodes, 2> ll_max_bw_multi_node{};        // by CPU vendor: Intel, AMD
   std::array<PerNodes, kArchs> ring_ll128_per_channel_GBps{}, tree_ll128_per_channel_GBps{}, tree_per_channel_GBps{};
-  std::array<PerNodes, kArchs> nvls_tree_per_channel_GBps{};  // all 0 = no cap (before 2.29)
+  std::array<PerNodes, kArchs> nvls_tree_per_channel_GBps{};  // all 0 = no cap (before 2.28)
   bool nvls_tree_capped = false;
   std::array<std::vector<double>, kProtos> tree_correction{};  // by log2(bytes / 64): 23 sizes, 24 from 2.29
   bool nvls_tree_size_correction = false;  // also NVLS-tree allreduce, Blackwell GPUs with x86 CPUs (2.29)
@@ -56,7 +56,7 @@ struct Table {
   double slow_ring_at_most_GBps = 0, slow_ring_simple_threads = 0;  // Simple ring threads on a ring this slow
   double collnet_max_threads = 0, collnet_thread_threshold = 0;     // CollNet Simple
   ChannelSplit channel_split;
-  bool ring_channels_at_least_nvls = false;   // 2.22-2.27: rings copied up to the NVLS channels
+  bool ring_channels_at_least_nvls = false;   // 2.23-2.27 here (NCCL 2.22 too): rings copied up to the NVLS channels
   bool multi_node_nvls_at_most_ring = false;  // 2.28+: NVLS across nodes on no more channels than the rings
   double net_overhead_intel_us = 0, net_overhead_amd_us = 0;
   double ring_plateau_pre_ampere = 1, ring_plateau = 1;
@@ -68,6 +68,7 @@ struct Table {
   NvlsBandwidth nvls_bandwidth = NvlsBandwidth::Intra;
   bool nvls_ring_ratio = false;            // algbw = busBw x n / nsteps, else x 5/6
   bool nvls_latency_from_hw = false;       // hwLat NVLink NVLS (+ inter), else baseLat (+ NET NVLS)
+  int nvls_min_gpus_per_node = 3;          // NVLS is set up on nodes of at least this many GPUs (2 from 2.28.7)
   bool nvls_gather_scatter_share = false;  // min_intra_inter: allgather / reduce-scatter at (ppn-1)/ppn of intra (2.27)
   std::array<double, kArchs> nvls_efficiency{};
   std::array<PerNodes, kArchs> nvls_channels{};  // by GPU generation and node count

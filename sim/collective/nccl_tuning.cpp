@@ -23,9 +23,20 @@ int steps_of(Collective op, int ranks) {
 
 bool newer_than_2_23(const Table& t) { return t.number >= 2023; }
 
-// NCCL sets NVLS up only on NVSwitch systems with more than 2 GPUs in a node (transport/nvls.cc ncclNvlsInit:
-// "gpuCount <= 2" returns without NVLS, v2.18.6-1:239 to v2.29.7-1:241).
-bool nvls_supported(const Machine& m, const CommLibrary& lib) { return lib.nvls && m.ranks / m.nodes > 2; }
+// NCCL sets NVLS up only on NVSwitch systems with enough GPUs in a node (transport/nvls.cc ncclNvlsInit: "gpuCount
+// <= 2" returns without NVLS at v2.18.6-1:239 to v2.28.3-1:160, "gpuCount < 2" from v2.28.7-1:161; the table's
+// nvls.min_gpus_per_node).
+bool nvls_supported(const Machine& m, const CommLibrary& lib, const Table& t) {
+  return lib.nvls && m.ranks / m.nodes >= t.nvls_min_gpus_per_node;
+}
+
+// The channels of the communicator (comm->nChannels): the topology's, copied up to the NVLS channels where NVLS is
+// set up in the releases that copy them (graph/connect.cc, v2.23.4-1:496-498; the table's
+// channels.rings_copied_up_to_nvls, 2.23-2.27 here).
+int comm_channels(const Machine& m, const CommLibrary& lib, const Table& t) {
+  if (!(t.ring_channels_at_least_nvls && nvls_supported(m, lib, t))) return m.channels;
+  return std::max(m.channels, static_cast<int>(t.nvls_channels[arch_index(lib.gpu_arch)][nodes_index_of(m.nodes)]));
+}
 
 // Which (collective, algorithm, protocol) NCCL models and enables by default (tuning.cc; nccl_model.hpp).
 bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
@@ -41,7 +52,7 @@ bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& l
   if (op == Collective::ReduceScatter || op == Collective::AllGather) {
     if (!t.gather_scatter[a]) return false;
     if (a == kRing) return true;
-    if (a == kNvls) return nvls_supported(m, lib) && m.nodes == 1;
+    if (a == kNvls) return nvls_supported(m, lib, t) && m.nodes == 1;
     if (a == kPat) return ppn == 1;
     return false;  // CollNet direct: SHARP's allgather / reduce-scatter is not modelled
   }
@@ -50,9 +61,9 @@ bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& l
     case kTree:
       return true;
     case kNvls:
-      return nvls_supported(m, lib) && (m.nodes == 1 || lib.collnet);  // across nodes NVLS needs SHARP
+      return nvls_supported(m, lib, t) && (m.nodes == 1 || lib.collnet);  // across nodes NVLS needs SHARP
     case kNvlsTree:
-      return nvls_supported(m, lib) && m.nodes > 1;
+      return nvls_supported(m, lib, t) && m.nodes > 1;
     case kCollNetDirect:
       return lib.collnet && m.nodes > 1 && m.nvlink_intra && ppn <= 8;
     case kCollNetChain:
@@ -237,7 +248,7 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
 bool modeled(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   if (m.ranks < 2) return false;
   const bool simple = p == proto_index(Protocol::Simple);
-  if ((a == kNvls || a == kNvlsTree) && !(simple && nvls_supported(m, lib))) return false;
+  if ((a == kNvls || a == kNvlsTree) && !(simple && nvls_supported(m, lib, t))) return false;
   if (op == Collective::Broadcast || op == Collective::Reduce) return a == kRing;
   if (op == Collective::ReduceScatter || op == Collective::AllGather) {
     if (!t.gather_scatter[a]) return false;
@@ -289,7 +300,7 @@ SizeFactors size_factors(int a, int p, Bytes bytes, const Machine& m, const Comm
       log_size < static_cast<int>(correction.size()))
     f.bandwidth = correction[static_cast<std::size_t>(log_size)];
   if (a == kRing && p == 2 && m.nodes > 1 && op == Collective::AllReduce &&
-      static_cast<double>(bytes) / (static_cast<double>(m.channels) * m.ranks) >= 64)
+      static_cast<double>(bytes) / (static_cast<double>(comm_channels(m, lib, t)) * m.ranks) >= 64)
     f.latency = lib.gpu_arch == GpuArch::Volta ? t.ring_plateau_pre_ampere : t.ring_plateau;
   return f;
 }
@@ -336,11 +347,9 @@ int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, const
 // isCollnet).
 int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m, const Table& t,
                       const CommLibrary& lib) {
-  const int nvls_channels = nvls_channel_count(t, lib.gpu_arch, m.nodes);
-  // 2.22-2.27 copy the rings up to the NVLS channels (graph/connect.cc, v2.23.4-1:496-498) and start from those.
-  int nc = t.ring_channels_at_least_nvls && nvls_supported(m, lib) ? std::max(m.channels, nvls_channels) : m.channels;
+  int nc = comm_channels(m, lib, t);
   if (a == kNvls || a == kNvlsTree) {
-    nc = nvls_channels;
+    nc = nvls_channel_count(t, lib.gpu_arch, m.nodes);
     if (a == kNvls && m.nodes > 1 && t.multi_node_nvls_at_most_ring) nc = std::min(nc, m.channels);
   } else if (a == kCollNetDirect) {
     // Its own loop over the CollNet heads (one per NIC channel of the search, as the bandwidth counts them), halving

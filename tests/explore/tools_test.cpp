@@ -103,6 +103,29 @@ TEST(Reason, NamesTheChangeInExposedCommunicationAndItsCause) {
   EXPECT_EQ(changes(c, knobs), "the given settings");
 }
 
+// Under DGC every tensor is its own collective (Paddle turns fusion off), so a candidate with DGC and another bucket
+// size owes nothing to the bucket size: the reason names DGC's smaller messages only.
+TEST(Reason, BucketSizeIsNoCauseUnderDgc) {
+  const std::vector<Knob> knobs = search_space(load_scenario(kScenario), 32, 4, true);
+  std::size_t dgc_knob = knobs.size(), dgc_choice = 0;
+  for (std::size_t k = 0; k < knobs.size(); ++k)
+    for (std::size_t i = 0; i < knobs[k].choices.size(); ++i)
+      if (knobs[k].choices[i].label.rfind("DGC", 0) == 0) dgc_knob = k, dgc_choice = i;
+  ASSERT_LT(dgc_knob, knobs.size());
+  Evaluation given, better;
+  given.result.step_time_s = 0.100, given.result.exposed_comm_s = 0.038, given.result.comm_s = 0.050, given.buckets = 1;
+  better.result.step_time_s = 0.068, better.result.exposed_comm_s = 0.006, better.result.comm_s = 0.010;
+  better.buckets = 161;
+  better.scenario.strategy.dgc = Dgc{};
+  std::vector<std::size_t> choice;
+  for (const Knob& k : knobs) choice.push_back(k.given);
+  choice[0] = 0;  // 1 MB buckets, which DGC leaves unused
+  choice[dgc_knob] = dgc_choice;
+  const std::string text = reason(given, Candidate{choice, better, false}, knobs);
+  EXPECT_EQ(text.find("buckets ("), std::string::npos) << text;
+  EXPECT_NE(text.find("DGC"), std::string::npos) << text;
+}
+
 // Compute slowed by overlapping collectives moves with them: where it changes by more than a thousandth of the step
 // the reason says so. Here compute 62 -> 61 ms (1 ms > 0.1 ms of a 100 ms step); exposed 38 / 100 = 38.0 % before,
 // 7 / 68 = 10.3 % after.

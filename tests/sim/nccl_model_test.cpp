@@ -398,18 +398,38 @@ TEST(NcclModel, RingsFollowTheNvlsChannelsUntil228) {
   EXPECT_EQ(channels(2, Algorithm::Nvls, "2.29.7"), 16);
 }
 
-// NCCL sets NVLS up only where a node has more than 2 GPUs (transport/nvls.cc ncclNvlsInit, "gpuCount <= 2"): a
-// communicator of 2 GPUs of one DGX H100 has no NVLS candidate, one of 4 has.
-TEST(NcclModel, NoNvlsOnTwoGpus) {
+// NCCL sets NVLS up only on nodes of more than 2 GPUs up to 2.28.3 ("gpuCount <= 2", transport/nvls.cc
+// ncclNvlsInit), of at least 2 from 2.28.7 ("gpuCount < 2"): a communicator of 2 GPUs of one DGX H100 has no NVLS
+// candidate with 2.18 or 2.27 and has one with 2.29; one of 4 has one with 2.18.
+TEST(NcclModel, NvlsOnTwoGpusFrom2287) {
   auto t = load_topology(shipped("dgx-h100"), 1);
-  const auto has_nvls = [&](std::vector<int> ranks) {
+  const auto has_nvls = [&](std::vector<int> ranks, const char* release) {
+    nccl::use_release(*t, release, "test", "");
     CollectiveSpec spec = allreduce(64 << 20);
     spec.ranks = std::move(ranks);
     const std::vector<nccl::Estimate> all = nccl::candidates(spec, *t);
     return std::any_of(all.begin(), all.end(), [](const nccl::Estimate& e) { return e.algorithm == Algorithm::Nvls; });
   };
-  EXPECT_FALSE(has_nvls({0, 1}));
-  EXPECT_TRUE(has_nvls({0, 1, 2, 3}));
+  EXPECT_FALSE(has_nvls({0, 1}, "2.18.6"));
+  EXPECT_FALSE(has_nvls({0, 1}, "2.27.7"));
+  EXPECT_TRUE(has_nvls({0, 1}, "2.29.7"));
+  EXPECT_TRUE(has_nvls({0, 1, 2, 3}, "2.18.6"));
+}
+
+// The ring's plateau (latency x 1.4 for a Simple allreduce across nodes from 64 bytes a channel and rank) counts the
+// communicator's channels, which 2.23-2.27 copy up to the NVLS channels: 2 HGX B200 nodes (16 ranks, 16 ring
+// channels, 32 NVLS channels). With 2.26 the threshold is 64 x 32 x 16 = 32 KiB, so 24 KiB has no plateau and 48 KiB
+// has it (latency ratio 1.4); with 2.28 (no copy) it is 64 x 16 x 16 = 16 KiB, so both have it (ratio 1).
+TEST(NcclModel, RingPlateauCountsTheCommunicatorsChannels) {
+  auto t = load_topology(shipped("hgx-b200"), 2);
+  const auto latency_ratio = [&](const char* release) {
+    nccl::use_release(*t, release, "test", "");
+    const double small = nccl::predict_with(allreduce(24 << 10), *t, Algorithm::Ring, Protocol::Simple, {}).latency_s;
+    const double large = nccl::predict_with(allreduce(48 << 10), *t, Algorithm::Ring, Protocol::Simple, {}).latency_s;
+    return large / small;
+  };
+  EXPECT_NEAR(latency_ratio("2.26.2"), 1.4, 1e-12);
+  EXPECT_NEAR(latency_ratio("2.28.9"), 1.0, 1e-12);
 }
 
 // The latencies NCCL 2.20 printed for two nodes of 8 H100 GPUs (https://github.com/NVIDIA/nccl/issues/1519, the
