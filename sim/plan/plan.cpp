@@ -115,7 +115,9 @@ int StepBuilder::communicate(StepPlan& plan, int stream, Collective op, std::uin
   const Overheads& o = overheads;
   const double gradient_bytes = 4.0 * static_cast<double>(elements);  // the fp32 gradients the buckets hold
   t.start_grid_s = o.cycle_s;
-  const double copy_bytes = cast_task >= 0 && o.copies_are_casts ? 0.0 : gradient_bytes;  // else the cast prices them
+  // No copy when the cast is it (the MPI executor) or when Horovod sends a single tensor in place.
+  const bool no_copy = (cast_task >= 0 && o.copies_are_casts) || (o.fuses_per_cycle && tensors.size() == 1);
+  const double copy_bytes = no_copy ? 0.0 : gradient_bytes;
   t.overhead_before_s = o.per_bucket_s + o.launch_s + o.copy_in_passes * copy_bytes / sc.device.memory_Bps;
   t.overhead_after_s = o.copy_out_passes * copy_bytes / sc.device.memory_Bps;
   const int task = add(plan, t);
@@ -152,7 +154,34 @@ std::uint64_t elements_of(const Model& model, const std::vector<int>& tensors) {
 
 namespace {
 
-std::vector<Bucket> make_buckets(const Scenario& sc, const Model& model) {
+// Horovod's responses (libraries/overheads.json "fuses_per_cycle"): a gradient is negotiated at the first cycle
+// boundary at or after it is ready (the end of its layer's backward, or of backward without overlap; cycles counted
+// from the step's start, as the step simulator snaps a collective's start), and the gradients of one boundary are
+// fused in backward order while the fused size stays within the threshold, checked before a gradient is added.
+std::vector<std::vector<int>> horovod_responses(const Scenario& sc, const Model& model, const StepBuilder& b) {
+  const double cycle_s = b.overheads.cycle_s, threshold = sc.strategy.fusion.size_mb * kMB;
+  double ready_s = 0;
+  for (double s : b.forward_s) ready_s += s;
+  std::vector<double> layer_ready_s(model.layers.size());
+  for (std::size_t l = model.layers.size(); l-- > 0;) layer_ready_s[l] = ready_s += b.backward_s[l];
+  std::vector<std::vector<int>> groups;
+  double group_bytes = 0, group_cycle = -1;
+  for (int t = static_cast<int>(model.tensors.size()) - 1; t >= 0; --t) {
+    const double ready =
+        sc.strategy.overlap ? layer_ready_s[static_cast<std::size_t>(model.tensors[t].layer)] : ready_s;
+    const double cycle = std::ceil(ready / cycle_s - 1e-9);  // a gradient ready on a boundary goes with it
+    const double bytes = 4.0 * static_cast<double>(model.tensors[t].elements);
+    if (groups.empty() || cycle != group_cycle || group_bytes + bytes > threshold) {
+      groups.emplace_back();
+      group_bytes = 0, group_cycle = cycle;
+    }
+    groups.back().push_back(t);
+    group_bytes += bytes;
+  }
+  return groups;
+}
+
+std::vector<Bucket> make_buckets(const Scenario& sc, const Model& model, const StepBuilder& builder) {
   const Fusion& f = sc.strategy.fusion;
   const int n = static_cast<int>(model.tensors.size());
   std::vector<std::vector<int>> groups;  // each in backward order
@@ -161,6 +190,8 @@ std::vector<Bucket> make_buckets(const Scenario& sc, const Model& model) {
   // own collective in every step, dense ones before the ramp-up included.
   if (f.mode == FusionMode::None || sc.strategy.dgc) {
     for (int t = n - 1; t >= 0; --t) groups.push_back({t});
+  } else if (f.mode == FusionMode::Size && builder.overheads.fuses_per_cycle) {
+    groups = horovod_responses(sc, model, builder);
   } else if (f.mode == FusionMode::Index) {
     // MindSpore all_reduce_fusion_config: indices split the forward-ordered tensors; the last group is launched first.
     if (f.indices.empty()) throw InputError(sc.file, "strategy.fusion.indices", "needs at least one split index");
@@ -367,7 +398,7 @@ Plan build_plan(const Scenario& given, const Topology& topo, Model model) {
   StepBuilder b{sc,           plan.model, topo, plan.ranks,
                 plan.streams, {},         {},   resolve_overheads(sc.framework, topo.library().kind)};
   plan.compute_s = layer_times(sc, plan.model, b);
-  plan.buckets = make_buckets(sc, plan.model);
+  plan.buckets = make_buckets(sc, plan.model, b);
   check_partition(sc, plan.buckets);
   for (std::size_t i = 0; i < plan.buckets.size(); ++i) plan.buckets[i].stream = 1 + static_cast<int>(i % plan.streams);
   plan.notes = plan_notes(sc, topo, b.overheads);

@@ -28,6 +28,9 @@ struct Overheads {
   // The copies are the casts when the gradients travel narrower (the MPI executor packs by casting): the plan's cast
   // task then prices them, and no copy pass is charged besides.
   bool copies_are_casts = false;
+  // Horovod: the buckets are the tensors ready at the same cycle boundary, fused while the threshold is not exceeded,
+  // and a bucket of one tensor is not copied (sim/plan/plan.cpp make_buckets, StepBuilder::communicate).
+  bool fuses_per_cycle = false;
 };
 
 // Reads the block; throws InputError naming the field for an unknown framework, an unknown key or a negative value.

@@ -100,7 +100,7 @@ class StepRunner final : public EventHandler {
     remaining_ = n;
     for (std::size_t i = 0; i < n; ++i)
       if (pending_[i] == 0) make_ready(static_cast<int>(i));
-    const TimePs begin = queue_.now();
+    const TimePs begin = step_start_ = queue_.now();
     for (int s = 0; s <= plan_.streams; ++s) try_start(s);
     queue_.run();
     COMMSIM_CHECK(remaining_ == 0, "step did not finish: a task waits forever");
@@ -232,12 +232,15 @@ class StepRunner final : public EventHandler {
         queue_.schedule(add_ps(queue_.now(), seconds_to_ps(t.seconds, "time of " + t.label)), this, event(id, kDone));
         break;
       case TaskKind::Collective: {
-        // The fixed costs before it: a wait for the next cycle boundary (Horovod's background loop), then the
+        // The fixed costs before it: a wait for the first cycle boundary after its gradients were ready (Horovod's
+        // background loop negotiates there and then runs that cycle's responses one after another), then the
         // framework's and the library's work on this stream.
         TimePs begin = queue_.now();
         if (t.start_grid_s > 0) {
           const TimePs grid = std::max<TimePs>(1, seconds_to_ps(t.start_grid_s, "cycle of " + t.label));
-          begin = (begin + grid - 1) / grid * grid;
+          TimePs ready = step_start_;  // cycles counted from the step's start, as the plan groups its responses
+          for (int d : t.deps) ready = std::max(ready, end_[static_cast<std::size_t>(d)]);
+          begin = std::max(begin, step_start_ + (ready - step_start_ + grid - 1) / grid * grid);
         }
         begin = add_ps(begin, seconds_to_ps(t.overhead_before_s, "fixed cost before " + t.label));
         if (begin == queue_.now())
@@ -364,6 +367,7 @@ class StepRunner final : public EventHandler {
   double factor_ = 1;
   std::vector<int> pending_;
   std::vector<TimePs> start_, end_;
+  TimePs step_start_ = 0;
   std::vector<std::vector<int>> dependents_;
   std::vector<std::vector<int>> queues_;
   std::vector<std::size_t> head_;

@@ -140,6 +140,50 @@ TEST(FixedCosts, HorovodStartsEachBucketOnItsCycle) {
   EXPECT_NEAR(r.step_time_s, 0.015 + 6 * 4 * kMiB / 1e10, 1e-9);
 }
 
+// Horovod fuses the gradients ready at one cycle boundary (controller.cc FuseResponses). model-4x1m: forward 4 x 1 ms,
+// then l3, l2, l1, l0 ready at 6, 8, 10 and 12 ms; cycle 5 ms: l3, l2 and l1 are negotiated at the 10 ms boundary
+// (l1 exactly on it), l0 at 15 ms. So two buckets, 12 MiB from 10 ms (6 x 3 MiB / 1e10 = 1.89 ms) and l0's 4 MiB
+// from 15 ms: the step ends at 15 ms + 6 x 1 MiB / 1e10 (copies negligible at 3e18 B/s, per-bucket cost 0). Without
+// the cycle's fusion one 16 MiB bucket would start at 15 ms and end 6 x 4 MiB / 1e10 later.
+TEST(FixedCosts, HorovodFusesTheGradientsOfOneCycle) {
+  const Json strategy = {{"fusion", {{"mode", "size"}, {"size_mb", 1000}}}, {"overlap", true}};
+  const Json doc =
+      scenario(cluster(0), "model-4x1m.json", strategy, {{"name", "horovod"}, {"per_bucket_us", 0}, {"cycle_ms", 5}});
+  const SimulationRun run = simulate_document(doc, write("horovod-cycles.json", doc), Fidelity::Analytical);
+  ASSERT_EQ(run.plan.buckets.size(), 2u);
+  EXPECT_EQ(run.plan.buckets[0].tensors, (std::vector<int>{3, 2, 1}));
+  EXPECT_EQ(run.plan.buckets[1].tensors, (std::vector<int>{0}));
+  EXPECT_NEAR(run.result.step_time_s, 0.015 + 6 * kMiB / 1e10, 1e-9);
+}
+
+// Horovod checks the threshold before adding a gradient (controller.cc: tensor_size + new_tensor_size <= threshold),
+// runs one cycle's responses one after another, and copies a response into its fusion buffer only when it holds
+// more than one tensor (nccl_operations.cc). All four 4 MiB gradients are ready at the 15 ms boundary (no overlap);
+// with a 6 MB threshold 4 + 4 > 6, so four responses of one tensor each (DDP's rule, add then compare, would make two
+// of 8 MiB), back to back from 15 ms: the step ends at 15 ms + 4 x 6 x 1 MiB / 1e10. None has a copy to pay; with a
+// 9 MB threshold two responses of 8 MiB do (2 + 2 passes over their 8 MiB).
+TEST(FixedCosts, HorovodChecksItsThresholdBeforeAddingAndCopiesOnlyFusedResponses) {
+  const auto run = [](double threshold_mb) {
+    const Json strategy = {{"fusion", {{"mode", "size"}, {"size_mb", threshold_mb}}}, {"overlap", false}};
+    Json doc =
+        scenario(cluster(0), "model-4x1m.json", strategy, {{"name", "horovod"}, {"per_bucket_us", 0}, {"cycle_ms", 5}});
+    return simulate_document(doc, write("horovod-threshold.json", doc), Fidelity::Analytical);
+  };
+  const auto copy_s = [](const SimulationRun& r) {
+    double s = 0;
+    for (const Task& t : r.plan.step_plans[0].tasks) s += t.overhead_before_s + t.overhead_after_s;
+    return s;
+  };
+  const SimulationRun six = run(6);
+  ASSERT_EQ(six.plan.buckets.size(), 4u);
+  for (const Bucket& b : six.plan.buckets) EXPECT_EQ(b.tensors.size(), 1u);
+  EXPECT_NEAR(six.result.step_time_s, 0.015 + 4 * 6 * kMiB / 1e10, 1e-9);
+  EXPECT_EQ(copy_s(six), 0);
+  const SimulationRun nine = run(9);
+  ASSERT_EQ(nine.plan.buckets.size(), 2u);
+  EXPECT_NEAR(copy_s(nine), 2 * 4 * 8 * kMiB / 3e18, 1e-21);  // the tests' device: memory 3e18 B/s
+}
+
 TEST(FixedCosts, NcclLaunchIsChargedOncePerCollectiveBesideItsBaseLatency) {
   // On an NCCL topology with no framework, each collective pays the library's launch (libraries/overheads.json,
   // 4.24 us) on top of NCCL's own estimate, which keeps its baseLat: four separate buckets after backward cost
