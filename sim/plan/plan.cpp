@@ -155,11 +155,15 @@ std::uint64_t elements_of(const Model& model, const std::vector<int>& tensors) {
 namespace {
 
 // Horovod's responses (libraries/overheads.json "fuses_per_cycle"): a gradient is negotiated at the first cycle
-// boundary at or after it is ready (the end of its layer's backward, or of backward without overlap; cycles counted
-// from the step's start, as the step simulator snaps a collective's start), and the gradients of one boundary are
-// fused in backward order while the fused size stays within the threshold, checked before a gradient is added.
+// boundary at or after it is ready (the end of its layer's backward; of backward without overlap, and for Local SGD's
+// averages of the parameters after the update; cycles counted from the step's start, as the step simulator snaps a
+// collective's start; with no cycle, at the moment it is ready), and the gradients of one boundary are fused in
+// backward order while the fused size, in the bytes sent (hvd.Compression.fp16 compresses first), stays within the
+// threshold, checked before a gradient is added. Ready times are the plan's nominal compute: stragglers and compute
+// slowed by collectives do not regroup them.
 std::vector<std::vector<int>> horovod_responses(const Scenario& sc, const Model& model, const StepBuilder& b) {
   const double cycle_s = b.overheads.cycle_s, threshold = sc.strategy.fusion.size_mb * kMB;
+  const bool all_after_backward = !sc.strategy.overlap || sc.strategy.localsgd;
   double ready_s = 0;
   for (double s : b.forward_s) ready_s += s;
   std::vector<double> layer_ready_s(model.layers.size());
@@ -167,10 +171,10 @@ std::vector<std::vector<int>> horovod_responses(const Scenario& sc, const Model&
   std::vector<std::vector<int>> groups;
   double group_bytes = 0, group_cycle = -1;
   for (int t = static_cast<int>(model.tensors.size()) - 1; t >= 0; --t) {
-    const double ready =
-        sc.strategy.overlap ? layer_ready_s[static_cast<std::size_t>(model.tensors[t].layer)] : ready_s;
-    const double cycle = std::ceil(ready / cycle_s - 1e-9);  // a gradient ready on a boundary goes with it
-    const double bytes = 4.0 * static_cast<double>(model.tensors[t].elements);
+    const double ready = all_after_backward ? ready_s : layer_ready_s[static_cast<std::size_t>(model.tensors[t].layer)];
+    // A gradient ready within a nanosecond of a boundary goes with it (the step simulator's tolerance too).
+    const double cycle = cycle_s > 0 ? std::ceil((ready - Task::kCycleTolerance_s) / cycle_s) : ready;
+    const double bytes = dtype_bytes(sc.strategy.comm_dtype) * static_cast<double>(model.tensors[t].elements);
     if (groups.empty() || cycle != group_cycle || group_bytes + bytes > threshold) {
       groups.emplace_back();
       group_bytes = 0, group_cycle = cycle;

@@ -54,10 +54,12 @@ struct Task {
   std::uint64_t kept = 0;  // TopK / SparseGather: the (value, index) pairs each rank selects and sends
   Purpose purpose = Purpose::DenseGradients;  // Collective
   // Collective: fixed costs the simulator charges on its stream around it (libraries/overheads.json): it starts at
-  // the next multiple of start_grid_s after it is ready (Horovod's cycle), pays overhead_before_s (framework hook,
+  // the first multiple of start_grid_s from the step's start at or after its gradients were ready (Horovod's cycle;
+  // within kCycleTolerance_s of a boundary counts as on it), pays overhead_before_s (framework hook,
   // copy into the flat buffer, library launch), then overhead_after_s (copy back). The hardware backends pay their
   // own such costs for real and ignore these.
   double start_grid_s = 0, overhead_before_s = 0, overhead_after_s = 0;
+  static constexpr double kCycleTolerance_s = 1e-9;
   CollectiveSpec collective;  // Collective
   double bytes_sent_per_rank = 0;
   std::vector<int> deps;  // earlier tasks of the same step

@@ -65,7 +65,7 @@ Overheads resolve_overheads(const Framework& fw, LibraryKind library) {
   o.copy_out_passes = fw.copy_out_passes.value_or(row.at("copy_out_passes").get<double>());
   o.cycle_s = fw.cycle_ms.value_or(row.at("cycle_ms").get<double>()) * 1e-3;
   o.copies_are_casts = row.value("copies_are_casts", false);
-  o.fuses_per_cycle = row.value("fuses_per_cycle", false) && o.cycle_s > 0;
+  o.fuses_per_cycle = row.value("fuses_per_cycle", false);
   return o;
 }
 

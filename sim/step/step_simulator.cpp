@@ -238,9 +238,11 @@ class StepRunner final : public EventHandler {
         TimePs begin = queue_.now();
         if (t.start_grid_s > 0) {
           const TimePs grid = std::max<TimePs>(1, seconds_to_ps(t.start_grid_s, "cycle of " + t.label));
-          TimePs ready = step_start_;  // cycles counted from the step's start, as the plan groups its responses
-          for (int d : t.deps) ready = std::max(ready, end_[static_cast<std::size_t>(d)]);
-          begin = std::max(begin, step_start_ + (ready - step_start_ + grid - 1) / grid * grid);
+          // Cycles counted from the step's start, as the plan groups its responses, from when the gradients were
+          // ready: a cast or selection on this stream prepares them (Horovod compresses before it enqueues).
+          const TimePs tolerance = seconds_to_ps(Task::kCycleTolerance_s, "cycle tolerance");
+          const TimePs since = gradients_ready(t) - step_start_;
+          begin = std::max(begin, step_start_ + (since > tolerance ? since - tolerance + grid - 1 : 0) / grid * grid);
         }
         begin = add_ps(begin, seconds_to_ps(t.overhead_before_s, "fixed cost before " + t.label));
         if (begin == queue_.now())
@@ -250,6 +252,17 @@ class StepRunner final : public EventHandler {
         break;
       }
     }
+  }
+  // When a collective's gradients were ready: its dependencies' ends, through the cast or selection that prepares it.
+  TimePs gradients_ready(const Task& t) const {
+    TimePs ready = step_start_;
+    for (int d : t.deps) {
+      const Task& dep = step_->tasks[static_cast<std::size_t>(d)];
+      ready =
+          std::max(ready, dep.kind == TaskKind::Cast || dep.kind == TaskKind::TopK ? gradients_ready(dep)
+                                                                                   : end_[static_cast<std::size_t>(d)]);
+    }
+    return ready;
   }
   static std::uint64_t event(int task, Phase phase) { return (static_cast<std::uint64_t>(task) << 2) | phase; }
 

@@ -184,6 +184,27 @@ TEST(FixedCosts, HorovodChecksItsThresholdBeforeAddingAndCopiesOnlyFusedResponse
   EXPECT_NEAR(copy_s(nine), 2 * 4 * 8 * kMiB / 3e18, 1e-21);  // the tests' device: memory 3e18 B/s
 }
 
+// With fp16 compression Horovod fuses and sends the compressed tensors: each 1 Mi-element gradient is 2 MiB, so a
+// 6 MB threshold takes three (2 + 2 + 2 <= 6) and leaves l0 alone. Both responses are negotiated at the 15 ms boundary
+// (no overlap) and run back to back although each waits for its cast: 6 x (6 + 2) MiB / 4 / 1e10 after 15 ms (casts
+// negligible at 3e18 B/s). With no cycle (cycle_ms 0) the threshold and the in-place single tensor still hold: four
+// 4 MiB fp32 gradients with a 6 MB threshold are four responses, none copied.
+TEST(FixedCosts, HorovodFusesCompressedBytesBackToBackAndKeepsItsRulesWithoutACycle) {
+  const auto run = [](const Json& strategy, double cycle_ms) {
+    const Json doc = scenario(cluster(0), "model-4x1m.json", strategy,
+                              {{"name", "horovod"}, {"per_bucket_us", 0}, {"cycle_ms", cycle_ms}});
+    return simulate_document(doc, write("horovod-fp16.json", doc), Fidelity::Analytical);
+  };
+  const SimulationRun fp16 =
+      run({{"fusion", {{"mode", "size"}, {"size_mb", 6}}}, {"overlap", false}, {"comm_dtype", "fp16"}}, 5);
+  ASSERT_EQ(fp16.plan.buckets.size(), 2u);
+  EXPECT_EQ(fp16.plan.buckets[0].tensors, (std::vector<int>{3, 2, 1}));
+  EXPECT_NEAR(fp16.result.step_time_s, 0.015 + 6 * 8 * kMiB / 4 / 1e10, 1e-9);
+  const SimulationRun no_cycle = run({{"fusion", {{"mode", "size"}, {"size_mb", 6}}}, {"overlap", false}}, 0);
+  EXPECT_EQ(no_cycle.plan.buckets.size(), 4u);
+  for (const Task& t : no_cycle.plan.step_plans[0].tasks) EXPECT_EQ(t.overhead_before_s + t.overhead_after_s, 0);
+}
+
 TEST(FixedCosts, NcclLaunchIsChargedOncePerCollectiveBesideItsBaseLatency) {
   // On an NCCL topology with no framework, each collective pays the library's launch (libraries/overheads.json,
   // 4.24 us) on top of NCCL's own estimate, which keeps its baseLat: four separate buckets after backward cost
