@@ -161,34 +161,47 @@ void register_calibrate(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "calibrate", "Fit link latency/bandwidth (and reduction rate) from microbenchmarks into a calibrated topology");
   cmd->add_option("topology", c->topology, "topology JSON to calibrate (node template with link_classes)")->required();
-  cmd->add_option("--backend", c->backend, "mpi (CPU ranks, Open MPI)")->check(CLI::IsMember({"mpi", "nccl"}));
-  cmd->add_flag("--cluster", c->cluster, "measure inside an emulated cluster of the topology (needs CAP_NET_ADMIN)");
+  CLI::Option* backend =
+      cmd->add_option("--backend", c->backend, "mpi (CPU ranks, Open MPI)")->check(CLI::IsMember({"mpi", "nccl"}));
+  CLI::Option* cluster = cmd->add_flag("--cluster", c->cluster,
+                                       "measure inside an emulated cluster of the topology (needs CAP_NET_ADMIN)");
   cmd->add_option("-o,--output", c->out, "calibrated topology to write (default: TOPOLOGY-STEM-calibrated.json)");
-  cmd->add_option("--bench", c->bench,
-                  "fit these `commsim bench --json` files (merged: median per size) instead of measuring");
-  cmd->add_option("--bench-out", c->bench_out,
-                  "where to keep the merged microbenchmark JSON (default: OUTPUT with .bench.json)");
-  cmd->add_option("--max-bytes", c->max_bytes, "largest microbenchmark size (default 16M)")->check(byte_size());
-  cmd->add_option("--repeats", c->repeats, "microbenchmark runs; the median of each size is fitted (default 3)")
-      ->check(number_in(1));
-  cmd->add_option("--model", c->model,
-                  "collective (default: latency and bottleneck beta as the allreduce sweep sees them, all ranks "
-                  "busy) | links (ping-pong alone)")
-      ->check(CLI::IsMember({"collective", "links"}));
+  CLI::Option* bench = cmd->add_option(
+      "--bench", c->bench, "fit these `commsim bench --json` files (merged: median per size) instead of measuring");
+  CLI::Option* bench_out = cmd->add_option(
+      "--bench-out", c->bench_out, "where to keep the merged microbenchmark JSON (default: OUTPUT with .bench.json)");
+  CLI::Option* max_bytes =
+      cmd->add_option("--max-bytes", c->max_bytes, "largest microbenchmark size (default 16M)")->check(byte_size());
+  CLI::Option* repeats =
+      cmd->add_option("--repeats", c->repeats, "microbenchmark runs; the median of each size is fitted (default 3)")
+          ->check(number_in(1));
+  CLI::Option* model =
+      cmd->add_option("--model", c->model,
+                      "collective (default: latency and bottleneck beta as the allreduce sweep sees them, all ranks "
+                      "busy) | links (ping-pong alone)")
+          ->check(CLI::IsMember({"collective", "links"}));
   cmd->add_option("--from-nccl-tests", c->nccl_tests,
                   "fit the NCCL model to these nccl-tests logs (all_reduce_perf etc. text output)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--op", c->op, "collective of the nccl-tests logs: allreduce (default) | allgather | reducescatter");
-  cmd->add_option("--nodes", c->nodes, "nodes of the logs' runs (default: the distinct hosts the logs list)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--interference", c->interference,
-                  "fit the library's concurrent_slowdown to a GPU's interference measurement (the JSON "
-                  "scripts/gpu_interference.py writes)")
-      ->check(CLI::ExistingFile);
+  CLI::Option* op = cmd->add_option(
+      "--op", c->op, "collective of the nccl-tests logs: allreduce (default) | allgather | reducescatter");
+  CLI::Option* nodes =
+      cmd->add_option("--nodes", c->nodes, "nodes of the logs' runs (default: the distinct hosts the logs list)")
+          ->check(CLI::PositiveNumber);
+  CLI::Option* interference =
+      cmd->add_option("--interference", c->interference,
+                      "fit the library's concurrent_slowdown to a GPU's interference measurement (the JSON "
+                      "scripts/gpu_interference.py writes)")
+          ->check(CLI::ExistingFile);
   cmd->add_option("--workload", c->workload,
-                  "with --interference: the measured workload to fit (default resnet50_bf16_b256_step)");
-  cmd->add_option("--timeout-s", c->timeout_s, "stop the microbenchmarks after this many seconds")
-      ->check(number_in(1e-3));
+                  "with --interference: the measured workload to fit (default resnet50_bf16_b256_step)")
+      ->needs(interference);
+  CLI::Option* timeout =
+      cmd->add_option("--timeout-s", c->timeout_s, "stop the microbenchmarks after this many seconds")
+          ->check(number_in(1e-3));
+  // An interference fit measures nothing and reads no microbenchmark or log: their options would be ignored.
+  for (CLI::Option* o : {backend, cluster, bench, bench_out, max_bytes, repeats, model, op, nodes, timeout})
+    interference->excludes(o);
   cmd->callback([c, &exit_code] { exit_code = calibrate(*c); });
 }
 

@@ -11,8 +11,9 @@ namespace commsim::validate {
 InterferenceFit fit_interference(const Json& doc, const std::string& file, const std::string& workload) {
   JsonFields top(doc, file, "");
   InterferenceFit fit;
-  fit.gpu = top.string_or("gpu", "");
+  fit.gpu = top.string("gpu");
   fit.workload = workload;
+  // 1024: far above any GPU's SM count (an H100 SXM has 132, a B200 148), so a typo is caught.
   fit.sms = static_cast<int>(top.integer_or("sms", 0, 1, 1024));
   if (fit.sms == 0) top.fail("sms", "missing: the GPU's SM count is needed");
   const std::string key = workload + "_slowdown";
@@ -27,7 +28,9 @@ InterferenceFit fit_interference(const Json& doc, const std::string& file, const
       throw InputError(file, where + ".blocks", "must be an integer in [0, sms)");
     if (!value || !value->is_number() || !(value->get<double>() > 0))
       throw InputError(file, where + "." + key, "missing or not a positive number (is the workload's name right?)");
-    slowdown[blocks->get<int>()] = value->get<double>();
+    if (!slowdown.emplace(blocks->get<int>(), value->get<double>()).second)
+      throw InputError(file, where + ".blocks",
+                       "repeats " + std::to_string(blocks->get<int>()) + " blocks of an earlier row");
   }
   auto share = [&](int k) { return static_cast<double>(fit.sms) / (fit.sms - k); };
   for (const int k : kFitBlocks) {

@@ -35,7 +35,7 @@ bool nvls_supported(const Machine& m, const CommLibrary& lib, const Table& t) {
 // channels.rings_copied_up_to_nvls, 2.23-2.27 here).
 int comm_channels(const Machine& m, const CommLibrary& lib, const Table& t) {
   if (!(t.ring_channels_at_least_nvls && nvls_supported(m, lib, t))) return m.channels;
-  return std::max(m.channels, static_cast<int>(t.nvls_channels[arch_index(lib.gpu_arch)][nodes_index_of(m.nodes)]));
+  return std::max(m.channels, nvls_channel_count(t, lib.gpu_arch, m.nodes));
 }
 
 // Which (collective, algorithm, protocol) NCCL models and enables by default (tuning.cc; nccl_model.hpp).
@@ -88,7 +88,7 @@ double nvls_bus_bw(int a, Collective op, const Machine& m, const CommLibrary& li
       break;
     case NvlsBandwidth::MinIntraInter:
       if (a == kNvls && op != Collective::AllReduce && t.nvls_gather_scatter_share)
-        bw = std::min(intra * (heads - 1) / heads, 0.9 * inter);
+        bw = std::min(intra * (heads - 1) / heads, 0.9 * inter);  // tuning.cc v2.27.7-1:271-272
       else
         bw = a == kNvls ? std::min(intra, inter) : std::min(intra, m.nodes <= 2 ? inter : inter / 2);
       break;

@@ -40,11 +40,17 @@ TEST(InterferenceFit, AFileWithoutWhatTheFitNeedsNamesTheField) {
     return std::string();
   };
   const Json rows = Json::array({{{"blocks", 1}, {"w_slowdown", 1.01}}, {{"blocks", 4}, {"w_slowdown", 1.04}}});
-  EXPECT_NE(error_of({{"rows", rows}}, "w").find("f.json: sms"), std::string::npos);
-  EXPECT_NE(error_of({{"sms", 132}, {"rows", rows}}, "other").find("rows[0].other_slowdown"), std::string::npos);
-  EXPECT_NE(error_of({{"sms", 132}, {"rows", rows}}, "w").find("no row of 16 blocks"), std::string::npos);
-  EXPECT_NE(error_of({{"sms", 132}, {"rows", {{{"blocks", 200}, {"w_slowdown", 1.0}}}}}, "w").find("rows[0].blocks"),
+  EXPECT_NE(error_of({{"rows", rows}}, "w").find("f.json: gpu"), std::string::npos);
+  EXPECT_NE(error_of({{"gpu", "g"}, {"rows", rows}}, "w").find("f.json: sms"), std::string::npos);
+  EXPECT_NE(error_of({{"gpu", "g"}, {"sms", 132}, {"rows", rows}}, "other").find("rows[0].other_slowdown"),
             std::string::npos);
+  EXPECT_NE(error_of({{"gpu", "g"}, {"sms", 132}, {"rows", rows}}, "w").find("no row of 16 blocks"), std::string::npos);
+  EXPECT_NE(error_of({{"gpu", "g"}, {"sms", 132}, {"rows", {{{"blocks", 200}, {"w_slowdown", 1.0}}}}}, "w")
+                .find("rows[0].blocks"),
+            std::string::npos);
+  // The same blocks twice: the second row would silently replace the first.
+  const Json twice = Json::array({{{"blocks", 1}, {"w_slowdown", 1.01}}, {{"blocks", 1}, {"w_slowdown", 1.02}}});
+  EXPECT_NE(error_of({{"gpu", "g"}, {"sms", 132}, {"rows", twice}}, "w").find("rows[1].blocks"), std::string::npos);
 }
 
 }  // namespace
