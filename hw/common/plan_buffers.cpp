@@ -23,6 +23,7 @@ std::vector<Range> GradientLayout::ranges(const std::vector<int>& tensors, const
 }
 
 std::vector<Range> GradientLayout::task_ranges(const Task& task, const Model& model) const {
+  if (task.purpose == Purpose::LossAverage) return {{0, kLossElements}};  // the loss buffer, not the flat one
   std::vector<Range> all = ranges(task.tensors, model);
   if (task.piece.count == 0) return all;
   // Skip piece.offset elements of the concatenation, then keep piece.count.
@@ -63,7 +64,7 @@ std::uint64_t largest_collective_elements(const Plan& plan) {
   for (const StepPlan& kind : plan.step_plans)
     for (const Task& t : kind.tasks) {
       if (t.kind != TaskKind::Collective) continue;
-      std::uint64_t elements = t.piece.count;
+      std::uint64_t elements = t.purpose == Purpose::LossAverage ? kLossElements : t.piece.count;
       if (elements == 0)
         for (int tensor : t.tensors) elements += plan.model.tensors[tensor].elements;
       largest = std::max(largest, elements);

@@ -21,11 +21,12 @@ struct Stream {
 
 struct RankBuffers {
   std::vector<float> gradients, parameters;
-  std::vector<std::vector<float>> residuals;             // DGC: [PreparedTask::residual]
-  std::vector<std::vector<std::vector<float>>> shadows;  // --check: [residual][rank]
-  std::vector<std::vector<float>> expected_sparse;       // --check: [residual]
-  std::vector<std::uint64_t> window_salts;               // --check: Local SGD steps since the last average
-  std::vector<Stream> streams;                           // [stream]; 0, the compute stream, holds no buffers
+  std::vector<float> loss = std::vector<float>(kLossElements);  // adaptive Local SGD's averaged loss
+  std::vector<std::vector<float>> residuals;                    // DGC: [PreparedTask::residual]
+  std::vector<std::vector<std::vector<float>>> shadows;         // --check: [residual][rank]
+  std::vector<std::vector<float>> expected_sparse;              // --check: [residual]
+  std::vector<std::uint64_t> window_salts;                      // --check: Local SGD steps since the last average
+  std::vector<Stream> streams;                                  // [stream]; 0, the compute stream, holds no buffers
 
   // Buffers sized for the largest collective of each stream; communicators in stream order on every rank
   // (collective over MPI_COMM_WORLD). Ends with reset().
@@ -35,7 +36,17 @@ struct RankBuffers {
   void reset(int rank);
 
   // The buffer a task's vector comes from and goes back to.
-  float* source(Buffer buffer) { return buffer == Buffer::Parameters ? parameters.data() : gradients.data(); }
+  float* source(Buffer buffer) {
+    switch (buffer) {
+      case Buffer::Parameters:
+        return parameters.data();
+      case Buffer::Loss:
+        return loss.data();
+      case Buffer::Gradients:
+        break;
+    }
+    return gradients.data();
+  }
 
   void free_communicators();
 };

@@ -126,6 +126,7 @@ class Translator {
   }
 
   std::uint64_t elements_of(const Task& t) const {
+    if (t.purpose == Purpose::LossAverage) return kLossElements;
     if (t.piece.count > 0) return t.piece.count;  // a piece (partition_mb), run on its tensor group's buffer
     std::uint64_t e = 0;
     for (int x : t.tensors) e += plan_.model.tensors[x].elements;
@@ -146,7 +147,8 @@ class Translator {
   int buffer(const Task& t, std::uint64_t elements) {
     const Buffer holds = buffer_of(t.purpose);
     std::vector<int> key = t.tensors;
-    if (key.empty()) key = {-1 - static_cast<int>(program_.buffers.size())};  // no tensors named: a buffer of its own
+    // No tensors named: a buffer of its own, except the loss, which is one buffer for all its allreduces.
+    if (key.empty() && holds != Buffer::Loss) key = {-1 - static_cast<int>(program_.buffers.size())};
     auto [it, fresh] = index_.try_emplace({holds, key}, static_cast<int>(program_.buffers.size()));
     if (fresh) program_.buffers.push_back(BufferSpec{.tensors = t.tensors, .holds = holds});
     BufferSpec& b = program_.buffers[it->second];

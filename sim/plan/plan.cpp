@@ -35,15 +35,36 @@ std::string_view to_string(Purpose purpose) {
       return "parameter gather";
     case Purpose::ParameterAverage:
       return "parameter average";
+    case Purpose::LossAverage:
+      return "loss average";
   }
   return "?";
 }
 
-std::string_view to_string(Buffer buffer) { return buffer == Buffer::Gradients ? "gradients" : "parameters"; }
+std::string_view to_string(Buffer buffer) {
+  switch (buffer) {
+    case Buffer::Gradients:
+      return "gradients";
+    case Buffer::Parameters:
+      return "parameters";
+    case Buffer::Loss:
+      return "loss";
+  }
+  return "?";
+}
 
 Buffer buffer_of(Purpose purpose) {
-  return purpose == Purpose::ParameterGather || purpose == Purpose::ParameterAverage ? Buffer::Parameters
-                                                                                     : Buffer::Gradients;
+  switch (purpose) {
+    case Purpose::ParameterGather:
+    case Purpose::ParameterAverage:
+      return Buffer::Parameters;
+    case Purpose::LossAverage:
+      return Buffer::Loss;
+    case Purpose::DenseGradients:
+    case Purpose::SparseGather:
+      return Buffer::Gradients;
+  }
+  return Buffer::Gradients;
 }
 
 CollectiveSpec StepBuilder::collective(Collective op, Bytes bytes, Algorithm algorithm) const {
@@ -307,7 +328,11 @@ std::vector<std::string> plan_notes(const Scenario& sc, const Topology& topo, co
   }
   if (sc.strategy.dgc)
     notes.push_back("DGC: one collective per tensor in every step, as Paddle turns fusion off under DGC");
-  notes.push_back("stragglers: synchronous steps wait for the slowest rank; Local SGD only at each averaging");
+  if (sc.strategy.localsgd && sc.strategy.localsgd->adaptive)
+    notes.push_back(
+        "adaptive Local SGD: two allreduces of the scalar loss in every step, after the update (Paddle's "
+        "_generate_avg_loss); they keep the ranks in step between averages");
+  notes.push_back("stragglers: steps with collectives wait for the slowest rank; plain Local SGD only at each average");
   if (sc.strategy.priority == CommPriority::ForwardOrder)
     notes.push_back(
         "priority forward_order: the ready collective of the earliest layer first, and the next forward of layer i "
@@ -366,8 +391,10 @@ void straggler_factors(const Stragglers& sg, int steps, Plan& plan) {
       worst = std::max(worst, since_sync[r]);
       mean += f / plan.ranks;
     }
-    if (plan.step_plans[plan.step_plan_of[s]].kind == StepKind::LocalOnly) {
-      // Ranks run ahead independently: the representative timeline advances by the mean; the wait comes at sync.
+    const std::vector<Task>& tasks = plan.step_plans[plan.step_plan_of[s]].tasks;
+    if (std::none_of(tasks.begin(), tasks.end(), [](const Task& t) { return t.kind == TaskKind::Collective; })) {
+      // A step without collectives (a Local SGD local step): ranks run ahead independently, the representative
+      // timeline advances by the mean; the wait comes at the next step with a collective.
       plan.compute_factor[s] = mean;
       plan.critical_rank[s] = -1;
       mean_since_sync += mean;

@@ -29,11 +29,14 @@ enum class Purpose : std::uint8_t {
   SparseGather,      // DGC: all-gather of every rank's `kept` (value, index) pairs; their sum becomes the average
   ParameterGather,   // sharded data parallel: all-gather of the parameter shards
   ParameterAverage,  // Local SGD: allreduce of the parameters; the sum becomes the average
+  LossAverage,       // adaptive Local SGD: allreduce of the scalar loss (one element), every step
 };
 
 // The per-rank state a collective moves.
-enum class Buffer : std::uint8_t { Gradients, Parameters };
+enum class Buffer : std::uint8_t { Gradients, Parameters, Loss };
 Buffer buffer_of(Purpose purpose);
+// The loss buffer holds one fp32 scalar; a LossAverage collective names no tensors and moves this many elements.
+constexpr std::uint64_t kLossElements = 1;
 
 std::string_view to_string(TaskKind kind);
 std::string_view to_string(Purpose purpose);

@@ -65,6 +65,29 @@ void dgc_bucket(const StepBuilder& b, StepPlan& step, const Bucket& bucket, int 
                   dense, st.algorithm, Purpose::DenseGradients);
 }
 
+// Adaptive Local SGD averages the loss in every step: AdaptiveLocalSGDOptimizer._generate_avg_loss appends an
+// allreduce of the scalar loss (on the calc stream, then c_sync_calc_stream) to the main block, not to the branch
+// it is called from, and minimize_impl calls it twice (`initialize` and `communicate_avg_loss`), so both run in every
+// step, after the update and before the parameters are averaged (localsgd_optimizer.py at f8704b3). Here they run
+// on communication stream 1 after backward: nothing else computes until the step ends, so the calc stream would
+// wait for them just as long. The loss is one fp32 (the MPI backend sends it in the comm dtype, as every collective
+// it runs); the library's launch is its only fixed cost (no bucket copies).
+int loss_allreduces(const StepBuilder& b, StepPlan& step, int after) {
+  for (int i = 1; i <= 2; ++i) {
+    Task t;
+    t.kind = TaskKind::Collective;
+    t.purpose = Purpose::LossAverage;
+    t.stream = 1;
+    t.collective = b.collective(Collective::AllReduce, 4 * kLossElements, Algorithm::Auto);
+    t.bytes_sent_per_rank = b.sent_per_rank(t.collective);
+    t.overhead_before_s = b.overheads.launch_s;
+    t.deps = {after};
+    t.label = "loss allreduce " + std::to_string(i);
+    after = b.add(step, t);
+  }
+  return after;
+}
+
 }  // namespace
 
 StepPlan sync_step(const StepBuilder& b, const std::vector<Bucket>& buckets, StepKind kind, double sparsity) {
@@ -89,10 +112,12 @@ StepPlan sync_step(const StepBuilder& b, const std::vector<Bucket>& buckets, Ste
 StepPlan local_step(const StepBuilder& b, const std::vector<Bucket>& buckets, bool average) {
   StepPlan step;
   step.kind = average ? StepKind::LocalAverage : StepKind::LocalOnly;
-  std::vector<int> backward = b.compute_pass(step);
+  const std::vector<int> backward = b.compute_pass(step);
+  int update = backward.front();
+  if (b.sc.strategy.localsgd->adaptive) update = loss_allreduces(b, step, update);
   if (!average) return step;
   for (std::size_t i = 0; i < buckets.size(); ++i)
-    b.communicate(step, buckets[i].stream, Collective::AllReduce, buckets[i].elements, {backward.front()},
+    b.communicate(step, buckets[i].stream, Collective::AllReduce, buckets[i].elements, {update},
                   "average " + std::to_string(i), static_cast<int>(i), buckets[i].tensors, b.sc.strategy.algorithm,
                   Purpose::ParameterAverage);
   return step;

@@ -85,6 +85,7 @@ std::vector<Target> nccl_targets(const Plan& plan, const nccl::LaunchProgram& pr
     const ElementRange piece = plan_step.tasks[static_cast<std::size_t>(op.task)].piece;
     for (int tensor : buffer.tensors) t.elements += plan.model.tensors[static_cast<std::size_t>(tensor)].elements;
     if (piece.count > 0) t.elements = piece.count;
+    if (buffer.holds == Buffer::Loss) t.elements = buffer.elements;  // the loss is no model tensor
     t.per_rank = op.count;
     t.buffer = buffer.holds;
     out.push_back(t);
@@ -123,6 +124,7 @@ std::vector<Case> cases() {
        base,
        {"strategy.comm_dtype=bf16", R"(strategy.dgc={"rampup_begin_step":1,"rampup_step":2,"sparsity":[0.9,0.999]})"}});
   out.push_back({"localsgd_fp16", base, {"strategy.comm_dtype=fp16", R"(strategy.localsgd={"k_steps":3})"}});
+  out.push_back({"adaptive_localsgd", base, {R"(strategy.adaptive_localsgd={"init_k_steps":2,"begin_step":1})"}});
   out.push_back({"sharded2", base, {R"(strategy.sharding={"stage":2})", "strategy.nccl_comm_num=2"}});
   out.push_back({"sharded3_fp8", base, {R"(strategy.sharding={"stage":3})", "strategy.comm_dtype=fp8"}});
   // ByteScheduler: 4 MiB pieces (cut inside tensors and across them), each cast to fp16, on two streams.
@@ -167,7 +169,8 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, BackendAgreement, testing::ValuesIn(cases())
                            return name;
                          });
 
-// The variants reach what they are meant to: sparse gathers, parameter averages and gathers, casts, reduce-scatters.
+// The variants reach what they are meant to: sparse gathers, parameter averages and gathers, loss averages, casts,
+// reduce-scatters.
 TEST(BackendAgreement, VariantsCoverEveryTaskKindAndPurpose) {
   std::set<std::pair<TaskKind, Purpose>> seen;
   for (const Case& c : cases()) {
@@ -179,8 +182,8 @@ TEST(BackendAgreement, VariantsCoverEveryTaskKindAndPurpose) {
   }
   for (TaskKind k : {TaskKind::Compute, TaskKind::Cast, TaskKind::TopK})
     EXPECT_TRUE(seen.count({k, Purpose::DenseGradients})) << to_string(k);
-  for (Purpose p :
-       {Purpose::DenseGradients, Purpose::SparseGather, Purpose::ParameterGather, Purpose::ParameterAverage})
+  for (Purpose p : {Purpose::DenseGradients, Purpose::SparseGather, Purpose::ParameterGather, Purpose::ParameterAverage,
+                    Purpose::LossAverage})
     EXPECT_TRUE(seen.count({TaskKind::Collective, p})) << to_string(p);
 }
 

@@ -282,6 +282,16 @@ TEST(MpiRun, LocalSgdAveragesTheParameters) {
   EXPECT_NE(o.text.find("check: 0 wrong"), std::string::npos) << o.text;
 }
 
+// Adaptive Local SGD also allreduces the scalar loss twice in every step: the check fills each rank's loss with its
+// verifiable value and expects their sum, beside the parameter averages of steps 0, 1 and 3.
+TEST(MpiRun, AdaptiveLocalSgdAveragesTheLossAndTheParameters) {
+  const Output o =
+      run(commsim({"run", "--backend", "mpi", kTiny, "--check", "--steps", "4", "--warmup", "1", "--timeout-s", "40",
+                   "--set", "strategy.adaptive_localsgd={\"init_k_steps\":2,\"begin_step\":1}"}));
+  ASSERT_EQ(o.exit_code, 0) << o.text;
+  EXPECT_NE(o.text.find("check: 0 wrong"), std::string::npos) << o.text;
+}
+
 // 2 emulated nodes x 2 ranks (namespaces, tc at 1 Gbit/s): exact, and afterwards no namespace of the run's cluster
 // and no rank is left. Without CAP_NET_ADMIN there is nothing to emulate.
 // Then 4 emulated nodes x 2 ranks (8 ranks on this machine's cores: fewer steps).

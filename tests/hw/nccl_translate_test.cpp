@@ -374,6 +374,29 @@ TEST(NcclTranslate, LocalSgdAveragesEveryKSteps) {
               StepKind::LocalAverage);
 }
 
+// Adaptive Local SGD: every step, local or averaging, first allreduces the one-element fp32 loss twice on one
+// buffer of its own (holding the loss, no tensors), then the averaging step's buckets.
+TEST(NcclTranslate, AdaptiveLocalSgdAllreducesTheLossInEveryStep) {
+  const Loaded l = load({R"(strategy.adaptive_localsgd={"init_k_steps":2,"begin_step":1})", "steps=3"});
+  ASSERT_EQ(l.program.step_plans.size(), 2u);
+  for (const LaunchStep& step : l.program.step_plans) {
+    const std::vector<const LaunchOp*> calls = collectives(step);
+    ASSERT_GE(calls.size(), 2u);
+    for (int i : {0, 1}) {
+      const LaunchOp& op = *calls[static_cast<std::size_t>(i)];
+      EXPECT_EQ(op.call, Call::AllReduce);
+      EXPECT_EQ(op.count, kLossElements);
+      EXPECT_EQ(op.dtype, Dtype::Float32);
+      const BufferSpec& buffer = l.program.buffers[static_cast<std::size_t>(op.buffer)];
+      EXPECT_EQ(buffer.holds, Buffer::Loss);
+      EXPECT_TRUE(buffer.tensors.empty());
+    }
+    EXPECT_EQ(calls[0]->buffer, calls[1]->buffer);
+    const std::size_t buckets = step.kind == StepKind::LocalAverage ? l.plan.buckets.size() : 0;
+    EXPECT_EQ(calls.size(), 2 + buckets);
+  }
+}
+
 // ZeRO-2: gradients reduce-scattered, parameters all-gathered; NCCL counts are per rank: ceil(elements / 32).
 TEST(NcclTranslate, ShardedCountsArePerRank) {
   const Loaded l = load({R"(strategy.sharding={"stage":2})"});

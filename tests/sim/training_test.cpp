@@ -11,6 +11,7 @@
 // takes ~1 ps) so that the arithmetic below is the alpha-beta part only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -301,14 +302,55 @@ TEST(LocalSgd, AdaptiveInitKStepsIsTheFirstInterval) {
   // adaptive_localsgd init_k_steps 16 from begin_step 0 (accepted: Paddle does not cap the first interval): the
   // first average after step 15, then k = ceil(sqrt(16)) = 4 with constant lr and loss: after steps 19 and 23. Of 24
   // steps, these 3 communicate; the steady state starts after the first interval, at step 16.
+  // Every step also allreduces the loss twice, so the averaging steps are those above the shortest step.
   const std::string t = cluster(10e9, 10e9, 0);
   const Result r = simulate(
       scenario(t, {{"fusion", kOneBucket}, {"adaptive_localsgd", {{"init_k_steps", 16}, {"begin_step", 0}}}}, 24));
+  const double local_s = *std::min_element(r.steps_s.begin(), r.steps_s.end());
   std::vector<int> communicating;
   for (int s = 0; s < 24; ++s)
-    if (r.steps_s[s] > kComputeS + 1e-9) communicating.push_back(s);
+    if (r.steps_s[s] > local_s + 1e-9) communicating.push_back(s);
   EXPECT_EQ(communicating, (std::vector<int>{15, 19, 23}));
   EXPECT_EQ(r.steady_from, 16);
+}
+
+TEST(LocalSgd, AdaptiveAveragesTheLossInEveryStep) {
+  // Paddle's adaptive optimizer appends two allreduces of the scalar loss to the main block (_generate_avg_loss,
+  // called from `initialize` and `communicate_avg_loss`), so every step runs them after the update, and an
+  // averaging step averages the parameters after them. Plain Local SGD has none. Steps 0 and 2 average (begin_step
+  // 1: every step up to it; then init_k_steps 2 after the last average at Paddle's step 1), step 1 does not.
+  const std::string t = cluster(10e9, 10e9, 5e-6);
+  const Json adaptive =
+      scenario(t, {{"fusion", kOneBucket}, {"adaptive_localsgd", {{"init_k_steps", 2}, {"begin_step", 1}}}}, 3);
+  const SimulationRun run = prepare_document(adaptive, write("adaptive.json", adaptive));
+  for (int s = 0; s < 3; ++s) {
+    const StepPlan& step = run.plan.step_plan(s);
+    std::vector<int> loss, averages;
+    for (std::size_t i = 0; i < step.tasks.size(); ++i) {
+      const Task& task = step.tasks[i];
+      if (task.purpose == Purpose::LossAverage && task.kind == TaskKind::Collective) loss.push_back(int(i));
+      if (task.purpose == Purpose::ParameterAverage) averages.push_back(int(i));
+    }
+    ASSERT_EQ(loss.size(), 2u) << "step " << s;
+    const Task& first = step.tasks[loss[0]];
+    const Task& second = step.tasks[loss[1]];
+    EXPECT_EQ(first.collective.bytes, 4u);  // one fp32
+    EXPECT_TRUE(first.tensors.empty());
+    EXPECT_EQ(step.tasks[first.deps.at(0)].kind, TaskKind::Compute);  // after the last backward
+    EXPECT_EQ(second.deps, std::vector<int>{loss[0]});
+    EXPECT_EQ(averages.size(), s == 1 ? 0u : 1u) << "step " << s;
+    for (int a : averages) EXPECT_EQ(step.tasks[a].deps, std::vector<int>{loss[1]});
+  }
+  // The local step pays the two allreduces one after the other, after the compute: 12 ms + 2 x (the launch the
+  // plan charges + what the collective model prices one 4 B allreduce at on this cluster).
+  const Task& loss = run.plan.step_plan(1).tasks.back();
+  const double one_s = loss.overhead_before_s + predict_seconds(loss.collective, *run.topology);
+  EXPECT_GT(one_s, 5e-6);  // at least one hop's latency
+  EXPECT_NEAR(simulate(adaptive).steps_s[1], kComputeS + 2 * one_s, 1e-12);
+  const Json plain = scenario(t, {{"fusion", kOneBucket}, {"localsgd", {{"k_steps", 2}, {"begin_step", 1}}}}, 3);
+  const SimulationRun plain_run = prepare_document(plain, write("plain.json", plain));
+  for (const Task& task : plain_run.plan.step_plan(1).tasks) EXPECT_NE(task.kind, TaskKind::Collective);
+  EXPECT_DOUBLE_EQ(simulate(plain).steps_s[1], kComputeS);
 }
 
 TEST(LocalSgd, AdaptiveIntervalFollowsPaddlesFormula) {
@@ -333,6 +375,22 @@ TEST(Stragglers, SynchronousStepsWaitForTheSlowestRank) {
   const std::string t = cluster(1e18, 1e18, 0);
   const Result r = simulate(scenario(t, {{"fusion", kOneBucket}, {"stragglers", {{"slow_ranks", {{"3", 2.0}}}}}}));
   EXPECT_NEAR(r.compute_s, 2 * kComputeS, 1e-9);
+}
+
+TEST(Stragglers, AdaptiveLocalSgdWaitsInEveryStep) {
+  // Rank 3 computes twice as slowly. Plain Local SGD never averaging (k 16 > 4 steps after begin_step 0) lets every
+  // step follow the mean rank, (3 x 12 + 24) / 4 = 15 ms; adaptive Local SGD allreduces the loss in every step, so
+  // every step waits for rank 3's 24 ms, as synchronous training does.
+  const std::string t = cluster(1e18, 1e18, 0);
+  const Json slow = {{"slow_ranks", {{"3", 2.0}}}};
+  const Result plain = simulate(scenario(
+      t, {{"fusion", kOneBucket}, {"stragglers", slow}, {"localsgd", {{"k_steps", 16}, {"begin_step", 0}}}}, 4));
+  const Result adaptive = simulate(scenario(
+      t,
+      {{"fusion", kOneBucket}, {"stragglers", slow}, {"adaptive_localsgd", {{"init_k_steps", 16}, {"begin_step", 0}}}},
+      4));
+  EXPECT_NEAR(plain.compute_s, 1.25 * kComputeS, 1e-9);
+  EXPECT_NEAR(adaptive.compute_s, 2 * kComputeS, 1e-9);
 }
 
 TEST(Stragglers, LocalSgdWaitsOnlyAtAveraging) {
