@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_fields.hpp"
+#include "sim/core/output_file.hpp"
 #include "validate/calibrate_run.hpp"
 #include "validate/interference_fit.hpp"
 #include "validate/nccl_tests_log.hpp"
@@ -33,9 +34,7 @@ struct CalibrateCommand {
 void write_calibrated(const CalibrateCommand& c, const Json& doc, const char* what) {
   const std::string out =
       c.out.empty() ? std::filesystem::path(c.topology).stem().string() + "-calibrated.json" : c.out;
-  std::ofstream file(out);
-  file << doc.dump(2) << "\n";
-  if (!file) throw InputError("-o", "", "cannot write " + out);
+  write_file(out, doc.dump(2) + "\n", "-o");
   std::printf("wrote %s (%s)\n", out.c_str(), what);
 }
 

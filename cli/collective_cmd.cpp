@@ -157,8 +157,6 @@ CollectiveSpec parse_names(const CollectiveOptions& o, Fidelity& fidelity) {
 void write_collective_json(const CollectiveOptions& o, const CollectiveSpec& spec, int p,
                            const reports::CollectivePrediction& prediction, const std::string& partial_note) {
   const std::vector<reports::CollectiveRow>& rows = prediction.rows;
-  std::ofstream out(o.json);
-  if (!out) throw InputError("--json", "", "cannot write " + o.json);
   nlohmann::json doc = {{"commsim_version", COMMSIM_VERSION},
                         {"topology", o.topology},
                         {"ranks", p},
@@ -172,7 +170,7 @@ void write_collective_json(const CollectiveOptions& o, const CollectiveSpec& spe
     doc["sizes_total"] = prediction.sizes;
     doc["note"] = partial_note;
   }
-  out << doc.dump(2) << "\n";
+  write_file(o.json, doc.dump(2) + "\n", "--json");
 }
 
 // The topology of --topology (and --nodes): a collective needs a peer (simulate takes one rank, as a single-GPU
@@ -247,6 +245,7 @@ int compare_with_log(const CollectiveOptions& o, const std::string& algorithms, 
                      const nccl::TuningTable& ours, const Topology& topology, const std::string& machine) {
   const std::string& log_file = o.against;
   // Read twice, line by line (a log of many ranks can be large): the table, then the choices.
+  note_input_file(log_file);
   std::ifstream table_text(log_file), choices_text(log_file);
   if (!table_text || !choices_text) throw InputError(log_file, "", "cannot open the log");
   const nccl::TuningTable printed = nccl::read_printed_tuning_table(table_text, log_file);

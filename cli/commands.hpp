@@ -30,6 +30,8 @@ void print_result(const SimulationRun& run, std::FILE* out = stdout);
 // Writes `doc` to `path` (indented), to standard output when `path` is "-"; a path that cannot be written is bad
 // input of the option `flag`.
 void write_json(const std::string& path, const nlohmann::json& doc, const std::string& flag);
+// simulate / run: --json and --trace name two different files (at most one of them standard output, -).
+void check_json_and_trace(const std::string& json, const std::string& trace);
 // For options that name a file to write: not a directory, and its directory must exist and be writable. Checked when
 // the command line is parsed, so a bad path is reported (exit 2, one line naming the option) before anything runs.
 const CLI::Validator& writable_file();

@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "sim/core/data_path.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace commsim::cli {
 namespace {
@@ -93,9 +94,7 @@ int run_compare(const CompareOptions& o) {
   }
   std::fputs(table.c_str(), stdout);
   if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    if (!out) throw InputError("--json", "", "cannot write " + o.json);
-    out << nlohmann::json{{"name", title}, {"variants", rows}}.dump(2) << "\n";
+    write_file(o.json, nlohmann::json{{"name", title}, {"variants", rows}}.dump(2) + "\n", "--json");
   }
   return 0;
 }

@@ -2,16 +2,19 @@
 // Exit codes: 0 success; 1 the check asked for failed; 2 bad input or usage (one line naming file, field, problem);
 // 3 an internal fault (a broken invariant, a bug: please report it), never bad input; 128 + signal a sweep stopped by
 // SIGINT/SIGTERM (its partial outputs written).
+#include <cstdio>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"commsim: how long will a training step take on that cluster, and which settings make it faster"};
   app.set_version_flag("--version", std::string("commsim ") + COMMSIM_VERSION);
   app.require_subcommand(1);
   int exit_code = 0;
+  commsim::refuse_outputs_over_inputs();
   commsim::cli::register_collective(app, exit_code);
   commsim::cli::register_simulate(app, exit_code);
   commsim::cli::register_compare(app, exit_code);
@@ -56,6 +59,12 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "commsim: internal error: " << e.what() << "\n";
     return 3;
+  }
+  // What went to standard output is only known written once flushed: a full disk or a closed pipe is an error too.
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::cerr << "commsim: cannot write standard output\n";
+    return 2;
   }
   return exit_code;
 }

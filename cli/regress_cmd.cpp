@@ -115,7 +115,7 @@ void update_baseline(explore::Baseline& b, const std::vector<explore::Check>& ch
     b.entries[i].step_time_s = checks[i].now_s;
     b.entries[i].step_time_spread_s = checks[i].now_spread_s;
   }
-  reports::write_file(o.baseline, baseline_json(b).dump(2) + "\n", "--baseline");
+  rewrite_input_file(o.baseline, baseline_json(b).dump(2) + "\n", "--baseline");
   std::printf("updated %s (commsim %s)\n", o.baseline.c_str(), COMMSIM_VERSION);
 }
 

@@ -28,7 +28,7 @@ void register_report(CLI::App& app, int& exit_code) {
   cmd->add_option("--title", o->title, "page title");
   cmd->callback([o, &exit_code] {
     const std::vector<reports::ReportInput> inputs = reports::load_report_inputs(o->files);
-    reports::write_file(o->out, reports::results_html(inputs, o->title), "-o");
+    write_file(o->out, reports::results_html(inputs, o->title), "-o");
     std::size_t timelines = 0;
     for (const auto& in : inputs) timelines += in.result.trace.empty() ? 0 : 1;
     std::printf("wrote %s: %zu result(s), %zu timeline(s)\n", o->out.c_str(), inputs.size(), timelines);

@@ -96,7 +96,7 @@ void register_run(CLI::App& app, int& exit_code) {
       ->check(number_in(0));
   cmd->callback([o, &exit_code] {
     if (o->dry_run && o->backend != "nccl") throw InputError("--dry-run: only with --backend nccl");
-    if (o->json == "-" && o->trace == "-") throw InputError("--trace", "", "only one of --json and --trace can be -");
+    check_json_and_trace(o->json, o->trace);
     exit_code = o->dry_run ? print_nccl_program(*o) : execute_request(request_of(*o));
   });
 }

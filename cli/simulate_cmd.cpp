@@ -9,7 +9,9 @@
 #include "cli/commands.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/limits.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/result/kineto_export.hpp"
+#include "sim/scenario/schedules.hpp"
 #include "sim/step/simulation.hpp"
 
 namespace commsim::cli {
@@ -41,9 +43,16 @@ void write_json(const std::string& path, const nlohmann::json& doc, const std::s
     std::cout << doc.dump(2) << "\n" << std::flush;
     return;
   }
-  std::ofstream out(path);
-  if (!out) throw InputError(flag, "", "cannot write " + path);
-  out << doc.dump(2) << "\n";
+  write_file(path, doc.dump(2) + "\n", flag);
+}
+
+void check_json_and_trace(const std::string& json, const std::string& trace) {
+  if (json.empty() || trace.empty()) return;
+  if (json == "-" && trace == "-") throw InputError("--trace", "", "only one of --json and --trace can be -");
+  std::error_code ec_json, ec_trace;
+  if (json == trace ||
+      std::filesystem::weakly_canonical(json, ec_json) == std::filesystem::weakly_canonical(trace, ec_trace))
+    throw InputError("--trace", "", trace + " is also the --json file; give them two files");
 }
 
 void print_result(const SimulationRun& run, std::FILE* out) {
@@ -52,8 +61,13 @@ void print_result(const SimulationRun& run, std::FILE* out) {
   std::fprintf(out, "  model %s (%.1f M parameters, %zu tensors), %zu buckets, %d stream(s), fidelity %s\n",
                run.plan.model.name.c_str(), static_cast<double>(run.plan.model.parameters()) / 1e6,
                run.plan.model.tensors.size(), run.plan.buckets.size(), run.plan.streams, r.fidelity.c_str());
-  std::fprintf(out, "  step time      %10.3f ms   (steady-state mean from step %d)\n", r.step_time_s * 1e3,
-               r.steady_from);
+  const int steps = run.plan.steps();
+  if (first_steady_step(run.scenario.strategy, steps) >= steps)
+    std::fprintf(out, "  step time      %10.3f ms   (mean of all %d steps: the steady state is not reached)\n",
+                 r.step_time_s * 1e3, steps);
+  else
+    std::fprintf(out, "  step time      %10.3f ms   (steady-state mean from step %d)\n", r.step_time_s * 1e3,
+                 r.steady_from);
   std::fprintf(out, "  throughput     %10.1f samples/s   scaling efficiency %.1f %%\n", r.throughput_samples_s,
                100 * r.scaling_efficiency);
   std::fprintf(out, "  compute        %10.3f ms\n  communication  %10.3f ms   exposed %.3f ms   overlap %.1f %%\n",
@@ -95,7 +109,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     Fidelity fidelity;
     if (!parse_fidelity(o->fidelity, fidelity))
       throw InputError("--fidelity", "", "unknown fidelity \"" + o->fidelity + "\" (analytical, flow)");
-    if (o->json == "-" && o->trace == "-") throw InputError("--trace", "", "only one of --json and --trace can be -");
+    check_json_and_trace(o->json, o->trace);
     TraceSelection trace = parse_trace_steps(o->trace_steps);
     if (!o->trace_ranks.empty()) trace.ranks = parse_trace_ranks(o->trace_ranks, kMaxRanks);
     SimulationRun run = simulate_scenario(o->scenario, o->sets, o->steps, fidelity, trace);

@@ -31,7 +31,7 @@ void write_results(const Sweep& sweep, const std::string& sweep_hash, const std:
   if (!shard) return explore::write_sweep_outputs(sweep, dir);
   std::fputs(explore::sweep_table(sweep).c_str(), stdout);
   const std::string path = (std::filesystem::path(dir) / explore::shard_file_name(*shard)).string();
-  reports::write_file_replacing(path, explore::shard_document(sweep, sweep_hash, *shard).dump(1) + "\n", "-o");
+  write_file(path, explore::shard_document(sweep, sweep_hash, *shard).dump(1) + "\n", "-o");
   std::printf("shard %zu/%zu: %zu of %zu configurations%s, fidelity %s: wrote %s\n", shard->index, shard->count,
               sweep.rows.size(), sweep.grid_size, sweep.partial() ? " (partial)" : "", sweep.fidelity.c_str(),
               path.c_str());

@@ -106,32 +106,10 @@ std::string TextTable::str() const {
   return out;
 }
 
-void write_file(const std::string& path, const std::string& text, const std::string& flag) {
-  std::ofstream out(path, std::ios::binary);
-  if (out) out << text;
-  if (!out) throw InputError(flag, "", "cannot write " + path);
-}
-
 void create_directories(const std::string& dir, const std::string& flag) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError(flag, "", "cannot create directory " + dir + ": " + ec.message());
-}
-
-void write_file_replacing(const std::string& path, const std::string& text, const std::string& flag) {
-  const std::string temporary = path + ".partial-" + std::to_string(getpid());
-  std::error_code ec;
-  try {
-    write_file(temporary, text, flag);
-  } catch (const InputError&) {
-    std::filesystem::remove(temporary, ec);
-    throw;
-  }
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    std::filesystem::remove(temporary, ec);
-    throw InputError(flag, "", "cannot write " + path);
-  }
 }
 
 ProgressBar::ProgressBar(std::string label, std::size_t total, std::size_t min_total)

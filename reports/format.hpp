@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/core/output_file.hpp"
+
 namespace commsim::reports {
 
 // Escapes & < > " ' so the text is safe in XML/HTML content and attribute values.
@@ -35,14 +37,8 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// Writes `text` to `path`; a failure is an InputError naming `flag` and the path.
-void write_file(const std::string& path, const std::string& text, const std::string& flag);
 // Creates `dir` and its parents; where that fails (no permission, a name too long) an InputError naming the flag.
 void create_directories(const std::string& dir, const std::string& flag);
-
-// Writes `text` to a temporary file beside `path` and renames it over `path`, so that a reader (or an interrupted
-// run) sees the old file or the new one, never half of one. The temporary file is removed on failure.
-void write_file_replacing(const std::string& path, const std::string& text, const std::string& flag);
 
 // "[#####.....] 12/40 label, 3.1/s, ETA 9 s" redrawn in place on stderr, only when stderr is a terminal (quiet in
 // pipes and CI). The rate counts items done since the bar was made. A bar of fewer than `min_total` items is not

@@ -79,12 +79,12 @@ Calibration run_calibration(const CalibrateOptions& o) {
   std::vector<Json> runs;
   for (const std::string& f : files) runs.push_back(read_json_file(f));
   const Json merged = merge_bench_runs(runs, files);
-  if (files.size() > 1 || measure) reports::write_file(bench_file, merged.dump(2) + "\n", "--bench-out");
+  if (files.size() > 1 || measure) write_file(bench_file, merged.dump(2) + "\n", "--bench-out");
   Calibration cal = calibrate(topology, o.topology, merged, bench_file, o.model);
   if (cal.trusted()) {
     if (!fs::path(o.out).parent_path().empty())
       reports::create_directories(fs::path(o.out).parent_path().string(), "-o");
-    reports::write_file(o.out, cal.calibrated_topology.dump(2) + "\n", "-o");
+    write_file(o.out, cal.calibrated_topology.dump(2) + "\n", "-o");
   }
   return cal;
 }

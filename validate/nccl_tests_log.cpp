@@ -11,6 +11,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/json_fields.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/core/text.hpp"
 #include "validate/fit.hpp"
 
@@ -202,6 +203,7 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
     const Json doc = read_json_file(path);
     return doc.contains("results") ? read_nccl_tests_json(path, doc) : read_curve(path, doc);
   }
+  note_input_file(path);
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open file");
   NcclTestsLog log;

@@ -336,9 +336,9 @@ std::string to_html(const Validation& v) {
 
 void write_report(const Validation& v, const std::string& dir) {
   reports::create_directories(dir, "--report");
-  reports::write_file((std::filesystem::path(dir) / "validation.json").string(), to_json(v).dump(2) + "\n", "--report");
-  reports::write_file((std::filesystem::path(dir) / "index.html").string(), to_html(v), "--report");
-  reports::write_file((std::filesystem::path(dir) / "table.txt").string(), terminal_table(v), "--report");
+  write_file((std::filesystem::path(dir) / "validation.json").string(), to_json(v).dump(2) + "\n", "--report");
+  write_file((std::filesystem::path(dir) / "index.html").string(), to_html(v), "--report");
+  write_file((std::filesystem::path(dir) / "table.txt").string(), terminal_table(v), "--report");
 }
 
 }  // namespace commsim::validate

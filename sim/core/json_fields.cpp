@@ -12,6 +12,7 @@
 
 #include "sim/core/data_path.hpp"
 #include "sim/core/limits.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/core/units.hpp"
 
 namespace commsim {
@@ -138,6 +139,7 @@ std::string gunzipped_text(const std::string& path, std::uint64_t max_bytes) {
 
 Json read_json_file(const std::string& given_path) {
   const std::string path = resolve_data_path(given_path);  // the current directory first, then the data dirs
+  note_input_file(path);
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, not a JSON file");
   if (path.ends_with(".gz")) {

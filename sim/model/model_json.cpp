@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "sim/core/json_fields.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace commsim {
 
@@ -56,10 +57,7 @@ std::string model_file_text(const Model& model) {
 }
 
 void write_model_file(const Model& model, const std::string& path, const std::string& flag) {
-  std::ofstream out(path);
-  if (!out) throw InputError(flag, "", "cannot write " + path);
-  out << model_file_text(model);
-  if (!out) throw InputError(flag, "", "cannot write " + path);
+  write_file(path, model_file_text(model), flag);
 }
 
 }  // namespace commsim

@@ -328,6 +328,12 @@ std::vector<std::string> plan_notes(const Scenario& sc, const Topology& topo, co
   }
   if (sc.strategy.dgc)
     notes.push_back("DGC: one collective per tensor in every step, as Paddle turns fusion off under DGC");
+  if (const int steady = first_steady_step(sc.strategy, sc.steps); steady >= sc.steps)
+    notes.push_back("steady state not reached: " +
+                    std::string(sc.strategy.dgc ? "DGC reaches its final sparsity at step " + std::to_string(steady)
+                                                : "Local SGD's intervals settle after the last step") +
+                    ", so the step time is the mean of all " + std::to_string(sc.steps) +
+                    " steps, warm-up included (give more steps)");
   if (sc.strategy.localsgd && sc.strategy.localsgd->adaptive)
     notes.push_back(
         "adaptive Local SGD: two allreduces of the scalar loss in every step, after the update (Paddle's "

@@ -85,7 +85,7 @@ std::vector<bool> localsgd_averaging_steps(const LocalSgd& l, int steps) {
   return average;
 }
 
-int steady_state_start(const Strategy& st, int steps) {
+int first_steady_step(const Strategy& st, int steps) {
   int start = 0;
   if (st.dgc) start = dgc_final_sparsity_step(*st.dgc);
   if (st.localsgd && !st.localsgd->adaptive) start = st.localsgd->begin_step;
@@ -100,6 +100,11 @@ int steady_state_start(const Strategy& st, int steps) {
         break;
       }
   }
+  return start;
+}
+
+int steady_state_start(const Strategy& st, int steps) {
+  const int start = first_steady_step(st, steps);
   return start >= steps ? 0 : start;
 }
 

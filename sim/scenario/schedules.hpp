@@ -21,8 +21,11 @@ int adaptive_k(const LocalSgd& l, int step);
 // For each of `steps` steps, whether Local SGD averages the parameters after it (Paddle's `communicate`).
 std::vector<bool> localsgd_averaging_steps(const LocalSgd& l, int steps);
 
-// The first step counted in the steady-state mean: DGC at its final sparsity, Local SGD past begin_step (plain) or
-// past its first dynamically chosen interval (adaptive); 0 when that is not within `steps`.
+// The first step of the steady state: DGC at its final sparsity, Local SGD past begin_step (plain) or past its first
+// dynamically chosen interval (adaptive; `steps` when none is within `steps`). It may lie beyond the run.
+int first_steady_step(const Strategy& strategy, int steps);
+// The first step counted in the steady-state mean: first_steady_step, or 0 when that is not within `steps` (the
+// mean is then over every step, and the plan's notes say the steady state was not reached).
 int steady_state_start(const Strategy& strategy, int steps);
 
 }  // namespace commsim

@@ -64,6 +64,7 @@ TEST(DgcSchedule, SteadyStateStartsAtTheFinalSparsity) {
   st.dgc = ramp(0, 10, {0.9, 0.99, 0.999});
   EXPECT_EQ(steady_state_start(st, 20), 7);
   EXPECT_EQ(steady_state_start(st, 7), 0);  // a run that never reaches it averages all its steps
+  EXPECT_EQ(first_steady_step(st, 7), 7);   // and first_steady_step says so (the plan's notes and simulate print it)
 }
 
 TEST(LocalSgdSchedule, PlainAveragesEveryStepUpToBeginStepThenEveryK) {

@@ -353,6 +353,23 @@ TEST(LocalSgd, AdaptiveAveragesTheLossInEveryStep) {
   EXPECT_DOUBLE_EQ(simulate(plain).steps_s[1], kComputeS);
 }
 
+TEST(SteadyState, ARunTooShortToReachItSaysSo) {
+  // DGC from step 5 over 2 steps of 2 sparsities reaches 0.99 at step 6 (index int(1 x 2 / 2) = 1): a 3-step run
+  // has no steady step, its mean is over all 3, and the notes say so; 8 steps reach it, and the notes are silent.
+  const std::string t = cluster(10e9, 10e9, 0);
+  const Json dgc = {{"rampup_begin_step", 5}, {"rampup_step", 2}, {"sparsity", {0.9, 0.99}}};
+  const auto said = [](const Result& r) {
+    return std::any_of(r.notes.begin(), r.notes.end(),
+                       [](const std::string& n) { return n.starts_with("steady state not reached: DGC"); });
+  };
+  const Result short_run = simulate(scenario(t, {{"fusion", kOneBucket}, {"dgc", dgc}}, 3));
+  EXPECT_EQ(short_run.steady_from, 0);
+  EXPECT_TRUE(said(short_run));
+  const Result long_run = simulate(scenario(t, {{"fusion", kOneBucket}, {"dgc", dgc}}, 8));
+  EXPECT_EQ(long_run.steady_from, 6);
+  EXPECT_FALSE(said(long_run));
+}
+
 TEST(LocalSgd, AdaptiveIntervalFollowsPaddlesFormula) {
   // k = ceil(sqrt(lr_0 * loss_t / (lr_t * loss_0) * init_k)), clamped to [1, 16].
   LocalSgd l;
