@@ -10,6 +10,9 @@ namespace commsim {
 
 // Largest message, bucket or size-sweep entry: 1 TiB, in bytes (keeps byte counts times rank counts inside 64 bits).
 inline constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 40;
+// Elements of one tensor of a model, and of the whole model (a model file's elements, shape dimensions and
+// total_parameters): 2^50, about 10^15, so that elements times bytes per element (at most 8) stay inside 64 bits.
+inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 50;
 // Nodes of a cluster topology (also the largest --nodes).
 inline constexpr std::int64_t kMaxNodes = 1 << 22;
 // Devices in one node template (GPUs, CPUs, switches, NICs), and ranks among them: per-node routing tables are

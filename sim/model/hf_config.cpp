@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include "sim/core/json_fields.hpp"
+#include "sim/model/model_json.hpp"
 
 namespace commsim {
 namespace {
@@ -45,6 +47,15 @@ class Config {
     for (const std::string& k : keys)
       if (auto v = optional(k, min, max)) return *v;
     return required(keys.front(), min, max);
+  }
+  // A field whose absence means `fallback` and whose null means none (transformers' default is not None).
+  std::optional<std::int64_t> optional_or(const std::string& key, std::optional<std::int64_t> fallback,
+                                          std::int64_t min, std::int64_t max) {
+    return root_.contains(key) ? optional(key, min, max) : fallback;
+  }
+  const Json* raw(const std::string& key) const {
+    const Json* v = root_.contains(key) ? &root_.at(key) : nullptr;
+    return v && !v->is_null() ? v : nullptr;
   }
   bool flag(const std::string& key, bool fallback) {
     const Json* v = root_.contains(key) ? &root_.at(key) : nullptr;
@@ -95,13 +106,52 @@ class Builder {
 std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
 double f(std::int64_t v) { return static_cast<double>(v); }
 
+// Qwen2's layers with a sliding window: layer_types' "sliding_attention" entries where the config lists them, else
+// those with index >= max_window_layers (Qwen2Config.__post_init__; its default 28).
+std::vector<bool> qwen2_windowed_layers(Config& c, std::int64_t layers) {
+  std::vector<bool> windowed(u(layers));
+  const Json* types = c.raw("layer_types");
+  if (!types) {
+    const std::int64_t first = c.optional("max_window_layers", 0, 4096).value_or(28);
+    for (std::int64_t i = 0; i < layers; ++i) windowed[u(i)] = i >= first;
+    return windowed;
+  }
+  if (!types->is_array() || types->size() != u(layers)) c.fail("layer_types", "must list num_hidden_layers entries");
+  for (std::size_t i = 0; i < windowed.size(); ++i) {
+    const Json& t = (*types)[i];
+    if (t != "full_attention" && t != "sliding_attention")
+      c.fail("layer_types", "entries must be \"full_attention\" or \"sliding_attention\"");
+    windowed[i] = t == "sliding_attention";
+  }
+  return windowed;
+}
+
+// The keys each query attends to, per layer: seq, or a sliding window where smaller. As transformers builds the
+// attention: LlamaAttention has no window; MistralAttention and MixtralAttention apply sliding_window to every layer
+// (null: none; absent: MistralConfig's default 4096, MixtralConfig's None); Qwen2Config keeps sliding_window (default
+// 4096) only with use_sliding_window (default false), on the layers qwen2_windowed_layers names.
+std::vector<double> keys_per_layer(Config& c, const std::string& type, std::int64_t layers, std::int64_t seq) {
+  constexpr std::int64_t kMaxWindow = std::int64_t{1} << 30;
+  std::optional<std::int64_t> window;
+  std::vector<bool> windowed(u(layers), true);
+  if (type == "mistral" || (type == "qwen2" && c.flag("use_sliding_window", false)))
+    window = c.optional_or("sliding_window", 4096, 1, kMaxWindow);
+  else if (type == "mixtral")
+    window = c.optional("sliding_window", 1, kMaxWindow);
+  if (window && type == "qwen2") windowed = qwen2_windowed_layers(c, layers);
+  std::vector<double> keys(u(layers), f(seq));
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (window && windowed[i]) keys[i] = f(std::min(seq, *window));
+  return keys;
+}
+
 // The fields of a gated decoder's config: llama, mistral, mixtral, qwen2 (transformers' defaults where a field is
-// absent: tie_word_embeddings false, attention_bias / mlp_bias false; Qwen2's q/k/v projections always have a bias).
+// absent: tie_word_embeddings false, attention_bias / mlp_bias false).
 struct DecoderShape {
   std::int64_t d = 0, layers = 0, heads = 0, kv = 0, hd = 0, ff = 0, vocab = 0;
   bool tied = false, qkv_bias = false, o_bias = false, mlp_bias = false;
   std::int64_t experts = 0, per_token = 0;  // mixtral
-  double keys = 0;                          // the keys each query attends to
+  std::vector<double> keys;                 // per layer: the keys each query attends to
 };
 
 DecoderShape decoder_shape(Config& c, const std::string& type, std::int64_t seq) {
@@ -118,18 +168,21 @@ DecoderShape decoder_shape(Config& c, const std::string& type, std::int64_t seq)
   s.ff = c.required("intermediate_size", 1, std::int64_t{1} << 22);
   s.vocab = c.required("vocab_size", 1, std::int64_t{1} << 24);
   s.tied = c.flag("tie_word_embeddings", false);
-  s.qkv_bias = type == "qwen2" || c.flag("attention_bias", false);
-  s.o_bias = type != "qwen2" && c.flag("attention_bias", false);
-  s.mlp_bias = c.flag("mlp_bias", false);
+  // Biases as transformers builds them: LlamaAttention and LlamaMLP take attention_bias and mlp_bias; MistralAttention,
+  // MistralMLP, MixtralAttention and Mixtral's experts hard-code bias=False; Qwen2Attention has q/k/v bias=True and
+  // o_proj bias=False, Qwen2MLP bias=False. The flags are read for llama only, as transformers reads them.
+  const bool llama = type == "llama";
+  s.qkv_bias = type == "qwen2" || (llama && c.flag("attention_bias", false));
+  s.o_bias = llama && c.flag("attention_bias", false);
+  s.mlp_bias = llama && c.flag("mlp_bias", false);
   if (type == "mixtral") {
-    s.experts = c.required("num_local_experts", 1, 4096);
+    // MixtralConfig's attribute_map reads num_experts as num_local_experts.
+    s.experts = c.required_any({"num_local_experts", "num_experts"}, 1, 4096);
+    if (c.optional("num_experts", 1, 4096).value_or(s.experts) != s.experts)
+      c.fail("num_experts", "differs from num_local_experts, which it stands for in MixtralConfig");
     s.per_token = c.required("num_experts_per_tok", 1, s.experts);
   }
-  // Mistral's sliding window: each query attends to at most `window` keys.
-  // Qwen2 configs carry a window with use_sliding_window false (then unused).
-  const bool windowed = c.flag("use_sliding_window", true);
-  const std::int64_t window = windowed ? c.optional("sliding_window", 1, std::int64_t{1} << 30).value_or(seq) : seq;
-  s.keys = f(std::min(seq, window));
+  s.keys = keys_per_layer(c, type, s.layers, seq);
   return s;
 }
 
@@ -172,7 +225,7 @@ void decoder_block(Builder& b, const DecoderShape& s, std::int64_t i, std::int64
   b.layer(p + "input_layernorm", norm, {{p + "input_layernorm.weight", {u(s.d)}}});
   const std::string a = p + "self_attn.";
   b.layer(p + "self_attn",
-          2 * f(s.d) * f((s.heads + 2 * s.kv) * s.hd) * f(seq) + 2 * 2 * f(seq) * s.keys * f(s.heads * s.hd),
+          2 * f(s.d) * f((s.heads + 2 * s.kv) * s.hd) * f(seq) + 2 * 2 * f(seq) * s.keys[u(i)] * f(s.heads * s.hd),
           joined(joined(linear_params(a + "q_proj", s.d, s.heads * s.hd, s.qkv_bias),
                         linear_params(a + "k_proj", s.d, s.kv * s.hd, s.qkv_bias)),
                  linear_params(a + "v_proj", s.d, s.kv * s.hd, s.qkv_bias)));
@@ -195,9 +248,18 @@ void gated_decoder(Config& c, const std::string& type, std::int64_t seq, Model& 
   m.sample = "sequence of " + std::to_string(seq) + " tokens";
 }
 
+// add_cross_attention gives every GPT2Block and BertLayer a crossattention block (its own q/k/v, output and norm),
+// which this importer does not build: refused rather than left out of the count.
+void refuse_cross_attention(Config& c) {
+  if (c.flag("add_cross_attention", false))
+    c.fail("add_cross_attention", "true adds cross-attention blocks to every layer, which from-hf does not build");
+}
+
 // GPT-2 (GPT2LMHeadModel; tie_word_embeddings defaults to true as in every PretrainedConfig). Same layers, names
 // and FLOPs as scripts/gen_models.py gpt_decoder, so the zoo's gpt2-xl is this importer's output for its config.
+
 void gpt2(Config& c, std::int64_t seq, std::int64_t ctx, Model& m) {
+  refuse_cross_attention(c);
   const std::int64_t d = c.required_any({"n_embd", "hidden_size"}, 1, kMaxWidth);
   const std::int64_t layers = c.required_any({"n_layer", "num_hidden_layers"}, 1, 4096);
   const std::int64_t heads = c.required_any({"n_head", "num_attention_heads"}, 1, d);
@@ -232,6 +294,12 @@ void gpt2(Config& c, std::int64_t seq, std::int64_t ctx, Model& m) {
 
 // BertModel (no pre-training or task heads): as scripts/gen_models.py bert_large.
 void bert(Config& c, std::int64_t seq, std::int64_t ctx, Model& m) {
+  refuse_cross_attention(c);
+  // relative_key and relative_key_query give each layer's BertSelfAttention a distance_embedding (2 *
+  // max_position_embeddings - 1 rows) and other score FLOPs; only BertConfig's default, absolute, is built here.
+  const std::string positions = c.text("position_embedding_type");
+  if (!positions.empty() && positions != "absolute")
+    c.fail("position_embedding_type", "\"" + positions + "\" is not supported (only \"absolute\")");
   const std::int64_t d = c.required("hidden_size", 1, kMaxWidth);
   const std::int64_t layers = c.required("num_hidden_layers", 1, 4096);
   const std::int64_t heads = c.required("num_attention_heads", 1, d);
@@ -271,6 +339,18 @@ void bert(Config& c, std::int64_t seq, std::int64_t ctx, Model& m) {
   m.sample = "sequence of " + std::to_string(seq) + " tokens";
 }
 
+// Experts this importer does not build: DeepSeek's shared and routed experts (n_shared_experts, n_routed_experts,
+// moe_intermediate_size), Qwen2-MoE's (num_experts, shared_expert_intermediate_size), and any expert count on a model
+// type without experts (only Mixtral's num_local_experts / num_experts are read). Zero or null means none.
+void refuse_unbuilt_experts(Config& c, const std::string& type) {
+  std::vector<std::string> keys{"n_shared_experts", "n_routed_experts", "shared_expert_intermediate_size",
+                                "moe_intermediate_size"};
+  if (type != "mixtral") keys.insert(keys.end(), {"num_local_experts", "num_experts", "num_experts_per_tok"});
+  for (const std::string& k : keys)
+    if (c.optional(k, 0, std::numeric_limits<std::int64_t>::max()).value_or(0) != 0)
+      c.fail(k, "experts that from-hf does not build for model_type " + type + " (only mixtral's)");
+}
+
 }  // namespace
 
 Model model_from_hf_config(const std::string& path, const HfImport& options) {
@@ -300,6 +380,7 @@ Model model_from_hf_config(const std::string& path, const HfImport& options) {
     throw InputError(
         "--seq", "",
         std::to_string(seq) + " tokens exceed the learned positions of " + path + " (" + std::to_string(ctx) + ")");
+  refuse_unbuilt_experts(c, type);
   if (gated)
     gated_decoder(c, type, seq, m);
   else if (type == "gpt2")
@@ -310,6 +391,7 @@ Model model_from_hf_config(const std::string& path, const HfImport& options) {
                   std::to_string(m.tensors.size()) + " parameter tensors in forward order (state_dict names); " +
                   "one sample = one " + m.sample + ". FLOPs: linear 2*in*out per token, attention scores and context " +
                   "on the attention layer (full matrix), norms 5 per element; activations not counted.";
+  check_loads_back(m, path);
   return m;
 }
 

@@ -20,7 +20,8 @@ struct HfImport {
 };
 
 // Reads `path`; a missing or mistyped field is an InputError naming the file and the field. Fields the importer
-// does not use are ignored (a config.json carries dozens), fields it uses are checked.
+// does not use are ignored (a config.json carries dozens), fields it uses are checked, and fields that would add
+// tensors it does not build (cross-attention, relative position embeddings, experts other than Mixtral's) are refused.
 Model model_from_hf_config(const std::string& path, const HfImport& options = {});
 
 }  // namespace commsim

@@ -1,16 +1,23 @@
 #include "sim/model/kineto_trace.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <optional>
 
 #include "sim/core/json_fields.hpp"
+#include "sim/core/limits.hpp"
+#include "sim/core/units.hpp"
+#include "sim/model/model_json.hpp"
 
 namespace commsim {
 namespace {
 
 constexpr double kUs = 1e-6;  // Chrome trace times are microseconds
+// Beyond 2^53 us (285 years) a double no longer holds every microsecond (IEEE 754's 53-bit significand): the spans'
+// durations would round away.
+constexpr double kMaxTimestampUs = 9007199254740992.0;
 // Spans that touch (one ends where the next begins) may overlap by a rounding error of their microsecond times:
 // nesting is decided with this slack (1 ns, below any profiler's resolution).
 constexpr double kSlack_s = 1e-9;
@@ -57,7 +64,10 @@ std::vector<Span> complete_events(const Json& events, const std::string& path) {
     s.cat = f.string_or("cat", "");
     const double ts = f.number("ts");
     const double dur = f.number("dur");
+    if (std::abs(ts) > kMaxTimestampUs) f.fail("ts", "must be within +-2^53 us, where a double keeps microseconds");
     if (dur < 0) f.fail("dur", "must be >= 0");
+    // The longest time a model file may hold (its forward_s and backward_s, kMaxSimulatedSeconds).
+    if (dur * kUs > kMaxSimulatedSeconds) f.fail("dur", "must be at most 8.64e12 us (100 days)");
     s.start_s = ts * kUs;
     s.end_s = (ts + dur) * kUs;
     s.pid = id_of(e.contains("pid") ? &e.at("pid") : nullptr);
@@ -80,10 +90,29 @@ const Json* arg(const Span& s, const std::string& key) {
 
 std::uint64_t count_arg(const Span& s, const std::string& key, const std::string& path) {
   const Json* v = arg(s, key);
+  const std::string field = "traceEvents[" + std::to_string(s.event) + "].args." + key;
   if (!v || !v->is_number_integer() || v->get<std::int64_t>() < 0)
-    throw InputError(path, "traceEvents[" + std::to_string(s.event) + "].args." + key,
-                     v ? "must be a non-negative integer" : "missing: the collective's size is needed");
+    throw InputError(path, field, v ? "must be a non-negative integer" : "missing: the collective's size is needed");
+  if (v->get<std::int64_t>() > kMaxElements)
+    throw InputError(path, field, "must be at most 2^50 (the largest tensor a model file holds)");
   return v->get<std::uint64_t>();
+}
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// A bucket of gradients is reduced (allreduce; reduce-scatter under ZeRO and FSDP) or gathered (all-gather), in any
+// of the spellings c10d records in "Collective name" (allreduce, allreduce_coalesced, _reduce_scatter_base,
+// all_gather, _allgather_base, allgather_into_tensor_coalesced, ...) or gloo's work spans carry (gloo:all_reduce).
+bool is_gradient_collective(const std::string& name) {
+  return contains(name, "allreduce") || contains(name, "all_reduce") || contains(name, "reduce_scatter") ||
+         contains(name, "allgather") || contains(name, "all_gather");
+}
+
+// The collectives the simulator models: those, and broadcast and reduce (DDP's broadcast of buffers in forward; the
+// phases of a hierarchical allreduce, which commsim's own Kineto export writes). Not all_to_all, send, recv, gather,
+// scatter or barrier, which a reader taking every collective for a gradient bucket would misread.
+bool is_modelled_collective(const std::string& name) {
+  return is_gradient_collective(name) || contains(name, "broadcast") || contains(name, "reduce");
 }
 
 TracedCollective collective_of(const Span& s, const std::string& path) {
@@ -94,12 +123,22 @@ TracedCollective collective_of(const Span& s, const std::string& path) {
   if (!name || !name->is_string()) throw InputError(path, where + "Collective name", "missing (a string)");
   if (!dtype || !dtype->is_string()) throw InputError(path, where + "dtype", "missing (a string)");
   c.name = name->get<std::string>();
+  if (!is_modelled_collective(c.name))
+    throw InputError(path, where + "Collective name",
+                     "\"" + c.name + "\" is not a collective commsim models (allreduce, reduce-scatter, all-gather, " +
+                         "broadcast, reduce)");
+  c.event = s.event;
   c.dtype = dtype->get<std::string>();
   c.bytes_per_element = dtype_bytes(c.dtype);
   if (c.bytes_per_element == 0) throw InputError(path, where + "dtype", "unknown dtype \"" + c.dtype + "\"");
   c.elements = std::max(count_arg(s, "In msg nelems", path), count_arg(s, "Out msg nelems", path));
+  // Absent before PyTorch 2.1 (then 0: unknown); given, the group has at least one rank.
   const Json* group = arg(s, "Group size");
-  c.group_size = group && group->is_number_integer() ? group->get<int>() : 0;
+  if (group &&
+      (!group->is_number_integer() || group->get<std::int64_t>() < 1 || group->get<std::int64_t>() > kMaxRanks))
+    throw InputError(path, where + "Group size",
+                     "must be an integer in [1, 2^22] (the ranks of the collective's group)");
+  c.group_size = group ? group->get<int>() : 0;
   c.start_s = s.start_s;
   c.duration_s = s.end_s - s.start_s;
   return c;
@@ -117,11 +156,12 @@ double union_within(std::vector<std::pair<double, double>> spans, double from, d
 }
 
 // A record_param_comms span of a collective. c10d records a Work's wait the same way, with "Collective name" "wait"
-// and no elements (seen in PyTorch 2.11's traces: tests/data/trace/resnet50-ddp-nccl-h100.json.gz); it moves nothing.
+// and no elements (seen in PyTorch 2.11's traces: tests/data/trace/resnet50-ddp-nccl-h100.json.gz), and the creation
+// of a communicator as "init" (ProcessGroupNCCL::getNCCLComm, in the first step that uses it); they move nothing.
 bool is_comms_record(const Span& s) {
   if (s.name != "record_param_comms") return false;
   const Json* name = arg(s, "Collective name");
-  return !(name && name->is_string() && name->get<std::string>() == "wait");
+  return !(name && name->is_string() && (name->get<std::string>() == "wait" || name->get<std::string>() == "init"));
 }
 
 bool is_nccl_kernel(const Span& s) {
@@ -192,10 +232,17 @@ void add_collectives(const std::vector<Span>& spans, const Launches& launches, c
     } else {
       c.name = s.name.substr(5);  // size not in the trace
       c.bytes_per_element = 0;
+      c.event = s.event;
+      if (!is_modelled_collective(c.name))
+        throw InputError(path, "traceEvents[" + std::to_string(s.event) + "].name",
+                         "\"" + s.name + "\" is not a collective commsim models");
     }
     c.start_s = s.start_s;
     c.issued_s = issued;
     c.duration_s = s.end_s - s.start_s;
+    if (!(c.duration_s > 0))  // a measured collective takes time: 0 would be compared as a 0 % error
+      throw InputError(path, "traceEvents[" + std::to_string(s.event) + "].dur",
+                       "a traced collective must last > 0 us");
     c.step = step;
     // Issued before the step's backward began: not a gradient's (DDP's broadcast of module buffers, FSDP's gathers
     // of parameters in forward).
@@ -253,6 +300,9 @@ const Span& add_steps(const std::vector<Span>& spans, const std::string& path, K
     // Kineto mirrors each step onto the GPU's timeline (cat gpu_user_annotation, the span of the step's kernels): the
     // step is the host's span.
     if (starts_with(s.name, "ProfilerStep#") && s.cat != "gpu_user_annotation") {
+      if (!(s.end_s > s.start_s))  // every mean per step divides by it or compares with it
+        throw InputError(path, "traceEvents[" + std::to_string(s.event) + "].dur",
+                         "a ProfilerStep span must last > 0 us");
       trace.steps.push_back({s.name, s.start_s, s.end_s - s.start_s, 0, -1});
       main_thread = main_thread ? main_thread : &s;
     }
@@ -262,13 +312,16 @@ const Span& add_steps(const std::vector<Span>& spans, const std::string& path, K
   return *main_thread;
 }
 
-// The step a time falls in (the last one starting at or before it), -1 before the first.
+// The step a time falls in ([start, end) of its ProfilerStep span), -1 outside every step: what runs before, between
+// or after the profiled steps (an evaluation, the profiler's own work) is no part of them.
 struct StepOf {
   const KinetoTrace& trace;
   int operator()(double t) const {
     int k = -1;
     for (std::size_t i = 0; i < trace.steps.size() && trace.steps[i].start_s <= t; ++i) k = static_cast<int>(i);
-    return k;
+    if (k < 0) return -1;
+    const TracedStep& step = trace.steps[static_cast<std::size_t>(k)];
+    return t < step.start_s + step.duration_s ? k : -1;
   }
 };
 
@@ -421,11 +474,16 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
                      "no \"nn.Module: NAME\" span (profile with with_stack=True or with_modules=True)");
   if (trace.collectives_per_step() == 0)
     throw InputError(path, "traceEvents", "the first step has no collective (NCCL kernel or record_param_comms)");
-  for (const TracedCollective& c : trace.collectives)
+  for (const TracedCollective& c : trace.collectives) {
     if (c.elements == 0)
       throw InputError(path, "traceEvents",
                        "the collectives' sizes are not in the trace (record_param_comms args: PyTorch 2.1 or later, "
                        "with Kineto)");
+    if (!is_gradient_collective(c.name))
+      throw InputError(path, "traceEvents[" + std::to_string(c.event) + "].args.Collective name",
+                       "\"" + c.name + "\" after the backward began: not a bucket of gradients (allreduce, " +
+                           "reduce-scatter, all-gather), which is what the model's tensors would be");
+  }
   Model m;
   m.name = name.empty() ? std::filesystem::path(path).stem().string() : name;
   m.source = "PyTorch profiler trace " + std::filesystem::path(path).filename().string() + ", " +
@@ -472,6 +530,7 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
       const std::uint64_t elements = trace.collectives[static_cast<std::size_t>(*it)].elements;
       m.tensors.push_back({"bucket." + std::to_string(*it), elements, static_cast<int>(l), {}});
     }
+  check_loads_back(m, path);
   return m;
 }
 

@@ -34,7 +34,8 @@ struct TracedCollective {
   std::uint64_t elements = 0;  // max(In msg nelems, Out msg nelems)
   int bytes_per_element = 4;
   int group_size = 0;
-  int step = 0;  // index into KinetoTrace::steps
+  int step = 0;           // index into KinetoTrace::steps
+  std::size_t event = 0;  // index in traceEvents of the span that named it (for errors)
   double start_s = 0, duration_s = 0;
   double issued_s = 0;  // when the host issued it: an NCCL kernel's launch, else start_s
 };

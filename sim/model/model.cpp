@@ -2,6 +2,7 @@
 
 #include "sim/core/json_document_cache.hpp"
 #include "sim/core/json_fields.hpp"
+#include "sim/core/limits.hpp"
 
 namespace commsim {
 
@@ -19,10 +20,11 @@ std::vector<std::uint64_t> read_shape(JsonFields& p, std::uint64_t elements) {
   std::vector<std::uint64_t> shape;
   std::uint64_t product = 1;
   for (const Json& d : dims) {
-    if (!d.is_number_integer() || d.get<std::int64_t>() < 1 || d.get<std::int64_t>() > (std::int64_t{1} << 50))
+    if (!d.is_number_integer() || d.get<std::int64_t>() < 1 || d.get<std::int64_t>() > kMaxElements)
       p.fail("shape", "every dimension must be an integer in [1, 2^50]");
     shape.push_back(d.get<std::uint64_t>());
-    if (product > (std::uint64_t{1} << 50) / shape.back()) p.fail("shape", "the dimensions multiply past 2^50");
+    if (product > static_cast<std::uint64_t>(kMaxElements) / shape.back())
+      p.fail("shape", "the dimensions multiply past 2^50");
     product *= shape.back();
   }
   if (shape.empty() || product != elements)
@@ -31,11 +33,7 @@ std::vector<std::uint64_t> read_shape(JsonFields& p, std::uint64_t elements) {
   return shape;
 }
 
-}  // namespace
-
-Model load_model(const std::string& path) {
-  const std::shared_ptr<const Json> document = read_json_document(path);  // shared within a grid evaluation
-  const Json& root = *document;
+Model model_of_document(const Json& root, const std::string& path) {
   JsonFields top(root, path, "");
   Model model;
   model.name = top.string("name");
@@ -44,6 +42,7 @@ Model load_model(const std::string& path) {
   model.sample = top.string_or("sample", "");
   const Json& layers = top.array("layers");
   if (layers.empty()) top.fail("layers", "a model needs at least one layer");
+  std::uint64_t total = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     JsonFields f(layers[i], path, "layers[" + std::to_string(i) + "]");
     Layer layer;
@@ -59,19 +58,20 @@ Model load_model(const std::string& path) {
     for (std::size_t j = 0; j < params.size(); ++j) {
       JsonFields p(params[j], path, f.field_path("params[" + std::to_string(j) + "]"));
       Tensor t{p.string("name"),
-               static_cast<std::uint64_t>(p.integer("elements", 1, std::int64_t{1} << 50)),
+               static_cast<std::uint64_t>(p.integer("elements", 1, kMaxElements)),
                static_cast<int>(i),
                {}};
       if (p.has("shape")) t.shape = read_shape(p, t.elements);
       p.reject_unknown();
       layer.tensors.push_back(static_cast<int>(model.tensors.size()));
       model.tensors.push_back(t);
+      total += t.elements;  // checked as it grows: a sum that wrapped around 64 bits would look in range
+      if (total > static_cast<std::uint64_t>(kMaxElements)) p.fail("elements", "the tensors add up past 2^50 elements");
     }
     f.reject_unknown();
     model.layers.push_back(layer);
   }
-  const std::uint64_t declared =
-      static_cast<std::uint64_t>(top.integer_or("total_parameters", 0, 0, std::int64_t{1} << 50));
+  const std::uint64_t declared = static_cast<std::uint64_t>(top.integer_or("total_parameters", 0, 0, kMaxElements));
   if (declared && declared != model.parameters())
     top.fail("total_parameters", std::to_string(declared) + " does not match the sum of the tensors, " +
                                      std::to_string(model.parameters()));
@@ -82,6 +82,16 @@ Model load_model(const std::string& path) {
   top.reject_unknown();
   if (model.tensors.empty()) top.fail("layers", "the model has no parameter tensors");
   return model;
+}
+
+}  // namespace
+
+Model load_model(const std::string& path) {
+  return model_of_document(*read_json_document(path), path);  // the document is shared within a grid evaluation
+}
+
+Model model_from_text(const std::string& text, const std::string& source) {
+  return model_of_document(parse_json_text(text, source), source);
 }
 
 }  // namespace commsim

@@ -35,5 +35,7 @@ struct Model {
 };
 
 Model load_model(const std::string& path);  // throws InputError naming file and field
+// The same reading of a model file's text that came from `source` (the check an importer makes before writing).
+Model model_from_text(const std::string& text, const std::string& source);
 
 }  // namespace commsim

@@ -56,6 +56,10 @@ std::string model_file_text(const Model& model) {
   return text;
 }
 
+void check_loads_back(const Model& model, const std::string& input) {
+  model_from_text(model_file_text(model), input + " (as a model file)");
+}
+
 void write_model_file(const Model& model, const std::string& path, const std::string& flag) {
   write_file(path, model_file_text(model), flag);
 }

@@ -13,6 +13,11 @@ namespace commsim {
 // measured times (forward_s, backward_s per sample) only where they are set (>= 0).
 std::string model_file_text(const Model& model);
 
+// Refuses (InputError) a model that load_model would refuse once written: the importers check what they built with
+// the loader's own reading, so that every model they write reads back. The error names `input` (the file imported)
+// and the model file's field.
+void check_loads_back(const Model& model, const std::string& input);
+
 // Writes model_file_text to `path`; a path that cannot be written is bad input of the option `flag`.
 void write_model_file(const Model& model, const std::string& path, const std::string& flag);
 

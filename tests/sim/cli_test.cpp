@@ -154,5 +154,14 @@ TEST_F(Cli, BadNcclVersion) {
                    {"--nccl-version", "tests/data/star4.json", "no NCCL library"});
 }
 
+TEST_F(Cli, ValidateTraceRefusesAZeroLengthStep) {
+  // validate --trace's error is (predicted - traced) / traced: a ProfilerStep of 0 us was not measured, and gives
+  // exit 2 with one line naming the trace and the step's dur instead of a 0.0 % error.
+  const std::string trace = write_temp_json(
+      "zero-step.json", Json::parse(R"({"traceEvents": [{"ph":"X","name":"ProfilerStep#1","ts":0,"dur":0}]})"));
+  expect_bad_input(run_cli("validate --trace " + trace + " scenarios/emulated-tiny.json"),
+                   {trace, "traceEvents[0].dur", "must last > 0 us"});
+}
+
 }  // namespace
 }  // namespace commsim::test

@@ -124,6 +124,116 @@ TEST(HfConfig, SlidingWindowBoundsTheKeysPerQuery) {
                    2 * 3584.0 * (28 + 8) * 128 * 262144 + 4 * 262144.0 * 262144 * 28 * 128);
 }
 
+// A shipped config with `fields` set (null written as null), in this process's temp folder; returns its path.
+std::string patched(const std::string& config, const Json& fields) {
+  Json doc = Json::parse(read_file("tests/data/hf/" + config + ".json"));
+  for (const auto& [key, value] : fields.items()) doc[key] = value;
+  return write_temp_json(config + "-patched.json", doc);
+}
+
+// The attention layer of decoder block i: after embed_tokens, blocks of 5 layers (input_layernorm, self_attn, o_proj,
+// post_attention_layernorm, mlp), self_attn second.
+double attention_flops(const Model& m, std::size_t block) {
+  return m.layers[1 + 5 * block + 1].forward_flops_per_sample;
+}
+
+TEST(HfConfig, SlidingWindowFollowsEachFamilysAttention) {
+  // Qwen2-7B (d 3584, 28 heads and 4 KV heads of 128) at 8192 tokens: q/k/v projections 2*d*(28+8)*128*seq, then
+  // 4*seq*keys*28*128. With use_sliding_window true, sliding_window 4096 and max_window_layers 26, transformers'
+  // Qwen2Config makes layers 26 and 27 "sliding_attention" (i >= max_window_layers): keys 4096 there, 8192 below.
+  const double seq = 8192, qwen_qkv = 2 * 3584.0 * (28 + 8) * 128 * seq;
+  const Model q = model_from_hf_config(
+      patched("qwen2-7b", {{"use_sliding_window", true}, {"sliding_window", 4096}, {"max_window_layers", 26}}),
+      {8192, ""});
+  EXPECT_DOUBLE_EQ(attention_flops(q, 25), qwen_qkv + 4 * seq * seq * 28 * 128);
+  EXPECT_DOUBLE_EQ(attention_flops(q, 26), qwen_qkv + 4 * seq * 4096 * 28 * 128);
+  EXPECT_DOUBLE_EQ(attention_flops(q, 27), qwen_qkv + 4 * seq * 4096 * 28 * 128);
+  // layer_types, where given, names the windowed layers instead (here block 0 only).
+  Json types = Json::array();
+  for (int i = 0; i < 28; ++i) types.push_back(i == 0 ? "sliding_attention" : "full_attention");
+  const Model t = model_from_hf_config(
+      patched("qwen2-7b", {{"use_sliding_window", true}, {"sliding_window", 4096}, {"layer_types", types}}),
+      {8192, ""});
+  EXPECT_DOUBLE_EQ(attention_flops(t, 0), qwen_qkv + 4 * seq * 4096 * 28 * 128);
+  EXPECT_DOUBLE_EQ(attention_flops(t, 27), qwen_qkv + 4 * seq * seq * 28 * 128);
+  // Without use_sliding_window (Qwen2Config's default false) no layer is windowed, whatever sliding_window says.
+  const Model off = model_from_hf_config(patched("qwen2-7b", {{"use_sliding_window", nullptr}}), {8192, ""});
+  EXPECT_DOUBLE_EQ(attention_flops(off, 27), qwen_qkv + 4 * seq * seq * 28 * 128);
+  // LlamaAttention has no window: Llama 3 8B (d 4096, 32 heads and 8 KV heads of 128) keeps all 8192 keys.
+  const double llama_qkv = 2 * 4096.0 * (32 + 16) * 128 * seq, full = 4 * seq * seq * 32 * 128;
+  const Model l = model_from_hf_config(patched("llama-3-8b", {{"sliding_window", 4096}}), {8192, ""});
+  EXPECT_DOUBLE_EQ(attention_flops(l, 0), llama_qkv + full);
+  // Mistral and Mixtral have Llama 3 8B's attention shapes. Mixtral's sliding_window is null (none): all keys.
+  // Mistral's null is none too, but absent is MistralConfig's default 4096.
+  const Model x = model_from_hf_config("tests/data/hf/mixtral-8x7b-v0.1.json", {8192, ""});
+  EXPECT_DOUBLE_EQ(attention_flops(x, 31), llama_qkv + full);
+  const Model none = model_from_hf_config(patched("mistral-7b-v0.1", {{"sliding_window", nullptr}}), {8192, ""});
+  EXPECT_DOUBLE_EQ(attention_flops(none, 0), llama_qkv + full);
+  Json absent = Json::parse(read_file("tests/data/hf/mistral-7b-v0.1.json"));
+  absent.erase("sliding_window");
+  const Model fallback = model_from_hf_config(write_temp_json("mistral-no-window.json", absent), {8192, ""});
+  EXPECT_DOUBLE_EQ(attention_flops(fallback, 0), llama_qkv + 4 * seq * 4096 * 32 * 128);
+}
+
+TEST(HfConfig, BiasFlagsAreLlamasOnly) {
+  // transformers hard-codes bias=False in MistralAttention, MistralMLP, MixtralAttention and Mixtral's experts, and
+  // in Qwen2's o_proj and MLP: the flags change no count there.
+  const Json biases = {{"attention_bias", true}, {"mlp_bias", true}};
+  for (const char* config : {"mistral-7b-v0.1", "mixtral-8x7b-v0.1", "qwen2-7b"}) {
+    SCOPED_TRACE(config);
+    EXPECT_EQ(model_from_hf_config(patched(config, biases)).parameters(),
+              model_from_hf_config(std::string("tests/data/hf/") + config + ".json").parameters());
+  }
+  // LlamaAttention takes attention_bias for q, k, v and o: (32 + 8 + 8) * 128 + 4096 = 10 240 per layer; LlamaMLP
+  // takes mlp_bias for gate, up and down: 14 336 + 14 336 + 4096 = 32 768 per layer; 32 layers.
+  const u64 plain = model_from_hf_config("tests/data/hf/llama-3-8b.json").parameters();
+  EXPECT_EQ(model_from_hf_config(patched("llama-3-8b", biases)).parameters(), plain + 32 * (10'240u + 32'768u));
+}
+
+TEST(HfConfig, FieldsThatAddUnbuiltTensorsAreRefused) {
+  // Each would add tensors (cross-attention blocks, distance embeddings, other experts) that the importer does not
+  // build: refused, naming the file and the field, rather than counted without them.
+  const std::pair<std::string, Json> cases[] = {
+      {"gpt2", {{"add_cross_attention", true}}},
+      {"bert-base-uncased", {{"add_cross_attention", true}}},
+      {"bert-base-uncased", {{"position_embedding_type", "relative_key"}}},
+      {"bert-base-uncased", {{"position_embedding_type", "relative_key_query"}}},
+      {"llama-3-8b", {{"num_local_experts", 8}}},
+      {"llama-3-8b", {{"num_experts", 64}}},
+      {"qwen2-7b", {{"shared_expert_intermediate_size", 5632}}},
+      {"mixtral-8x7b-v0.1", {{"n_shared_experts", 2}}},
+      {"mixtral-8x7b-v0.1", {{"num_experts", 16}}},  // MixtralConfig's alias of num_local_experts (8 here)
+  };
+  for (const auto& [config, fields] : cases) {
+    const std::string field = fields.begin().key();
+    SCOPED_TRACE(config + " " + field);
+    const std::string path = patched(config, fields);
+    const std::string error = error_of([&] { model_from_hf_config(path); });
+    EXPECT_EQ(error.rfind(path + ": " + field + ": ", 0), 0u) << error;
+  }
+  // Zero or null experts are none, and BertConfig's default "absolute" is what is built: the same models.
+  EXPECT_EQ(model_from_hf_config(patched("llama-3-8b", {{"num_local_experts", 0}, {"n_shared_experts", nullptr}}))
+                .parameters(),
+            8'030'261'248u);
+  EXPECT_EQ(model_from_hf_config(patched("bert-base-uncased", {{"position_embedding_type", "absolute"}})).parameters(),
+            bert_count(768, 12, 30522, 512, 2));
+  // Mixtral's num_experts equal to num_local_experts is the same model.
+  EXPECT_EQ(model_from_hf_config(patched("mixtral-8x7b-v0.1", {{"num_experts", 8}})).parameters(), 46'702'792'704u);
+}
+
+TEST(HfConfig, AModelTheLoaderWouldRefuseIsNotWritten) {
+  // d = 2^20 with a 2^22 MLP: q, k, v, o 4 * 2^40 and gate, up, down 3 * 2^42 elements, 2^44 per layer, so 128
+  // layers hold 2^51, past the model loader's 2^50 (kMaxElements): refused, naming the config.
+  const std::string path = patched("llama-3-8b", {{"hidden_size", 1 << 20},
+                                                  {"num_attention_heads", 1024},
+                                                  {"num_key_value_heads", 1024},
+                                                  {"intermediate_size", 1 << 22},
+                                                  {"num_hidden_layers", 128}});
+  const std::string error = error_of([&] { model_from_hf_config(path, {1, ""}); });
+  EXPECT_EQ(error.rfind(path, 0), 0u) << error;
+  EXPECT_NE(error.find("add up past 2^50"), std::string::npos) << error;
+}
+
 TEST(HfConfig, ReproducesTheZoosGpt2XlAndBertLarge) {
   // scripts/gen_models.py wrote these two from the published shapes independently of the importer: the same
   // tensors (names, element counts, order) and the same FLOPs per layer must come out.

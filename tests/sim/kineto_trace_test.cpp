@@ -26,6 +26,18 @@ KinetoTrace read_events(const TempDir& dir, const std::string& events) {
   return read_kineto_trace(path);
 }
 
+// tests/data/trace/nccl-two-buckets.json changed by `edit`, written to `dir`; returns its path. Its events (index:
+// what): 1 ProfilerStep#5 [1000, 11000) us, 3 Linear_0's forward, 14 and 16 step 5's NCCL allreduces (1 000 000 and
+// 250 000 floats, group of 8, both after the backward began at 4000), 17 ProfilerStep#6 [11000, 21000).
+template <typename Edit>
+std::string edited_two_buckets(const TempDir& dir, Edit&& edit) {
+  Json doc = Json::parse(read_file("tests/data/trace/nccl-two-buckets.json"));
+  edit(doc["traceEvents"]);
+  const std::string path = (dir.path() / "edited.json").string();
+  std::ofstream(path) << doc.dump();
+  return path;
+}
+
 TEST(KinetoTrace, HandWrittenNcclTrace) {
   // Two ProfilerStep spans of 10 000 us. Per step: Linear_0 forward 1000 us, Linear_1 2000 us (leaves inside
   // Net_0, which is not a layer); backward ops joined by sequence number: Linear_1 3000 us, Linear_0 1000 us.
@@ -239,6 +251,95 @@ TEST(KinetoTrace, APredictionComparedWithItsOwnTraceHasNoError) {
   ASSERT_EQ(c.rows.size(), 2 + run.plan.buckets.size());
   for (const validate::TraceRow& r : c.rows) EXPECT_NEAR(r.error(), 0, 1e-9) << r.what;
   EXPECT_TRUE(c.notes.empty());
+}
+
+TEST(KinetoTrace, ModuleSpansOutsideTheStepsDoNotCount) {
+  // Both steps run Linear_0 for 1000 us. After the last step ends (21000 us) another Linear_0 of 5000 us and an
+  // Eval_0, and before the first (1000 us) a Warmup_0: none is inside a ProfilerStep span, so Linear_0 keeps its
+  // mean of 1 ms (counted, the extra span would make it (1000 + 1000 + 5000) / 2 = 3.5 ms) and no layer is added.
+  TempDir dir;
+  const std::string path = edited_two_buckets(dir, [](Json& events) {
+    events.push_back(Json::parse(
+        R"({"ph":"X","cat":"python_function","name":"nn.Module: Linear_0","pid":1,"tid":1,"ts":30000,"dur":5000})"));
+    events.push_back(Json::parse(
+        R"({"ph":"X","cat":"python_function","name":"nn.Module: Eval_0","pid":1,"tid":1,"ts":36000,"dur":1000})"));
+    events.push_back(Json::parse(
+        R"({"ph":"X","cat":"python_function","name":"nn.Module: Warmup_0","pid":1,"tid":1,"ts":0,"dur":500})"));
+  });
+  const KinetoTrace t = read_kineto_trace(path);
+  ASSERT_EQ(t.modules.size(), 2u);
+  EXPECT_EQ(t.modules[0].name, "Linear_0");
+  EXPECT_EQ(t.modules[1].name, "Linear_1");
+  EXPECT_NEAR(t.modules[0].forward_s, 1e-3, 1e-12);
+}
+
+TEST(KinetoTrace, ValuesTheModelLoaderWouldRefuseAreRefused) {
+  // A model file holds tensors of at most 2^50 elements and times of at most 100 days (kMaxElements,
+  // kMaxSimulatedSeconds): a trace asking for more is refused at the field that asks, never written as a model the
+  // loader then refuses.
+  TempDir dir;
+  auto error_in = [&](auto edit) {
+    const std::string path = edited_two_buckets(dir, edit);
+    return error_of([&] { model_from_trace(read_kineto_trace(path), path, "", 1); });
+  };
+  // 2^62 elements in one allreduce.
+  EXPECT_NE(error_in([](Json& e) {
+              e[14]["args"]["In msg nelems"] = std::int64_t{1} << 62;
+            }).find("traceEvents[14].args.In msg nelems: must be at most 2^50"),
+            std::string::npos);
+  // A forward of 1e18 us (3e4 years).
+  EXPECT_NE(error_in([](Json& e) { e[3]["dur"] = 1e18; }).find("traceEvents[3].dur: must be at most"),
+            std::string::npos);
+  // Every timestamp times 1e300: beyond 2^53 us a double has no microseconds left, so every span would last 0.
+  EXPECT_NE(error_in([](Json& e) {
+              for (Json& event : e)
+                if (event.contains("ts")) event["ts"] = event["ts"].get<double>() * 1e300;
+            }).find("traceEvents[1].ts: must be within +-2^53 us"),
+            std::string::npos);
+  // Two allreduces of 2^50 floats each pass one by one, but the model's tensors would add up to 2^51: the model
+  // is checked as the loader reads it before it is returned. Its layer 0 (Linear_0) holds the second bucket, layer 1
+  // the first, so the sum passes 2^50 at layers[1]'s tensor.
+  const std::string sum = error_in([](Json& e) {
+    for (int i : {14, 16}) e[i]["args"]["In msg nelems"] = e[i]["args"]["Out msg nelems"] = std::int64_t{1} << 50;
+  });
+  EXPECT_NE(sum.find("edited.json (as a model file): layers[1].params[0].elements: the tensors add up past 2^50"),
+            std::string::npos)
+      << sum;
+}
+
+TEST(KinetoTrace, CollectivesThatAreNoGradientBucketAreRefused) {
+  // The reader takes every collective after the backward began for a gradient bucket; an all-to-all (expert
+  // parallelism's dispatch) or a group of 0 ranks is no such thing: refused at the field.
+  TempDir dir;
+  auto read_error = [&](auto edit) {
+    const std::string path = edited_two_buckets(dir, edit);
+    return error_of([&] { read_kineto_trace(path); });
+  };
+  EXPECT_NE(read_error([](Json& e) {
+              e[14]["args"]["Collective name"] = "alltoall";
+            }).find("traceEvents[14].args.Collective name: \"alltoall\" is not a collective commsim models"),
+            std::string::npos);
+  EXPECT_NE(read_error([](Json& e) {
+              e[16]["args"]["Group size"] = 0;
+            }).find("traceEvents[16].args.Group size: must be an integer in [1, 2^22]"),
+            std::string::npos);
+  // A broadcast is read (the simulator models it: a hierarchical allreduce's last phase) but is no bucket of
+  // gradients, so no model is made from a trace that has one after its backward began.
+  const std::string path = edited_two_buckets(dir, [](Json& e) { e[16]["args"]["Collective name"] = "broadcast"; });
+  const KinetoTrace t = read_kineto_trace(path);
+  EXPECT_NE(error_of([&] { model_from_trace(t, path, "", 1); }).find("traceEvents[16].args.Collective name"),
+            std::string::npos);
+}
+
+TEST(KinetoTrace, ZeroLengthStepsAndCollectivesAreRefused) {
+  // validate --trace divides by the traced step and collective times (its error is (predicted - traced) / traced):
+  // a step or a collective that lasted 0 us was not measured, and is refused rather than shown as a 0.0 % error.
+  TempDir dir;
+  for (const auto& [event, field] : {std::pair{1, "traceEvents[1].dur"}, std::pair{14, "traceEvents[14].dur"}}) {
+    const std::string path = edited_two_buckets(dir, [event = event](Json& e) { e[event]["dur"] = 0; });
+    const std::string error = error_of([&] { read_kineto_trace(path); });
+    EXPECT_EQ(error.rfind(path + ": " + field + ": ", 0), 0u) << error;
+  }
 }
 
 TEST(KinetoTrace, BadTracesNameTheEventAndField) {
