@@ -73,6 +73,7 @@ int calibrate_from_nccl_tests(const CalibrateCommand& c) {
   for (const std::string& file : c.nccl_tests) {
     validate::NcclTestsLog log = validate::read_nccl_tests_log(file);
     const Collective log_op = log.op_known ? log.op : op;
+    validate::check_log_collective(log, log_op);
     logs.emplace_back(std::move(log), log_op);
   }
   const validate::NcclTestsLog& first = logs.front().first;
@@ -179,9 +180,10 @@ void register_calibrate(CLI::App& app, int& exit_code) {
                       "collective (default: latency and bottleneck beta as the allreduce sweep sees them, all ranks "
                       "busy) | links (ping-pong alone)")
           ->check(CLI::IsMember({"collective", "links"}));
-  cmd->add_option("--from-nccl-tests", c->nccl_tests,
-                  "fit the NCCL model to these nccl-tests logs (all_reduce_perf etc. text output)")
-      ->check(CLI::ExistingFile);
+  CLI::Option* from_nccl_tests =
+      cmd->add_option("--from-nccl-tests", c->nccl_tests,
+                      "fit the NCCL model to these nccl-tests logs (all_reduce_perf etc. text output)")
+          ->check(CLI::ExistingFile);
   CLI::Option* op = cmd->add_option(
       "--op", c->op, "collective of the nccl-tests logs: allreduce (default) | allgather | reducescatter");
   CLI::Option* nodes =
@@ -201,6 +203,11 @@ void register_calibrate(CLI::App& app, int& exit_code) {
   // An interference fit measures nothing and reads no microbenchmark or log: their options would be ignored.
   for (CLI::Option* o : {backend, cluster, bench, bench_out, max_bytes, repeats, model, op, nodes, timeout})
     interference->excludes(o);
+  // A fit to nccl-tests logs measures nothing either; --op and --nodes describe the logs and mean nothing without.
+  for (CLI::Option* o : {backend, cluster, bench, bench_out, max_bytes, repeats, model, timeout})
+    from_nccl_tests->excludes(o);
+  op->needs(from_nccl_tests);
+  nodes->needs(from_nccl_tests);
   cmd->callback([c, &exit_code] { exit_code = calibrate(*c); });
 }
 

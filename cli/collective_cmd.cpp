@@ -65,6 +65,7 @@ struct CollectiveOptions {
   int nodes = 0, channels = 0, chunks = 0, hierarchy_groups = 0, gpus_per_thread = 1;
   double reduce_Bps = 0;
   bool tuning_table = false;
+  bool reduce_Bps_given = false;  // --reduce-Bps was given (its default 0 means a free reduction)
 };
 
 // A flow run of a large collective can take minutes: on a terminal its progress is drawn on stderr (the size in
@@ -200,6 +201,15 @@ int run_collective(const CollectiveOptions& o) {
   spec.hierarchy_groups = o.hierarchy_groups;
   spec.reduce_Bps = o.reduce_Bps;
   spec.ranks_per_node = topology->ranks_per_node();
+  if (o.hierarchy_groups > 0 && spec.algorithm != Algorithm::Hierarchical)
+    throw InputError("--groups", "", "sets the groups of --algo hierarchical only");
+  // NCCL's model prices its own chunks and reductions: options for the schedules would be silently ignored.
+  if (fidelity == Fidelity::Analytical && uses_library_model(spec, *topology))
+    for (const auto& [flag, given] : {std::pair{"--chunks", o.chunks > 0}, {"--reduce-Bps", o.reduce_Bps_given}})
+      if (given)
+        throw InputError(flag, "",
+                         "does not apply: " + o.topology + " is priced by NCCL's model, which has its own (use " +
+                             "--fidelity flow to run the schedule)");
   const int p = topology->ranks();
   if (fidelity != Fidelity::Analytical) check_network_size(fidelity, *topology);
   check_supported(spec, p, "--algo");
@@ -370,6 +380,7 @@ void register_collective(CLI::App& app, int& exit_code) {
         exit_code = print_tuning_table(*o, cmd->count("--algo") > 0, cmd->count("--proto") > 0);
         return;
       }
+      o->reduce_Bps_given = cmd->count("--reduce-Bps") > 0;
       exit_code = run_collective(*o);
     } catch (const TimeRangeError& e) {  // a rate of the topology is out of proportion to the sizes asked for
       throw InputError(o->topology, e.quantity(), e.detail());

@@ -242,12 +242,47 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
     if (t.size() < 7 || !is_unsigned(t[0]) || !is_unsigned(t[1]) || is_unsigned(t[2])) continue;
     const Bytes bytes = std::stoull(t[0]);
     if (bytes == 0) continue;
+    if (!log.first_row) log.first_row = NcclTestsLog::PrintedRow{bytes, std::stoull(t[1]), t[2], t[3], number};
     const bool both = t.size() >= 11;
     log.rows.push_back({bytes, parse_time(t[t.size() - (both ? 8 : 4)], path, number), number});
   }
   if (log.rows.empty()) throw InputError(path, "", "no nccl-tests result rows (size count type ... time algbw busbw)");
   log.hosts = static_cast<int>(hosts.size());
   return log;
+}
+
+namespace {
+
+// Bytes of an element of nccl-tests' printed type names (nccl-tests src/common.cu, test_typenames); 0: not known.
+std::uint64_t element_bytes(const std::string& type) {
+  if (type == "int8" || type == "uint8" || type == "f8e4m3" || type == "f8e5m2") return 1;
+  if (type == "half" || type == "bfloat16") return 2;
+  if (type == "int32" || type == "uint32" || type == "float") return 4;
+  if (type == "int64" || type == "uint64" || type == "double") return 8;
+  return 0;
+}
+
+}  // namespace
+
+void check_log_collective(const NcclTestsLog& log, Collective op) {
+  if (!log.first_row) return;
+  const NcclTestsLog::PrintedRow& row = *log.first_row;
+  const bool reduces = row.redop != "none";
+  const std::uint64_t element = element_bytes(row.type);
+  std::uint64_t per = 0;  // the count's divisor of the size in elements: 1 per buffer, ranks per rank
+  if (element > 0 && row.count > 0 && row.bytes % (element * row.count) == 0) per = row.bytes / (element * row.count);
+  const bool per_rank = log.ranks > 1 && per == static_cast<std::uint64_t>(log.ranks);
+  std::string wrong;  // the first reason found
+  if (op == Collective::AllGather && reduces) wrong = "reduces (redop " + row.redop + ")";
+  if (op != Collective::AllGather && !reduces) wrong = "reduces nothing (redop none)";
+  if (wrong.empty() && op == Collective::AllReduce && per_rank) wrong = "counts elements per rank";
+  if (wrong.empty() && op != Collective::AllReduce && log.ranks > 1 && per == 1)
+    wrong = "counts the whole buffer's elements";
+  if (wrong.empty()) return;
+  throw InputError(log.file, "line " + std::to_string(row.line),
+                   "this row " + wrong + ", so it is not " + std::string(to_string(op)) +
+                       "'s (nccl-tests prints redop none for all_gather, a reduction for all_reduce and "
+                       "reduce_scatter, and per-rank counts for all_gather and reduce_scatter): give the log's --op");
 }
 
 bool NcclCalibration::any_trusted() const {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,22 @@ struct NcclTestsLog {
   // The NCCL release the log states it ran ("2.26.2"; empty: not stated): nccl-tests' "nccl-library=" header, NCCL's
   // own "NCCL version" line, the -J file's "nccl_version", a curve's "nccl_version".
   std::string nccl_version;
+  // A text log's first result row as printed: its count, element type and reduction, which tell the collectives
+  // apart (check_log_collective).
+  struct PrintedRow {
+    Bytes bytes = 0;
+    std::uint64_t count = 0;
+    std::string type, redop;
+    int line = 0;
+  };
+  std::optional<PrintedRow> first_row;
 };
+
+// Throws InputError naming the log's line when its first row cannot be `op`'s: nccl-tests prints redop "none" for
+// an all-gather and a reduction for an allreduce or a reduce-scatter; its count is elements per buffer for an
+// allreduce (size / element bytes) and per rank for an all-gather or a reduce-scatter (size / element bytes / ranks)
+// (nccl-tests src/all_reduce.cu, all_gather.cu, reduce_scatter.cu: *GetCollByteCount).
+void check_log_collective(const NcclTestsLog& log, Collective op);
 
 // Parses nccl-tests text output, the JSON file nccl-tests writes with -J (a .json file with "results"), or a
 // published curve (validate/nccl-tests/published/*.json: its rows, collective, nodes x GPUs and NCCL_ALGO /

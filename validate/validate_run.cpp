@@ -138,6 +138,26 @@ void predict_and_measure(const ValidateOptions& o, const std::map<std::string, s
     }
 }
 
+// The run after its folders exist: calibrations, predictions, measurements, judgement and the report.
+void validate_into(const ValidateOptions& o, const std::string& runs_dir, const std::string& work_dir,
+                   std::chrono::steady_clock::time_point start, ValidateOutcome& out) {
+  Validation& v = out.validation;
+  v.cluster = o.cluster;
+  v.host = host_name();
+  v.date = utc_timestamp();
+  v.commsim_version = COMMSIM_VERSION;
+  v.calibrations = given_calibrations(o);
+  const std::map<std::string, std::size_t> by_topology = calibrations_by_topology(o, work_dir, out);
+  if (!out.refusal.empty()) return;
+  predict_and_measure(o, by_topology, runs_dir, v);
+  for (ScenarioOutcome& oc : v.outcomes) judge(oc);
+  v.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summarise(v);
+  write_report(v, out.report_dir);
+  const Summary& s = v.summary;
+  out.exit_code = s.median_met && s.max_met && s.inside_met && s.signs_met ? 0 : 1;
+}
+
 }  // namespace
 
 ValidateOutcome run_validation(const ValidateOptions& o) {
@@ -151,22 +171,19 @@ ValidateOutcome run_validation(const ValidateOptions& o) {
   out.report_dir = o.report_dir.empty() ? "validation-" + safe(v.suite->name) : o.report_dir;
   const std::string runs_dir = (fs::path(out.report_dir) / "runs").string();
   const std::string work_dir = (fs::path(out.report_dir) / "calibration").string();
-  reports::create_directories(runs_dir, "--report");
-  reports::create_directories(work_dir, "--report");
-  v.cluster = o.cluster;
-  v.host = host_name();
-  v.date = utc_timestamp();
-  v.commsim_version = COMMSIM_VERSION;
-  v.calibrations = given_calibrations(o);
-  const std::map<std::string, std::size_t> by_topology = calibrations_by_topology(o, work_dir, out);
-  if (!out.refusal.empty()) return out;
-  predict_and_measure(o, by_topology, runs_dir, v);
-  for (ScenarioOutcome& oc : v.outcomes) judge(oc);
-  v.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  summarise(v);
-  write_report(v, out.report_dir);
-  const Summary& s = v.summary;
-  out.exit_code = s.median_met && s.max_met && s.inside_met && s.signs_met ? 0 : 1;
+  // The folders this run makes, removed again if it ends in an error: bad input leaves nothing behind.
+  std::vector<std::string> made;
+  for (const std::string& dir : {out.report_dir, runs_dir, work_dir})
+    if (std::error_code ec; !fs::exists(dir, ec)) made.push_back(dir);
+  try {
+    reports::create_directories(runs_dir, "--report");
+    reports::create_directories(work_dir, "--report");
+    validate_into(o, runs_dir, work_dir, start, out);
+  } catch (...) {
+    std::error_code ec;
+    for (const std::string& dir : made) fs::remove_all(dir, ec);
+    throw;
+  }
   return out;
 }
 

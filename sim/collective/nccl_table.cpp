@@ -75,9 +75,10 @@ std::array<bool, kArchs> ll128_generations(const std::string& rule) {
   return enabled;
 }
 
-// "major.minor[.patch]" as a comparable number; -1 when the text is not a version.
+// "major.minor[.patch]" (each 1 to 4 digits, nothing else) as a comparable number of its release line; -1 when the
+// text is not such a version ("2.26.x", "2.26 ", "2.26.2.1" are not).
 long version_number(std::string_view v) {
-  long major = 0, minor = 0;
+  long major = 0, minor = 0, patch = 0;
   std::size_t i = 0;
   auto digits = [&](long& out) {
     const std::size_t start = i;
@@ -85,7 +86,8 @@ long version_number(std::string_view v) {
     return i > start;
   };
   if (!digits(major) || i >= v.size() || v[i++] != '.' || !digits(minor)) return -1;
-  return major * 1000 + minor;
+  if (i < v.size() && (v[i++] != '.' || !digits(patch))) return -1;
+  return i == v.size() ? major * 1000 + minor : -1;
 }
 
 // The table is part of the program (compiled in), so a malformed table is an internal fault, not bad input.

@@ -1,5 +1,6 @@
 #include "sim/model/device_library.hpp"
 
+#include <set>
 #include <string_view>
 
 namespace commsim {
@@ -70,7 +71,17 @@ Device parse_device(JsonFields& d) {
                        "): give peak_flops and memory_Bps with their source instead");
   if (d.has("peak_flops")) {
     device.peak_flops = d.positive("peak_flops");
-    d.string_or("dtype", "");
+    // Only a label beside a given rate, but one of the datatypes the library knows, so that a typo is not kept.
+    if (const std::string dtype = d.string_or("dtype", ""); !dtype.empty()) {
+      std::set<std::string> known;
+      for (const LibraryDevice& l : device_library())
+        for (const auto& [name, value] : l.peak_dense_flops) known.insert(name);
+      if (!known.count(dtype)) {
+        std::string names;
+        for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+        d.fail("dtype", "unknown datatype \"" + dtype + "\" (" + names + ")");
+      }
+    }
   } else {
     const std::string dtype = d.string("dtype");
     const auto it = library->peak_dense_flops.find(dtype);

@@ -50,6 +50,10 @@ Framework parse_framework(JsonFields f) {
   fw.copy_in_passes = non_negative(f, "copy_in_passes", 10);
   fw.copy_out_passes = non_negative(f, "copy_out_passes", 10);
   fw.cycle_ms = non_negative(f, "cycle_ms", 60e3);
+  // A framework that starts its collectives when they are ready has no cycle to set (cycle_ms is Horovod's
+  // HOROVOD_CYCLE_TIME); giving it one would delay every bucket of a framework that does not wait.
+  if (fw.cycle_ms.value_or(0) > 0 && !table().at("frameworks").at(fw.name).value("fuses_per_cycle", false))
+    f.fail("cycle_ms", fw.name + " has no negotiation cycle (cycle_ms is Horovod's HOROVOD_CYCLE_TIME)");
   f.string_or("source", "");
   f.reject_unknown();
   return fw;

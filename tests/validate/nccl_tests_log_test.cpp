@@ -96,6 +96,29 @@ TEST(NcclTestsLog, ParsesRowsRanksHostsAndForcedSettings) {
 // processes on two hosts, each driving 4 GPUs with one thread (-g 4), NCCL_ALGO forced through the environment.
 // Expected: 2 devices x 1 thread x 4 GPUs = 8 ranks on 2 hosts; the 0-byte row is skipped; a row's time is the
 // out-of-place one, or the in-place one where out-of-place is null (trace replay prints in-place only).
+// A text log does not name its collective, but its rows do: an all_reduce_perf row of 1024 B reads count 256 (1024 /
+// 4 B per float, the whole buffer) and redop sum. That is an allreduce's row; an all-gather would print redop none
+// and count 1024 / 4 / 8 ranks = 32, a reduce-scatter redop sum and count 32. An all_gather_perf row (redop none,
+// count 32) is an all-gather's and nothing else's.
+TEST(NcclTestsLog, ARowsCountAndReductionNameItsCollective) {
+  TempDir dir("nccl-op");
+  std::ofstream(dir.file("ar.log")) << all_reduce_log({1024}, [](Bytes) { return 10.0; });
+  const validate::NcclTestsLog ar = validate::read_nccl_tests_log(dir.file("ar.log"));
+  EXPECT_NO_THROW(validate::check_log_collective(ar, Collective::AllReduce));
+  EXPECT_THROW(validate::check_log_collective(ar, Collective::AllGather), InputError);
+  EXPECT_THROW(validate::check_log_collective(ar, Collective::ReduceScatter), InputError);
+  std::string gather = all_reduce_log({1024}, [](Bytes) { return 10.0; });
+  const std::string row = "        1024          256     float     sum";
+  const std::string gather_row = "        1024           32     float    none";
+  ASSERT_NE(gather.find(row), std::string::npos);
+  gather.replace(gather.find(row), row.size(), gather_row);
+  std::ofstream(dir.file("ag.log")) << gather;
+  const validate::NcclTestsLog ag = validate::read_nccl_tests_log(dir.file("ag.log"));
+  EXPECT_NO_THROW(validate::check_log_collective(ag, Collective::AllGather));
+  EXPECT_THROW(validate::check_log_collective(ag, Collective::AllReduce), InputError);
+  EXPECT_THROW(validate::check_log_collective(ag, Collective::ReduceScatter), InputError);
+}
+
 TEST(NcclTestsLog, ParsesTheJsonNcclTestsWrites) {
   TempDir dir("nccl-json");
   std::ofstream(dir.file("run.json")) << R"({"version": 3, "start_time": "2026-11-23 10:00:00",
