@@ -188,7 +188,7 @@ void register_calibrate(CLI::App& app, int& exit_code) {
       "--op", c->op, "collective of the nccl-tests logs: allreduce (default) | allgather | reducescatter");
   CLI::Option* nodes =
       cmd->add_option("--nodes", c->nodes, "nodes of the logs' runs (default: the distinct hosts the logs list)")
-          ->check(CLI::PositiveNumber);
+          ->check(number_in(1, kMaxNodes));
   CLI::Option* interference =
       cmd->add_option("--interference", c->interference,
                       "fit the library's concurrent_slowdown to a GPU's interference measurement (the JSON "

@@ -215,6 +215,11 @@ int run_collective(const CollectiveOptions& o) {
   check_supported(spec, p, "--algo");
   const double band_rel = calibration_band_rel(o.topology);
   const std::vector<Bytes> sizes = parse_sizes(o.sizes);
+  if (std::none_of(sizes.begin(), sizes.end(),
+                   [&](Bytes size) { return reports::nccl_tests_sizing(spec.op, size, p).bytes > 0; }))
+    throw InputError("--sizes", "",
+                     "no size holds a whole element per rank of " + std::string(to_string(spec.op)) + " over " +
+                         std::to_string(p) + " ranks (nccl-tests prints no row for them): give larger sizes");
   reports::CollectivePrediction prediction;
   int stopped_by_signal = 0;
   if (fidelity == Fidelity::Flow) {

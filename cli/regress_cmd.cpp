@@ -115,6 +115,7 @@ void update_baseline(explore::Baseline& b, const std::vector<explore::Check>& ch
     b.entries[i].step_time_s = checks[i].now_s;
     b.entries[i].step_time_spread_s = checks[i].now_spread_s;
   }
+  if (o.tolerance_given) b.tolerance_pct = o.tolerance;  // --tolerance with --update sets the stored one
   rewrite_input_file(o.baseline, baseline_json(b).dump(2) + "\n", "--baseline");
   std::printf("updated %s (commsim %s)\n", o.baseline.c_str(), COMMSIM_VERSION);
 }
@@ -154,7 +155,7 @@ void register_regress(CLI::App& app, int& exit_code) {
   cmd->add_option("--baseline", o->baseline, "baseline JSON file (see baselines/ci.json)")->required();
   CLI::Option* tol = cmd->add_option("--tolerance", o->tolerance,
                                      "allowed slowdown in percent (default: the baseline's tolerance_pct)")
-                         ->check(number_in(0));
+                         ->check(number_in(0, 1000));
   cmd->add_flag("--update", o->update, "store the step times of this commsim in the baseline instead of comparing");
   cmd->add_option("--junit", o->junit, "write JUnit XML for CI systems")->check(writable_file());
   cmd->add_option("--measured", o->measured,

@@ -98,13 +98,16 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)");
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
   cmd->add_option("--json", o->json, "write the result JSON; - for standard output")->check(writable_file());
-  cmd->add_option("--trace", o->trace, "write a Chrome trace (open in Perfetto); - for standard output")
-      ->check(writable_file());
-  cmd->add_option("--trace-steps", o->trace_steps, "steps to trace: N or FIRST:LAST (default 0:2)");
+  CLI::Option* trace_file =
+      cmd->add_option("--trace", o->trace, "write a Chrome trace (open in Perfetto); - for standard output")
+          ->check(writable_file());
+  cmd->add_option("--trace-steps", o->trace_steps, "steps to trace: N or FIRST:LAST (default 0:2)")->needs(trace_file);
   cmd->add_option("--trace-ranks", o->trace_ranks,
-                  "ranks to trace, e.g. 0,5 (default: each step's critical rank, the one the simulator follows)");
+                  "ranks to trace, e.g. 0,5 (default: each step's critical rank, the one the simulator follows)")
+      ->needs(trace_file);
   cmd->add_option("--trace-format", o->trace_format, "chrome | kineto (as PyTorch's profiler writes it)")
-      ->check(CLI::IsMember({"chrome", "kineto"}));
+      ->check(CLI::IsMember({"chrome", "kineto"}))
+      ->needs(trace_file);
   cmd->callback([o, &exit_code] {
     Fidelity fidelity;
     if (!parse_fidelity(o->fidelity, fidelity))

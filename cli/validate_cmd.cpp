@@ -55,13 +55,18 @@ void register_validate(CLI::App& app, int& exit_code) {
   cmd->add_option("suite", o->suite, "validation suite JSON (validate/suites/*.json); with --trace, a scenario")
       ->required();
   auto trace = std::make_shared<std::string>();
-  cmd->add_option("--trace", *trace, "PyTorch profiler (Kineto) trace: compare the scenario's prediction with it");
-  cmd->add_option("--calibration", o->calibrations,
-                  "calibrated topology from `commsim calibrate` (repeatable; missing ones are calibrated now)");
-  cmd->add_option("--report", o->report_dir, "report folder (default: validation-SUITE)");
-  cmd->add_flag("--cluster", o->cluster, "run on the emulated cluster (network namespaces, tc; needs CAP_NET_ADMIN)");
-  cmd->add_option("--measured", o->measured_dir,
-                  "re-judge earlier runs: read measured-SCENARIO.json from this folder instead of running");
+  CLI::Option* trace_option =
+      cmd->add_option("--trace", *trace, "PyTorch profiler (Kineto) trace: compare the scenario's prediction with it");
+  // A trace comparison measures and writes nothing: the suite's options would be ignored beside it.
+  trace_option->excludes(
+      cmd->add_option("--calibration", o->calibrations,
+                      "calibrated topology from `commsim calibrate` (repeatable; missing ones are calibrated now)"));
+  trace_option->excludes(cmd->add_option("--report", o->report_dir, "report folder (default: validation-SUITE)"));
+  trace_option->excludes(cmd->add_flag("--cluster", o->cluster,
+                                       "run on the emulated cluster (network namespaces, tc; needs CAP_NET_ADMIN)"));
+  trace_option->excludes(
+      cmd->add_option("--measured", o->measured_dir,
+                      "re-judge earlier runs: read measured-SCENARIO.json from this folder instead of running"));
   cmd->callback(
       [o, trace, &exit_code] { exit_code = trace->empty() ? validate_suite(*o) : validate_trace(o->suite, *trace); });
 }

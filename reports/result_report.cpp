@@ -82,6 +82,9 @@ std::vector<ReportInput> load_report_inputs(const std::vector<std::string>& file
         for (const Json& e : doc.at("trace")) {
           in.result.trace.push_back({e.at("name").get<std::string>(), e.at("stream").get<int>(),
                                      e.at("start_s").get<double>(), e.at("duration_s").get<double>()});
+          // A lane per stream up to the highest: compute and at most 64 communication streams (nccl_comm_num).
+          if (in.result.trace.back().stream < 0 || in.result.trace.back().stream > 64)
+            throw InputError(file, "trace", "stream " + e.at("stream").dump() + " is not 0 (compute) to 64");
           streams = std::max(streams, in.result.trace.back().stream);
         }
         for (int s = 0; s <= streams; ++s) in.lanes.push_back(s == 0 ? "compute" : "comm stream " + std::to_string(s));

@@ -1,5 +1,6 @@
 #include "sim/result/trace.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <set>
@@ -42,6 +43,8 @@ std::vector<int> parse_trace_ranks(const std::string& text, int ranks) {
   while (start <= text.size()) {
     const std::size_t comma = text.find(',', start);
     const int r = parse_index(text.substr(start, comma - start), "--trace-ranks", "a rank number (e.g. 0,5)");
+    if (std::find(out.begin(), out.end(), r) != out.end())
+      throw InputError("--trace-ranks", "", "rank " + std::to_string(r) + " is listed twice");
     if (r >= ranks)
       throw InputError(
           "--trace-ranks", "",
@@ -54,6 +57,10 @@ std::vector<int> parse_trace_ranks(const std::string& text, int ranks) {
 }
 
 void check_trace_ranks(const TraceSelection& selection, const Plan& plan) {
+  if (selection.first_step >= plan.steps())
+    throw InputError("--trace-steps", "",
+                     "step " + std::to_string(selection.first_step) + " is past the run's " +
+                         std::to_string(plan.steps()) + " steps (0 to " + std::to_string(plan.steps() - 1) + ")");
   std::set<int> followed;
   for (int s = selection.first_step; s <= selection.last_step && s < static_cast<int>(plan.critical_rank.size()); ++s)
     followed.insert(plan.critical_rank[s]);

@@ -2,6 +2,8 @@
 // the regression baselines.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "explore/baseline.hpp"
 #include "explore/tuner.hpp"
 #include "reports/format.hpp"
@@ -385,6 +387,20 @@ TEST(Baseline, LoadsAndResolvesScenarioPaths) {
   EXPECT_EQ(b.entries[0].fidelity, "analytical");  // the default
   EXPECT_EQ(b.entries[0].sets, (std::vector<std::string>{"steps=2"}));
   EXPECT_DOUBLE_EQ(b.tolerance_pct, 1);
+}
+
+// `regress --update --tolerance 5` rebases the times and stores the tolerance it was given: 1 % before, 5 % after
+// (it used to keep 1 % and print 5 %).
+TEST(Baseline, UpdateStoresTheToleranceGiven) {
+  test::ScratchDir dir("baseline-update");
+  const std::string path = write_baseline(dir, valid_baseline());
+  const std::string command =
+      std::string(COMMSIM_CLI_PATH) + " regress --baseline " + path + " --update --tolerance 5 > /dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const Baseline b = load_baseline(path, false);
+  EXPECT_DOUBLE_EQ(b.tolerance_pct, 5);
+  ASSERT_EQ(b.entries.size(), 1u);
+  EXPECT_GT(b.entries[0].step_time_s, 0);
 }
 
 TEST(Baseline, ErrorsNameTheFileAndField) {

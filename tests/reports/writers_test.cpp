@@ -277,6 +277,42 @@ TEST(ResultReport, SimulationAndHardwareSideBySide) {
   EXPECT_EQ(boxes, 3u);
 }
 
+// A hand-edited result is read field by field: each of these names its field instead of printing a -5000 ms step,
+// a rank count past int, a key nobody reads or a lane per stream up to two billion.
+TEST(ResultReport, ResultFieldsAreCheckedByName) {
+  test::ScratchDir dir("report-fields");
+  const Json good = [] {
+    Result r;
+    r.scenario = "s";
+    r.fidelity = "analytical";
+    r.ranks = 8;
+    r.step_time_s = 0.02;
+    r.steps_s = {0.02, 0.02};
+    return r.to_json();
+  }();
+  const std::vector<std::pair<Json, std::string>> cases = {
+      {{{"step_time_s", -5}}, "step_time_s"},
+      {{{"ranks", 1e300}}, "ranks"},
+      {{{"colour", "red"}}, "colour"},
+      {{{"steps", {0.02, -1}}}, "steps[1]"},
+      {{{"breakdown", {{"comm_s", "x"}}}}, "breakdown.comm_s"},
+      {{{"trace", {{{"name", "a"}, {"stream", 2000000000}, {"start_s", 0}, {"duration_s", 1}}}}}, "trace"},
+  };
+  for (const auto& [patch, field] : cases) {
+    Json doc = good;
+    doc.merge_patch(patch);
+    write_file(dir / "r.json", doc.dump(), "t");
+    try {
+      load_report_inputs({dir / "r.json"});
+      ADD_FAILURE() << patch.dump() << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("r.json: " + field), std::string::npos) << e.what();
+    }
+  }
+  write_file(dir / "r.json", good.dump(), "t");
+  EXPECT_EQ(load_report_inputs({dir / "r.json"}).at(0).result.ranks, 8);  // the unpatched result loads
+}
+
 TEST(ResultReport, BadInputsNameTheFile) {
   test::ScratchDir dir("report-bad");
   write_file(dir / "trace.json", "{\"traceEvents\": []}", "t");
