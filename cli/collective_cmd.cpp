@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -261,6 +262,8 @@ int compare_with_log(const CollectiveOptions& o, const std::string& algorithms, 
   const std::string& log_file = o.against;
   // Read twice, line by line (a log of many ranks can be large): the table, then the choices.
   note_input_file(log_file);
+  if (std::error_code ec; std::filesystem::is_directory(log_file, ec))
+    throw InputError(log_file, "", "is a directory, not a log");
   std::ifstream table_text(log_file), choices_text(log_file);
   if (!table_text || !choices_text) throw InputError(log_file, "", "cannot open the log");
   const nccl::TuningTable printed = nccl::read_printed_tuning_table(table_text, log_file);

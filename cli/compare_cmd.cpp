@@ -81,10 +81,20 @@ int run_compare(const CompareOptions& o) {
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t i = 0; i < variants.size(); ++i) {
     std::string name, description;
-    const Json document = variant_document(variants[i], i, o.file, documents, previous, name, description);
+    Json document;
+    SimulationRun run;
+    try {
+      document = variant_document(variants[i], i, o.file, documents, previous, name, description);
+      run = simulate_document(document, scenario_path, fidelity);
+    } catch (const InputError& e) {
+      // The scenario's own message names the field its settings broke; the variant that set it is named first.
+      const std::string at = "variants[" + std::to_string(i) + "]";
+      const std::string what = e.what();
+      if (what.starts_with(o.file + ": " + at)) throw;
+      throw InputError(o.file, at + ".set", "variant \"" + name + "\" makes a bad scenario: " + what);
+    }
     documents[name] = document;
     previous = document;
-    const SimulationRun run = simulate_document(document, scenario_path, fidelity);
     const Result& r = run.result;
     if (i == 0) baseline_s = r.step_time_s;
     table += line("%-16s %12.2f %8.2fx %11.2f %11.2f %10.1f  %s\n", name.c_str(), r.step_time_s * 1e3,

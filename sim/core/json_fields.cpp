@@ -151,6 +151,8 @@ Json read_json_file(const std::string& given_path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw InputError(path, "", "cannot read file");
+  // gzip's magic bytes 1f 8b (RFC 1952): a compressed trace whose name does not end in .gz is read as one.
+  if (text.str().starts_with("\x1f\x8b")) return parse_json_text(gunzipped_text(path, kMaxGunzippedBytes), path);
   return parse_json_text(text.str(), path);
 }
 

@@ -1,5 +1,8 @@
 #include "sim/model/model.hpp"
 
+#include <set>
+#include <string>
+
 #include "sim/core/json_document_cache.hpp"
 #include "sim/core/json_fields.hpp"
 #include "sim/core/limits.hpp"
@@ -43,10 +46,13 @@ Model model_of_document(const Json& root, const std::string& path) {
   const Json& layers = top.array("layers");
   if (layers.empty()) top.fail("layers", "a model needs at least one layer");
   std::uint64_t total = 0;
+  // Names identify a layer in traces (model from-trace, validate --trace) and a tensor in buckets: each once.
+  std::set<std::string> layer_names, tensor_names;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     JsonFields f(layers[i], path, "layers[" + std::to_string(i) + "]");
     Layer layer;
     layer.name = f.string("name");
+    if (!layer_names.insert(layer.name).second) f.fail("name", "another layer is named \"" + layer.name + "\"");
     layer.forward_flops_per_sample = f.number_or("forward_flops_per_sample", 0);
     if (layer.forward_flops_per_sample < 0) f.fail("forward_flops_per_sample", "must be >= 0");
     layer.backward_flops_per_sample = f.number_or("backward_flops_per_sample", 2 * layer.forward_flops_per_sample);
@@ -61,6 +67,7 @@ Model model_of_document(const Json& root, const std::string& path) {
                static_cast<std::uint64_t>(p.integer("elements", 1, kMaxElements)),
                static_cast<int>(i),
                {}};
+      if (!tensor_names.insert(t.name).second) p.fail("name", "another tensor is named \"" + t.name + "\"");
       if (p.has("shape")) t.shape = read_shape(p, t.elements);
       p.reject_unknown();
       layer.tensors.push_back(static_cast<int>(model.tensors.size()));

@@ -261,7 +261,13 @@ std::unique_ptr<Topology> load_cluster(const Json& root, const std::string& file
   const Json& links = node.array("links");
   for (std::size_t i = 0; i < links.size(); ++i) {
     JsonFields l(links[i], file, "node.links[" + std::to_string(i) + "]");
-    spec.links.push_back(parse_link(l, classes, index));
+    const TemplateLink link = parse_link(l, classes, index);
+    // Two links between one pair of devices are one link written twice, or parallel links, which `lanes` states.
+    for (std::size_t j = 0; j < spec.links.size(); ++j)
+      if (std::minmax(spec.links[j].a, spec.links[j].b) == std::minmax(link.a, link.b))
+        l.fail("b", "joins the devices node.links[" + std::to_string(j) +
+                        "] joins already (one link per pair: give parallel links as lanes)");
+    spec.links.push_back(link);
   }
   node.reject_unknown();
   parse_node_count(top, node, nodes_override, spec);

@@ -374,6 +374,12 @@ TEST(KinetoTrace, BadTracesNameTheEventAndField) {
       EXPECT_NE(std::string(e.what()).find("expands to more than 1000000 bytes"), std::string::npos) << e.what();
     }
     EXPECT_EQ(gunzipped_text("tests/data/trace/resnet50-ddp-nccl-h100.json.gz", 9'791'921).size(), 9'791'921u);
+    // The shipped trace copied under a name without .gz is still read as gzip (its first bytes, 1f 8b, say so): the
+    // same 2 steps as the original.
+    const std::string renamed = (dir.path() / "renamed.json").string();
+    std::filesystem::copy_file("tests/data/trace/resnet50-ddp-nccl-h100.json.gz", renamed);
+    EXPECT_EQ(read_kineto_trace(renamed).steps.size(),
+              read_kineto_trace("tests/data/trace/resnet50-ddp-nccl-h100.json.gz").steps.size());
     for (const auto& [path, what] : {std::pair{corrupt, "corrupt compressed data"}, std::pair{cut, "cut short"}}) {
       try {
         read_kineto_trace(path);
