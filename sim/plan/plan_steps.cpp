@@ -113,11 +113,11 @@ StepPlan local_step(const StepBuilder& b, const std::vector<Bucket>& buckets, bo
   StepPlan step;
   step.kind = average ? StepKind::LocalAverage : StepKind::LocalOnly;
   const std::vector<int> backward = b.compute_pass(step);
-  int update = backward.front();
-  if (b.sc.strategy.localsgd->adaptive) update = loss_allreduces(b, step, update);
+  int last = backward.front();  // what the averages wait for
+  if (b.sc.strategy.localsgd->adaptive) last = loss_allreduces(b, step, last);
   if (!average) return step;
   for (std::size_t i = 0; i < buckets.size(); ++i)
-    b.communicate(step, buckets[i].stream, Collective::AllReduce, buckets[i].elements, {update},
+    b.communicate(step, buckets[i].stream, Collective::AllReduce, buckets[i].elements, {last},
                   "average " + std::to_string(i), static_cast<int>(i), buckets[i].tensors, b.sc.strategy.algorithm,
                   Purpose::ParameterAverage);
   return step;
