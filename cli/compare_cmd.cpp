@@ -1,5 +1,6 @@
 // `commsim compare FILE`: one scenario under several named settings, side by side, each with its speedup over the
 // first. The README's demo runs it on scenarios/demo-techniques.json.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -49,10 +50,16 @@ Json variant_document(const Json& variant, std::size_t i, const std::string& fil
   if (documents.count(name)) v.fail("name", "duplicate variant name \"" + name + "\"");
   // Settings replace whole sub-objects: "strategy.dgc" = {...} is one knob.
   document = apply_overrides(document, sets, file);
-  // DGC and Local SGD are alternatives: a variant that turns one on drops the other, if inherited.
-  for (const std::string& key : sets) {
-    if (key.rfind("strategy.localsgd=", 0) == 0) document["strategy"].erase("dgc");
-    if (key.rfind("strategy.dgc=", 0) == 0) document["strategy"].erase("localsgd");
+  // DGC and Local SGD (plain or adaptive) are alternatives: a variant that turns one on drops the other if it is
+  // inherited; one that sets both keeps both, and the scenario refuses them.
+  const auto sets_key = [&sets](const std::string& key) {
+    return std::any_of(sets.begin(), sets.end(), [&](const std::string& s) { return s.starts_with(key + "="); });
+  };
+  const bool sets_dgc = sets_key("strategy.dgc");
+  const bool sets_localsgd = sets_key("strategy.localsgd") || sets_key("strategy.adaptive_localsgd");
+  if (document.contains("strategy") && sets_dgc != sets_localsgd) {
+    if (sets_dgc) document["strategy"].erase("localsgd"), document["strategy"].erase("adaptive_localsgd");
+    if (sets_localsgd) document["strategy"].erase("dgc");
   }
   return document;
 }

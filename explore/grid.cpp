@@ -82,14 +82,34 @@ Axis parse_axis(const std::string& spec, const std::string& scenario_file) {
   return axis;
 }
 
+bool keys_overlap(const std::string& a, const std::string& b) {
+  const auto within = [](const std::string& outer, const std::string& inner) {
+    return inner.size() > outer.size() && inner.starts_with(outer) && inner[outer.size()] == '.';
+  };
+  return a == b || within(a, b) || within(b, a);
+}
+
 std::vector<std::vector<std::string>> cartesian(const std::vector<Axis>& axes) {
   if (axes.empty()) throw InputError("--vary", "", "nothing to vary: the grid is empty");
-  std::set<std::string> keys;
-  for (const Axis& a : axes) {
+  double rows = 1;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const Axis& a = axes[i];
     if (a.values.empty()) throw InputError("--vary", a.key, "no values: the grid is empty");
-    if (!keys.insert(a.key).second)
-      throw InputError("--vary", a.key, "varied twice; give all its values in one --vary");
+    for (std::size_t j = 0; j < i; ++j)
+      if (keys_overlap(axes[j].key, a.key))
+        throw InputError("--vary", a.key,
+                         a.key == axes[j].key ? "varied twice; give all its values in one --vary"
+                                              : "overlaps --vary " + axes[j].key +
+                                                    ": one would override the other in every row; vary one of them");
+    if (std::set<std::string>(a.values.begin(), a.values.end()).size() != a.values.size())
+      throw InputError("--vary", a.key, "lists a value twice (the grid would repeat its rows)");
+    rows *= static_cast<double>(a.values.size());
   }
+  if (rows > kMaxGridRows)
+    throw InputError("--vary", "",
+                     "the grid has " + std::to_string(static_cast<long long>(std::min(rows, 1e18))) +
+                         " rows, more than " + std::to_string(kMaxGridRows) +
+                         " (every process holds the whole grid, sharded or not): vary less");
   std::vector<std::vector<std::string>> grid{{}};
   for (const Axis& a : axes) {
     std::vector<std::vector<std::string>> next;

@@ -29,8 +29,14 @@ struct Axis {
 // ("--vary") for a missing '=', an empty key, an empty value or unbalanced brackets.
 Axis parse_axis(const std::string& spec, const std::string& scenario_file);
 // The cartesian product, first axis slowest: each element lists one "key=value" override per axis.
-// Throws InputError when the grid is empty (no axis, or an axis without values) or an axis key repeats.
+// Throws InputError when the grid is empty (no axis, or an axis without values), two axes' keys overlap, an axis lists
+// a value twice, or the grid would have more than kMaxGridRows rows (checked before anything is allocated).
 std::vector<std::vector<std::string>> cartesian(const std::vector<Axis>& axes);
+// Whether two dotted keys name the same setting or one lies inside the other (strategy.fusion,
+// strategy.fusion.size_mb).
+bool keys_overlap(const std::string& a, const std::string& b);
+// The most rows a grid may have: each row keeps its overrides and result in memory (about a kilobyte or more).
+inline constexpr std::size_t kMaxGridRows = std::size_t{1} << 20;
 
 // One evaluated variant. `error` holds the loader's message when the variant is impossible (e.g. 3 nodes with a
 // bucket split that needs 4); such a variant has no result.

@@ -12,6 +12,30 @@ namespace commsim::explore {
 
 using namespace commsim::reports;  // the writers: tables, CSV, SVG, HTML, progress
 
+namespace {
+
+// The topology and model files the rows read (the base's, and every value an axis gives them) by their contents'
+// hash: shards made before and after one of them was edited are not one sweep, though their scenario is the same.
+Json referenced_files(const SweepGrid& grid, const std::string& scenario_file) {
+  std::vector<std::vector<std::string>> sources = {{}};
+  for (const Axis& a : grid.definition.axes)
+    if (a.key == "topology" || a.key == "model")
+      for (const std::string& v : a.values) sources.push_back({a.key + "=" + v});
+  Json files = Json::object();
+  for (const std::vector<std::string>& sets : sources) {
+    try {
+      const Scenario s = parse_scenario(apply_sets(grid.base, sets, scenario_file), scenario_file);
+      for (const std::string& path : {s.topology_path, s.model_path})
+        files[path] = fnv1a_hex(read_json_file(path).dump());
+    } catch (const InputError&) {
+      // A value that names no loadable file makes its rows impossible; they say why when evaluated.
+    }
+  }
+  return files;
+}
+
+}  // namespace
+
 SweepGrid prepare_sweep(const SweepRequest& request) {
   SweepGrid grid;
   grid.fidelity = fidelity_option(request.fidelity);
@@ -19,6 +43,10 @@ SweepGrid prepare_sweep(const SweepRequest& request) {
   grid.definition.scenario_file = request.scenario_file;
   grid.definition.fidelity = request.fidelity;
   for (const std::string& spec : request.vary) grid.definition.axes.push_back(parse_axis(spec, request.scenario_file));
+  for (const std::string& set : request.sets)
+    for (const Axis& a : grid.definition.axes)
+      if (const std::string key = set.substr(0, set.find('=')); keys_overlap(key, a.key))
+        throw InputError("--set", key, "is varied by --vary " + a.key + ": one would override the other; drop one");
   grid.variants = cartesian(grid.definition.axes);
   grid.definition.grid_size = grid.variants.size();
   // Validate before spending the cores: the scenario with --set alone, then the first combination, through the
@@ -33,6 +61,7 @@ SweepGrid prepare_sweep(const SweepRequest& request) {
   for (const Axis& a : grid.definition.axes)
     axes.push_back({{"key", a.key}, {"values", a.values}, {"labels", a.labels}});
   const Json identity = {{"base", grid.base},
+                         {"files", referenced_files(grid, request.scenario_file)},
                          {"scenario", request.scenario_file},
                          {"fidelity", request.fidelity},
                          {"vary", axes},

@@ -13,7 +13,6 @@ namespace {
 
 constexpr const char* kShardFormat = "commsim-sweep-shard";
 constexpr std::size_t kMaxShards = 1000000;
-constexpr std::size_t kMaxGridRows = 1000000000;  // a bound for files read back, far above any sweep one runs
 
 // A whole number of at most 9 digits, or nothing.
 std::optional<std::size_t> small_count(const std::string& text) {

@@ -24,9 +24,10 @@ void add_notes(const RankContext& context, const CheckCounts& check, Result& r) 
                          : "Open MPI's own (MPI_Allreduce, MPI_Reduce_scatter, MPI_Allgather; hierarchical over "
                            "the Plan's groups); DGC "
                            "pairs with MPI_Allgather"));
-  r.notes.push_back("step time: median of steps " + std::to_string(r.steady_from) + ".." +
+  r.notes.push_back("step time: per step kind the median of steps " + std::to_string(r.steady_from) + ".." +
                     std::to_string(plan.steps() - 1) +
-                    " (slowest rank per step), spread = half the interquartile range; " +
+                    " (slowest rank per step), weighted by the kind's share of those steps; spread = half the "
+                    "interquartile range, weighted alike; " +
                     std::to_string(options.warmup) + " warm-up step(s) not counted");
   if (!plan.symmetric_ranks)
     r.notes.push_back("stragglers: every rank waits the plan's critical-rank compute factor of each step");
@@ -57,7 +58,7 @@ void fill_result(const RankContext& context, const std::vector<double>& slowest,
     steps[s].bytes_sent = row[2] / ranks;
     for (int k = 0; k <= plan.streams; ++k) steps[s].breakdown.stream_busy_s.push_back(row[kStreamColumn + k] / ranks);
   }
-  summarize_steps(plan, steps, SteadyStatistic::Median, r);
+  summarize_steps(plan, steps, SteadyStatistic::KindMedian, r);
   r.trace = trace;
   r.notes = plan.notes;
   add_notes(context, check, r);

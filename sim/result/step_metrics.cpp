@@ -1,5 +1,7 @@
 #include "sim/result/step_metrics.hpp"
 
+#include <map>
+
 #include "sim/core/statistics.hpp"
 
 namespace commsim {
@@ -24,12 +26,12 @@ void summarize_steps(const Plan& plan, const std::vector<StepMeasure>& steps, St
   r.steady_from = plan.steady_from;
   const double steady = static_cast<double>(steps.size()) - r.steady_from;
   r.stream_busy_s.assign(static_cast<std::size_t>(plan.streams + 1), 0.0);
-  std::vector<double> steady_s;
+  std::map<int, std::vector<double>> steady_by_kind;
   for (std::size_t s = 0; s < steps.size(); ++s) {
     const StepMeasure& m = steps[s];
     r.steps_s.push_back(m.seconds);
     if (static_cast<int>(s) < r.steady_from) continue;
-    steady_s.push_back(m.seconds);
+    steady_by_kind[s < plan.step_plan_of.size() ? plan.step_plan_of[s] : 0].push_back(m.seconds);
     if (statistic == SteadyStatistic::Mean) {
       r.step_time_s += m.seconds / steady;
       r.step_time_spread_s += m.spread_s / steady;
@@ -41,10 +43,12 @@ void summarize_steps(const Plan& plan, const std::vector<StepMeasure>& steps, St
     for (std::size_t k = 0; k < r.stream_busy_s.size() && k < m.breakdown.stream_busy_s.size(); ++k)
       r.stream_busy_s[k] += m.breakdown.stream_busy_s[k] / steady;
   }
-  if (statistic == SteadyStatistic::Median && !steady_s.empty()) {
-    r.step_time_s = median(steady_s);
-    r.step_time_spread_s = half_interquartile_range(steady_s);
-  }
+  if (statistic == SteadyStatistic::KindMedian)
+    for (const auto& [kind, times] : steady_by_kind) {
+      const double share = static_cast<double>(times.size()) / steady;
+      r.step_time_s += share * median(times);
+      r.step_time_spread_s += share * half_interquartile_range(times);
+    }
   finish_result(plan, r);
 }
 

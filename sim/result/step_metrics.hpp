@@ -77,8 +77,11 @@ struct StepMeasure {
 };
 
 // How the steady steps' times make the step time: their mean (the simulator; the NCCL backend, whose steps are each
-// a median over repeats), or their median with half the interquartile range as spread (the MPI backend).
-enum class SteadyStatistic : std::uint8_t { Mean, Median };
+// a median over repeats), or per step kind (the Plan's step_plan_of: Local SGD's local and averaging steps, DGC's
+// sparse and dense ones) the median with half the interquartile range as spread, weighted by the kind's share of the
+// steady steps (the MPI backend: robust to a noisy step, yet every kind counts as often as it runs; a plain median
+// of Local SGD k = 4 would never see an averaging step).
+enum class SteadyStatistic : std::uint8_t { Mean, KindMedian };
 
 // A Result naming the plan's scenario, ranks and batch, for `backend` at `fidelity`.
 Result plan_result(const Plan& plan, const std::string& backend, const std::string& fidelity);

@@ -96,6 +96,25 @@ TEST(SweepShardCli, MergeRefusesShardsThatAreNotOneCompleteSweep) {
   EXPECT_FALSE(fs::exists(dir / "out")) << "a refused merge creates nothing";
 }
 
+// Shards of one command line whose topology file was edited between them are two sweeps: the sweep's hash covers
+// the contents of the topology and model files its rows read, not only the scenario naming them.
+TEST(SweepShardCli, MergeRefusesShardsMadeFromAnEditedTopology) {
+  ScratchDir dir("sweep-merge-edited");
+  json scenario = json::parse(read_text("scenarios/emulated-tiny.json"));
+  scenario["topology"] = dir / "t.json";
+  scenario["model"] = fs::absolute("scenarios/models/mlp-small.json").string();
+  std::ofstream(dir / "s.json") << scenario.dump();
+  fs::copy_file("topologies/emulated-cpu-cluster.json", dir / "t.json");
+  const std::string args = "sweep " + (dir / "s.json") + " --steps 2 --vary nodes=1,2";
+  ASSERT_EQ(commsim(args + " --shard 1/2 -o " + (dir / "out")).code, 0);
+  json topology = json::parse(read_text(dir / "t.json"));
+  for (auto& [name, link_class] : topology["link_classes"].items()) link_class["bandwidth_Bps"] = 1e6;
+  std::ofstream(dir / "t.json") << topology.dump();
+  ASSERT_EQ(commsim(args + " --shard 2/2 -o " + (dir / "out")).code, 0);
+  expect_refused(commsim("sweep --merge " + (dir / "out") + " -o " + (dir / "merged")),
+                 {"sweep_hash", "different sweep"});
+}
+
 // The signal arrives from the test hook (run_with_signal_after). With --jobs 1 no other row is in flight then, so
 // exactly N rows are done -- no timing involved.
 

@@ -47,10 +47,30 @@ TEST(StepMetrics, SteadyStateMeansAndMedian) {
   EXPECT_DOUBLE_EQ(mean.scaling_efficiency, 3.0 / 6.0);
 
   Result median = plan_result(plan, "mpi", "measured");
-  summarize_steps(plan, {step(100, 1, 1), step(4, 3, 2), step(8, 5, 6), step(5, 3, 2)}, SteadyStatistic::Median,
+  summarize_steps(plan, {step(100, 1, 1), step(4, 3, 2), step(8, 5, 6), step(5, 3, 2)}, SteadyStatistic::KindMedian,
                   median);
-  EXPECT_EQ(median.step_time_s, 5.0);
+  EXPECT_EQ(median.step_time_s, 5.0);  // one step kind (no step_plan_of): the plain median
   EXPECT_EQ(median.step_time_spread_s, 1.0);
+}
+
+// Local SGD k = 4 measured: steady steps 26, 26.2, 25.9 ms (local) and 41.6 ms (averaging), then the same again
+// with 37.1. A plain median of the 8 steps (26.05) never sees an averaging step. Per kind: local steps {26, 26.2,
+// 25.9, 26, 26.2, 25.9} have median 26 and half-IQR (26.15 - 25.925) / 2 = 0.1125; averaging steps {41.6, 37.1}
+// have median 39.35 and half-IQR (40.475 - 38.225) / 2 = 1.125. Weighted 6/8 and 2/8: 0.75 x 26 + 0.25 x 39.35 =
+// 29.3375 ms, spread 0.75 x 0.1125 + 0.25 x 1.125 = 0.365625 ms.
+TEST(StepMetrics, KindMedianCountsEveryStepKindAsOftenAsItRuns) {
+  Plan plan;
+  plan.ranks = 2;
+  plan.batch_per_gpu = 1;
+  plan.streams = 1;
+  plan.step_plan_of = {0, 0, 0, 1, 0, 0, 0, 1};
+  std::vector<StepMeasure> steps;
+  for (double ms : {26.0, 26.2, 25.9, 41.6, 26.0, 26.2, 25.9, 37.1})
+    steps.push_back(StepMeasure{ms * 1e-3, 0, StepBreakdown{0.02, 0.005, {0.02, 0.005}}, 0});
+  Result r = plan_result(plan, "mpi", "measured");
+  summarize_steps(plan, steps, SteadyStatistic::KindMedian, r);
+  EXPECT_NEAR(r.step_time_s, 29.3375e-3, 1e-12);
+  EXPECT_NEAR(r.step_time_spread_s, 0.365625e-3, 1e-12);
 }
 
 }  // namespace
