@@ -37,7 +37,9 @@ void register_model(CLI::App& app, int& exit_code) {
 
   auto hf = std::make_shared<ModelOptions>();
   CLI::App* from_hf = cmd->add_subcommand("from-hf", "model file from a HuggingFace transformers config.json");
-  from_hf->add_option("config", hf->input, "config.json (model_type llama, mistral, mixtral, qwen2, gpt2, bert)")
+  from_hf
+      ->add_option("config", hf->input,
+                   "config.json (model_type llama, mistral, mixtral, qwen2, gemma, gemma2, phi3, gpt2, opt, bert)")
       ->required();
   from_hf->add_option("-o,--output", hf->output, "model file to write (default: stdout)")->check(writable_file());
   from_hf->add_option("--seq", hf->seq, "tokens per sample (default: the config's context length)")

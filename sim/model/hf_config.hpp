@@ -1,10 +1,12 @@
 // A model from a HuggingFace transformers config.json (`commsim model from-hf`): every parameter tensor in forward
 // order, named and shaped as the transformers model's state_dict, and FLOPs per layer with the zoo's conventions
 // (docs/model-format.md). Families, chosen by `model_type`:
-//   llama, mistral, mixtral, qwen2  decoder, RMSNorm, rotary positions (no position tensor), gated MLP
-//                                   (gate/up/down), grouped-query attention; mixtral: sparse MoE MLP
-//   gpt2                            decoder, LayerNorm, learned positions, biases, Conv1D weights [in, out]
-//   bert                            encoder (BertModel): word/position/token-type embeddings, pooler
+//   llama, mistral, mixtral, qwen2,  decoder, RMSNorm, rotary positions (no position tensor), gated MLP
+//   gemma, gemma2, phi3              (gate/up/down), grouped-query attention; mixtral: sparse MoE MLP; gemma2: four
+//                                    norms per layer; phi3: fused qkv_proj and gate_up_proj
+//   gpt2                             decoder, LayerNorm, learned positions, biases, Conv1D weights [in, out]
+//   opt                              decoder, LayerNorm, learned positions (2 extra rows), biases, ReLU MLP fc1/fc2
+//   bert                             encoder (BertModel): word/position/token-type embeddings, pooler
 #pragma once
 
 #include <cstdint>

@@ -137,6 +137,17 @@ double attention_flops(const Model& m, std::size_t block) {
   return m.layers[1 + 5 * block + 1].forward_flops_per_sample;
 }
 
+// Each shipped config with its fields set is refused, the message naming the patched file and the (first) field.
+void expect_each_refused(const std::vector<std::pair<std::string, Json>>& cases) {
+  for (const auto& [config, fields] : cases) {
+    const std::string field = fields.begin().key();
+    SCOPED_TRACE(config + " " + field);
+    const std::string path = patched(config, fields);
+    const std::string error = error_of([&] { model_from_hf_config(path); });
+    EXPECT_EQ(error.rfind(path + ": " + field + ": ", 0), 0u) << error;
+  }
+}
+
 TEST(HfConfig, SlidingWindowFollowsEachFamilysAttention) {
   // Qwen2-7B (d 3584, 28 heads and 4 KV heads of 128) at 8192 tokens: q/k/v projections 2*d*(28+8)*128*seq, then
   // 4*seq*keys*28*128. With use_sliding_window true, sliding_window 4096 and max_window_layers 26, transformers'
@@ -175,11 +186,11 @@ TEST(HfConfig, SlidingWindowFollowsEachFamilysAttention) {
   EXPECT_DOUBLE_EQ(attention_flops(fallback, 0), llama_qkv + 4 * seq * 4096 * 32 * 128);
 }
 
-TEST(HfConfig, BiasFlagsAreLlamasOnly) {
-  // transformers hard-codes bias=False in MistralAttention, MistralMLP, MixtralAttention and Mixtral's experts, and
-  // in Qwen2's o_proj and MLP: the flags change no count there.
+TEST(HfConfig, BiasFlagsChangeOnlyTheFamiliesThatReadThem) {
+  // transformers hard-codes bias=False in MistralAttention, MistralMLP, MixtralAttention and Mixtral's experts, in
+  // Qwen2's o_proj and MLP, and in Phi3Attention and Phi3MLP: the flags change no count there (gemma's below).
   const Json biases = {{"attention_bias", true}, {"mlp_bias", true}};
-  for (const char* config : {"mistral-7b-v0.1", "mixtral-8x7b-v0.1", "qwen2-7b"}) {
+  for (const char* config : {"mistral-7b-v0.1", "mixtral-8x7b-v0.1", "qwen2-7b", "phi-3-mini-4k-instruct"}) {
     SCOPED_TRACE(config);
     EXPECT_EQ(model_from_hf_config(patched(config, biases)).parameters(),
               model_from_hf_config(std::string("tests/data/hf/") + config + ".json").parameters());
@@ -193,7 +204,7 @@ TEST(HfConfig, BiasFlagsAreLlamasOnly) {
 TEST(HfConfig, FieldsThatAddUnbuiltTensorsAreRefused) {
   // Each would add tensors (cross-attention blocks, distance embeddings, other experts) that the importer does not
   // build: refused, naming the file and the field, rather than counted without them.
-  const std::pair<std::string, Json> cases[] = {
+  const std::vector<std::pair<std::string, Json>> cases = {
       {"gpt2", {{"add_cross_attention", true}}},
       {"bert-base-uncased", {{"add_cross_attention", true}}},
       {"bert-base-uncased", {{"position_embedding_type", "relative_key"}}},
@@ -204,13 +215,7 @@ TEST(HfConfig, FieldsThatAddUnbuiltTensorsAreRefused) {
       {"mixtral-8x7b-v0.1", {{"n_shared_experts", 2}}},
       {"mixtral-8x7b-v0.1", {{"num_experts", 16}}},  // MixtralConfig's alias of num_local_experts (8 here)
   };
-  for (const auto& [config, fields] : cases) {
-    const std::string field = fields.begin().key();
-    SCOPED_TRACE(config + " " + field);
-    const std::string path = patched(config, fields);
-    const std::string error = error_of([&] { model_from_hf_config(path); });
-    EXPECT_EQ(error.rfind(path + ": " + field + ": ", 0), 0u) << error;
-  }
+  expect_each_refused(cases);
   // Zero or null experts are none, and BertConfig's default "absolute" is what is built: the same models.
   EXPECT_EQ(model_from_hf_config(patched("llama-3-8b", {{"num_local_experts", 0}, {"n_shared_experts", nullptr}}))
                 .parameters(),
@@ -276,6 +281,189 @@ TEST(HfConfig, TheZoosLlamaModelsAreTheImportersOutput) {
     const Model m = model_from_hf_config(std::string("tests/data/hf/") + name + ".json", {0, name});
     EXPECT_EQ(model_file_text(m), read_file(std::string("scenarios/models/") + name + ".json"));
   }
+}
+
+// The published total, as the source rounds it: within one unit of its last digit.
+void expect_published(const Model& m, double published, double last_digit, const char* source) {
+  EXPECT_LE(std::abs(static_cast<double>(m.parameters()) - published), last_digit) << source;
+}
+
+// Gemma (gemma, gemma2): head_dim hd from the config (256, not d/H); embeddings V*d, tied to lm_head; per layer q and
+// o H*hd*d each, k and v KV*hd*d each, the gated MLP 3*d*ff, `norms` RMSNorm weights of d (gemma 2, gemma2 4); the
+// final norm d; no biases.
+u64 gemma_count(u64 d, u64 layers, u64 heads, u64 kv, u64 hd, u64 ff, u64 vocab, u64 norms) {
+  return vocab * d + d + layers * (2 * heads * hd * d + 2 * kv * hd * d + 3 * d * ff + norms * d);
+}
+
+TEST(HfConfig, GemmaHasItsOwnHeadDimMultiQueryAttentionAndTiedEmbeddings) {
+  // Gemma-2B: embeddings 256000*2048 = 524 288 000; per layer q and o 8*256*2048 = 4 194 304 each, k and v (one KV
+  // head) 256*2048 = 524 288 each, MLP 3*2048*16384 = 100 663 296, norms 2*2048: 110 104 576; x 18 = 1 981 882 368;
+  // final norm 2048; no lm_head: 2 506 172 416.
+  const Model m2 = model_from_hf_config("tests/data/hf/gemma-2b.json");
+  EXPECT_EQ(m2.parameters(), gemma_count(2048, 18, 8, 1, 256, 16384, 256000, 2));
+  EXPECT_EQ(m2.parameters(), 2'506'172'416u);
+  expect_published(m2, 2.51e9, 0.01e9, "https://huggingface.co/google/gemma-2b (2.51B params)");
+  // Gemma-7B: 16 heads of 256 are 4096 wide on a 3072 model: 256000*3072 = 786 432 000; per layer q, k, v, o
+  // 4*4096*3072 = 50 331 648, MLP 3*3072*24576 = 226 492 416, norms 6144: 276 830 208; x 28 = 7 751 245 824; final
+  // norm 3072: 8 537 680 896.
+  const Model m7 = model_from_hf_config("tests/data/hf/gemma-7b.json");
+  EXPECT_EQ(m7.parameters(), gemma_count(3072, 28, 16, 16, 256, 24576, 256000, 2));
+  EXPECT_EQ(m7.parameters(), 8'537'680'896u);
+  expect_published(m7, 8.54e9, 0.01e9, "https://huggingface.co/google/gemma-7b (8.54B params)");
+  // embed_tokens, 18 x (input_layernorm, q, k, v, o, post_attention_layernorm, gate, up, down), norm; no lm_head.
+  ASSERT_EQ(m2.tensors.size(), 1u + 18 * 9 + 1);
+  EXPECT_EQ(m2.tensors[3].name, "model.layers.0.self_attn.k_proj.weight");
+  EXPECT_EQ(m2.tensors[3].shape, (std::vector<u64>{256, 2048}));
+  EXPECT_EQ(m2.tensors.back().name, "model.norm.weight");
+  EXPECT_EQ(m7.tensors[2].shape, (std::vector<u64>{4096, 3072}));  // q_proj [H*hd, d]
+  // The logits are computed with the tied weight; GemmaAttention has no window: at 8192 tokens the attention layer
+  // is 2*d*(H + 2 KV)*hd*seq + 4*seq*seq*H*hd.
+  const double seq = 8192;
+  EXPECT_DOUBLE_EQ(m2.layers.back().forward_flops_per_sample, 2 * 2048 * 256000 * seq);
+  EXPECT_DOUBLE_EQ(m2.layers[2].forward_flops_per_sample, 2 * 2048 * 10 * 256 * seq + 4 * seq * seq * 8 * 256);
+  // GemmaConfig's defaults where the fields are absent: head_dim 256 and 16 KV heads (not d/H, not H).
+  Json absent = Json::parse(read_file("tests/data/hf/gemma-7b.json"));
+  absent.erase("head_dim");
+  absent.erase("num_key_value_heads");
+  EXPECT_EQ(model_from_hf_config(write_temp_json("gemma-defaults.json", absent)).parameters(), 8'537'680'896u);
+  // GemmaAttention takes attention_bias for q, k, v and o: (8 + 1 + 1)*256 + 2048 = 4608 per layer, 18 layers;
+  // GemmaMLP hard-codes bias=False, so mlp_bias changes nothing. Untied, lm_head adds V*d.
+  EXPECT_EQ(model_from_hf_config(patched("gemma-2b", {{"attention_bias", true}, {"mlp_bias", true}})).parameters(),
+            2'506'172'416u + 18 * 4608u);
+  EXPECT_EQ(model_from_hf_config(patched("gemma-2b", {{"tie_word_embeddings", false}})).parameters(),
+            2'506'172'416u + 256000u * 2048);
+}
+
+TEST(HfConfig, Gemma2HasFourNormsPerLayerAndAWindowOnEveryOtherLayer) {
+  // Gemma-2-9B: embeddings 256000*3584 = 917 504 000; per layer q and o 16*256*3584 = 14 680 064 each, k and v
+  // 8*256*3584 = 7 340 032 each, MLP 3*3584*14336 = 154 140 672, four norms 4*3584 = 14 336: 198 195 200; x 42 =
+  // 8 324 198 400; final norm 3584; no lm_head: 9 241 705 984.
+  const Model m = model_from_hf_config("tests/data/hf/gemma-2-9b.json", {8192, ""});
+  EXPECT_EQ(m.parameters(), gemma_count(3584, 42, 16, 8, 256, 14336, 256000, 4));
+  EXPECT_EQ(m.parameters(), 9'241'705'984u);
+  expect_published(m, 9.24e9, 0.01e9, "https://huggingface.co/google/gemma-2-9b (9.24B params)");
+  // Gemma2DecoderLayer's forward order: seven layers per block after embed_tokens.
+  const char* order[] = {
+      "input_layernorm",           "self_attn", "self_attn.o_proj",          "post_attention_layernorm",
+      "pre_feedforward_layernorm", "mlp",       "post_feedforward_layernorm"};
+  for (std::size_t k = 0; k < 7; ++k) EXPECT_EQ(m.layers[1 + k].name, std::string("model.layers.0.") + order[k]);
+  EXPECT_EQ(m.layers.size(), 1u + 42 * 7 + 2);
+  // Layers 0, 2, ... use sliding_window 4096 (Gemma2Config's layer_types default), layers 1, 3, ... all 8192 keys:
+  // the attention layer of block i is 2*d*(H + 2 KV)*hd*seq + 4*seq*keys*H*hd.
+  const double seq = 8192, qkv = 2 * 3584.0 * (16 + 16) * 256 * seq;
+  auto attention = [](const Model& x, std::size_t block) {
+    return x.layers[1 + 7 * block + 1].forward_flops_per_sample;
+  };
+  EXPECT_DOUBLE_EQ(attention(m, 0), qkv + 4 * seq * 4096 * 16 * 256);
+  EXPECT_DOUBLE_EQ(attention(m, 1), qkv + 4 * seq * seq * 16 * 256);
+  EXPECT_DOUBLE_EQ(attention(m, 40), qkv + 4 * seq * 4096 * 16 * 256);
+  // layer_types, where given, names the windowed layers; a null sliding_window is none.
+  Json types = Json::array();
+  for (int i = 0; i < 42; ++i) types.push_back(i == 1 ? "sliding_attention" : "full_attention");
+  const Model t = model_from_hf_config(patched("gemma-2-9b", {{"layer_types", types}}), {8192, ""});
+  EXPECT_DOUBLE_EQ(attention(t, 0), qkv + 4 * seq * seq * 16 * 256);
+  EXPECT_DOUBLE_EQ(attention(t, 1), qkv + 4 * seq * 4096 * 16 * 256);
+  const Model none = model_from_hf_config(patched("gemma-2-9b", {{"sliding_window", nullptr}}), {8192, ""});
+  EXPECT_DOUBLE_EQ(attention(none, 0), qkv + 4 * seq * seq * 16 * 256);
+}
+
+// Phi-3: embeddings V*d and the untied lm_head V*d; per layer the fused qkv_proj (H + 2 KV)*hd*d, o_proj H*hd*d, the
+// fused gate_up_proj 2*ff*d, down_proj ff*d, two RMSNorm weights 2d; the final norm d; no biases; hd = d/H.
+u64 phi3_count(u64 d, u64 layers, u64 heads, u64 kv, u64 ff, u64 vocab) {
+  const u64 hd = d / heads;
+  return 2 * vocab * d + d + layers * ((heads + 2 * kv) * hd * d + heads * hd * d + 2 * ff * d + ff * d + 2 * d);
+}
+
+TEST(HfConfig, Phi3FusesQkvAndGateUpWithTheFlopsOfTheirParts) {
+  // Phi-3-mini-4k: embeddings and lm_head 2*32064*3072 = 197 001 216; per layer qkv_proj (32 + 64)*96*3072 =
+  // 28 311 552, o_proj 3072*3072 = 9 437 184, gate_up_proj 16384*3072 = 50 331 648, down_proj 8192*3072 = 25 165 824,
+  // norms 6144: 113 252 352; x 32 = 3 624 075 264; final norm 3072: 3 821 079 552.
+  const Model m = model_from_hf_config("tests/data/hf/phi-3-mini-4k-instruct.json");
+  EXPECT_EQ(m.parameters(), phi3_count(3072, 32, 32, 32, 8192, 32064));
+  EXPECT_EQ(m.parameters(), 3'821'079'552u);
+  expect_published(m, 3.82e9, 0.01e9, "https://huggingface.co/microsoft/Phi-3-mini-4k-instruct (3.82B params)");
+  // embed_tokens, 32 x (input_layernorm, qkv_proj, o_proj, post_attention_layernorm, gate_up_proj, down_proj), norm,
+  // lm_head.
+  ASSERT_EQ(m.tensors.size(), 1u + 32 * 6 + 2);
+  EXPECT_EQ(m.tensors[2].name, "model.layers.0.self_attn.qkv_proj.weight");
+  EXPECT_EQ(m.tensors[2].shape, (std::vector<u64>{9216, 3072}));
+  EXPECT_EQ(m.tensors[5].name, "model.layers.0.mlp.gate_up_proj.weight");
+  EXPECT_EQ(m.tensors[5].shape, (std::vector<u64>{16384, 3072}));
+  EXPECT_EQ(m.tensors.back().name, "lm_head.weight");
+  // At its 4096 tokens: the fused projections count as q, k, v and gate, up (2*in*out per token each), and
+  // Phi3Attention applies sliding_window 2047 on every layer.
+  const double seq = 4096;
+  EXPECT_DOUBLE_EQ(m.layers[2].forward_flops_per_sample, 2 * 3072 * 96.0 * 96 * seq + 4 * seq * 2047 * 32 * 96);
+  EXPECT_DOUBLE_EQ(m.layers[5].forward_flops_per_sample, 2 * 3 * 3072 * 8192.0 * seq);
+  // Grouped-query: 8 KV heads make qkv_proj (32 + 16)*96 = 4608 rows.
+  EXPECT_EQ(model_from_hf_config(patched("phi-3-mini-4k-instruct", {{"num_key_value_heads", 8}})).tensors[2].shape,
+            (std::vector<u64>{4608, 3072}));
+}
+
+// OPT with word_embed_proj_dim = d and LayerNorms before the blocks: embed_tokens V*d, learned positions (P + 2)*d;
+// per layer q, k, v, out_proj 4*(d^2 + d), fc1 d*ff + ff, fc2 ff*d + d, two LayerNorms 4d; the final LayerNorm 2d;
+// lm_head tied to embed_tokens.
+u64 opt_count(u64 d, u64 layers, u64 ff, u64 vocab, u64 positions) {
+  return vocab * d + (positions + 2) * d + layers * (4 * (d * d + d) + d * ff + ff + ff * d + d + 4 * d) + 2 * d;
+}
+
+TEST(HfConfig, OptHasOffsetPositionsBiasesAndItsProjections) {
+  // OPT-1.3B: embed_tokens 50272*2048 = 102 957 056, positions (2048 + 2)*2048 = 4 198 400; per layer q, k, v,
+  // out_proj 4*(2048^2 + 2048) = 16 785 408, fc1 2048*8192 + 8192 = 16 785 408, fc2 8192*2048 + 2048 = 16 779 264,
+  // LayerNorms 4*2048 = 8192: 50 358 272; x 24 = 1 208 598 528; final LayerNorm 4096: 1 315 758 080.
+  const Model m = model_from_hf_config("tests/data/hf/opt-1.3b.json");
+  EXPECT_EQ(m.parameters(), opt_count(2048, 24, 8192, 50272, 2048));
+  EXPECT_EQ(m.parameters(), 1'315'758'080u);
+  expect_published(m, 1.3e9, 0.1e9, "Zhang et al. 2022, arXiv:2205.01068 Table 1 (OPT 1.3B)");
+  EXPECT_EQ(m.tensors[1].name, "model.decoder.embed_positions.weight");
+  EXPECT_EQ(m.tensors[1].shape, (std::vector<u64>{2050, 2048}));
+  EXPECT_EQ(m.tensors[2].name, "model.decoder.layers.0.self_attn_layer_norm.weight");
+  EXPECT_EQ(m.tensors[4].name, "model.decoder.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(m.tensors.back().name, "model.decoder.final_layer_norm.bias");
+  // FLOPs at 2048 tokens: linear 2*in*out per token (q, k, v, out_proj, fc1, fc2 and the tied lm_head), attention
+  // 4*seq*seq*d per layer, 49 LayerNorms of 5*seq*d, and the positions' addition seq*d.
+  const double seq = 2048, d = 2048;
+  const double linear = 2 * seq * (24 * (4 * d * d + 2 * d * 8192) + d * 50272);
+  double total = 0;
+  for (const Layer& l : m.layers) total += l.forward_flops_per_sample;
+  EXPECT_NEAR(total, linear + 24 * 4 * seq * seq * d + 49 * 5 * seq * d + seq * d, 1e-9 * total);
+  // OPT-350m's shape: d 1024 with 512-wide embeddings (project_in and project_out, 512*1024 each), LayerNorms after
+  // the blocks and no final one: 50272*512 + 2050*1024 + 2*524 288 + 24*(4*(1024^2 + 1024) + 2*1024*4096 + 4096 +
+  // 1024 + 4*1024) = 25 739 264 + 2 099 200 + 1 048 576 + 302 309 376 = 331 196 416.
+  const Model small = model_from_hf_config(patched("opt-1.3b", {{"hidden_size", 1024},
+                                                                {"num_attention_heads", 16},
+                                                                {"ffn_dim", 4096},
+                                                                {"word_embed_proj_dim", 512},
+                                                                {"do_layer_norm_before", false}}));
+  EXPECT_EQ(small.parameters(), 331'196'416u);
+  EXPECT_EQ(small.tensors[0].shape, (std::vector<u64>{50272, 512}));
+  EXPECT_EQ(small.tensors[1].name, "model.decoder.project_in.weight");
+  EXPECT_EQ(small.tensors[11].name, "model.decoder.layers.0.self_attn_layer_norm.weight");  // after out_proj
+  EXPECT_EQ(small.tensors.back().name, "model.decoder.project_out.weight");
+  // enable_bias false drops 24*(4*2048 + 8192 + 2048) biases; layer_norm_elementwise_affine false the LayerNorms'
+  // (24*2 + 1)*2*2048 weights and biases; _remove_final_layer_norm the final one's 4096.
+  EXPECT_EQ(model_from_hf_config(patched("opt-1.3b", {{"enable_bias", false}})).parameters(),
+            1'315'758'080u - 24 * (4 * 2048u + 8192 + 2048));
+  EXPECT_EQ(model_from_hf_config(patched("opt-1.3b", {{"layer_norm_elementwise_affine", false}})).parameters(),
+            1'315'758'080u - 49 * 2 * 2048u);
+  EXPECT_EQ(model_from_hf_config(patched("opt-1.3b", {{"_remove_final_layer_norm", true}})).parameters(),
+            1'315'758'080u - 4096);
+}
+
+TEST(HfConfig, TheGemmaPhi3AndOptFamiliesRefuseWhatTheyDoNotBuild) {
+  // Experts on these model types would be tensors the importer does not build; a layer_types of the wrong length, a
+  // mistyped flag and a KV head count that does not divide the heads are not these architectures either.
+  Json short_types = Json::array({"full_attention"});
+  const std::vector<std::pair<std::string, Json>> cases = {
+      {"gemma-2b", {{"num_local_experts", 8}}},          {"gemma-2-9b", {{"n_routed_experts", 64}}},
+      {"phi-3-mini-4k-instruct", {{"num_experts", 16}}}, {"opt-1.3b", {{"moe_intermediate_size", 1408}}},
+      {"gemma-2-9b", {{"layer_types", short_types}}},    {"opt-1.3b", {{"enable_bias", "yes"}}},
+      {"gemma-2b", {{"num_key_value_heads", 3}}},
+  };
+  expect_each_refused(cases);
+  // OPT's positions are learned: no more tokens than max_position_embeddings.
+  const std::string error = error_of([] { model_from_hf_config("tests/data/hf/opt-1.3b.json", {4096, ""}); });
+  EXPECT_EQ(error.rfind("--seq", 0), 0u) << error;
 }
 
 }  // namespace
