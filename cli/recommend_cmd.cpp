@@ -146,19 +146,23 @@ void print_snippets(const SimulationRun& given, const Strategy& s) {
   std::printf("\n# MindSpore\n%s", mindspore_snippet(s).c_str());
   std::printf("\n# PyTorch DDP\n%s", pytorch_snippet(s).c_str());
   std::printf("\n# Horovod\n%s", horovod_snippet(s).c_str());
-  std::printf("\n# NCCL environment\n%s", nccl_env_snippet(s).c_str());
-  if (given.topology->library().kind == LibraryKind::Nccl) {
-    // Where the fitted model disagrees with NCCL's own choice by size, a rule for NCCL's example tuner plugin.
-    const std::vector<nccl::TunerRule> rules = nccl::tuner_rules(Collective::AllReduce, *given.topology);
-    std::printf(
-        "\n# NCCL tuner plugin (plugins/tuner/example; NCCL_TUNER_PLUGIN=<its .so>, "
-        "NCCL_TUNER_CONFIG_FILE=nccl_tuner.conf)\n");
-    if (rules.empty())
-      std::printf("# none: NCCL's own choice is within 5 %% of the fitted model's best at every allreduce size\n");
-    for (const nccl::TunerRule& r : rules)
-      std::printf("%s  # %.0f %% faster than NCCL's choice by the fitted model\n",
-                  nccl::tuner_line(r, *given.topology).c_str(), 100 * r.gain);
+  const LibraryKind library = given.topology->library().kind;
+  if (library == LibraryKind::Mpi) {
+    std::printf("\n# Open MPI\n%s", mpi_env_snippet(s).c_str());
+    return;
   }
+  std::printf("\n# NCCL environment\n%s", nccl_env_snippet(s).c_str());
+  if (library != LibraryKind::Nccl) return;  // no library named: NCCL's variables, but no model of its tuner
+  // Where the fitted model disagrees with NCCL's own choice by size, a rule for NCCL's example tuner plugin.
+  const std::vector<nccl::TunerRule> rules = nccl::tuner_rules(Collective::AllReduce, *given.topology);
+  std::printf(
+      "\n# NCCL tuner plugin (plugins/tuner/example; NCCL_TUNER_PLUGIN=<its .so>, "
+      "NCCL_TUNER_CONFIG_FILE=nccl_tuner.conf)\n");
+  if (rules.empty())
+    std::printf("# none: NCCL's own choice is within 5 %% of the fitted model's best at every allreduce size\n");
+  for (const nccl::TunerRule& r : rules)
+    std::printf("%s  # %.0f %% faster than NCCL's choice by the fitted model\n",
+                nccl::tuner_line(r, *given.topology).c_str(), 100 * r.gain);
 }
 
 void run_recommend(const RecommendOptions& o) {

@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "explore/baseline.hpp"
+#include "explore/grid.hpp"
 #include "reports/format.hpp"
 #include "reports/junit.hpp"
 #include "sim/core/json_fields.hpp"
@@ -65,6 +66,30 @@ int measure_on_hardware(const explore::Baseline& b, const RegressOptions& o, std
   return 0;
 }
 
+// A measurement stands for an entry only if it ran the entry's scenario with the entry's settings (nodes, batch,
+// strategy; not the step count, which only makes a measurement longer): a result of another scenario would pass or
+// fail the gate on a time that says nothing about this one. A result without settings (an older file) is checked by
+// its scenario's name alone.
+void check_same_scenario(const explore::BaselineEntry& entry, const Result& result, const std::string& file) {
+  const Json document = explore::load_base(entry.scenario_path, entry.sets, 0);
+  const std::string name = document.value("name", std::string());
+  if (result.scenario != name)
+    throw InputError(file, "scenario",
+                     "is \"" + result.scenario + "\", the entry " + entry.name + " runs \"" + name + "\"");
+  std::map<std::string, std::string> expected = scenario_settings(document), given = result.settings;
+  if (given.empty()) return;
+  expected.erase("steps");
+  given.erase("steps");
+  for (const auto& [key, value] : expected)
+    if (given.count(key) == 0 || given.at(key) != value)
+      throw InputError(file, "settings." + key,
+                       "is " + (given.count(key) ? given.at(key) : std::string("not set")) + ", the entry " +
+                           entry.name + " runs " + value);
+  for (const auto& [key, value] : given)
+    if (expected.count(key) == 0)
+      throw InputError(file, "settings." + key, "is " + value + ", which the entry " + entry.name + " does not set");
+}
+
 // --measured NAME=RESULT.json: hardware results measured earlier, each for a hardware entry of the baseline.
 std::map<std::string, Result> given_measurements(const explore::Baseline& b, const RegressOptions& o) {
   std::map<std::string, Result> measured;
@@ -72,10 +97,14 @@ std::map<std::string, Result> given_measurements(const explore::Baseline& b, con
     const auto eq = m.find('=');
     if (eq == std::string::npos || eq == 0) throw InputError("--measured", "", "\"" + m + "\" is not NAME=RESULT.json");
     const std::string name = m.substr(0, eq), file = m.substr(eq + 1);
-    bool known = false;
-    for (const explore::BaselineEntry& e : b.entries) known |= e.name == name && e.backend != "sim";
-    if (!known) throw InputError("--measured", name, "no hardware entry of that name in " + o.baseline);
-    measured[name] = Result::from_json(read_json_file(file), file);
+    const auto entry = std::find_if(b.entries.begin(), b.entries.end(), [&](const explore::BaselineEntry& e) {
+      return e.name == name && e.backend != "sim";
+    });
+    if (entry == b.entries.end())
+      throw InputError("--measured", name, "no hardware entry of that name in " + o.baseline);
+    Result result = Result::from_json(read_json_file(file), file);
+    check_same_scenario(*entry, result, file);
+    measured[name] = std::move(result);
   }
   return measured;
 }

@@ -48,7 +48,11 @@ std::string fsdp_snippet(const Strategy& s) {
     out += std::string("    backward_prefetch=") + (depth != 0 ? "BackwardPrefetch.BACKWARD_PRE" : "None") + ",\n";
   }
   if (s.comm_dtype == CommDtype::Fp16 || s.comm_dtype == CommDtype::Bf16)
-    out += "    mixed_precision=MixedPrecision(reduce_dtype=" + torch_dtype(s.comm_dtype) + "),\n";
+    // The plan all-gathers parameters in the comm dtype too; FSDP does so in param_dtype, which is also the dtype
+    // forward and backward compute in (torch.distributed.fsdp.MixedPrecision).
+    out += "    mixed_precision=MixedPrecision(param_dtype=" + torch_dtype(s.comm_dtype) +
+           ", reduce_dtype=" + torch_dtype(s.comm_dtype) + "),  # gathers and reduce-scatters in " +
+           torch_dtype(s.comm_dtype) + ", as simulated\n";
   out += ")\n";
   if (stage3 && depth >= 2)
     out += "# prefetch " + std::to_string(depth) +

@@ -174,14 +174,38 @@ std::string nccl_env_snippet(const Strategy& s) {
     case Algorithm::Auto:
       out += "# NCCL_ALGO unset: NCCL's tuner picks the algorithm per size\n";
       break;
+    case Algorithm::Hierarchical:
+      out += "# hierarchical allreduce is done by the framework (above), not by an NCCL_ALGO; leave NCCL_ALGO unset\n";
+      break;
     default:
-      out += "# " + std::string(to_string(s.use_hierarchical_allreduce ? Algorithm::Hierarchical : s.algorithm)) +
-             " is done by the framework (above), not by an NCCL_ALGO; leave NCCL_ALGO unset\n";
+      out += "# NCCL has no " + std::string(to_string(s.algorithm)) +
+             " allreduce and no framework above sets one: only commsim's MPI backend runs it\n";
   }
   if (s.channels > 0)
     out += "export NCCL_MIN_NCHANNELS=" + std::to_string(s.channels) +
            " NCCL_MAX_NCHANNELS=" + std::to_string(s.channels) + "\n";
   return out;
+}
+
+// Open MPI's allreduce algorithms (ompi/mca/coll/tuned/coll_tuned_allreduce_decision.c, allreduce_algorithms):
+// 1 basic_linear, 2 nonoverlapping, 3 recursive_doubling, 4 ring, 5 segmented_ring, 6 rabenseifner (a reduce-scatter
+// by recursive halving and an allgather by recursive doubling: commsim's halving-doubling).
+std::string mpi_env_snippet(const Strategy& s) {
+  const std::string force = "mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm ";
+  switch (s.use_hierarchical_allreduce ? Algorithm::Hierarchical : s.algorithm) {
+    case Algorithm::Ring:
+      return force + "4 ...  # ring\n";
+    case Algorithm::HalvingDoubling:
+      return force + "6 ...  # rabenseifner: recursive-halving reduce-scatter, recursive-doubling allgather\n";
+    case Algorithm::Auto:
+      return "# coll_tuned_use_dynamic_rules unset: Open MPI's decision rules pick the allreduce by size\n";
+    case Algorithm::Hierarchical:
+      return "# hierarchical allreduce is done by the framework (above); Open MPI needs no setting for it\n";
+    default:
+      return "# Open MPI has no " + std::string(to_string(s.algorithm)) +
+             " allreduce (its algorithms: basic_linear, nonoverlapping, recursive_doubling, ring, segmented_ring, "
+             "rabenseifner) and no framework above sets one: only commsim's MPI backend runs it\n";
+  }
 }
 
 }  // namespace commsim::reports

@@ -13,6 +13,9 @@ std::string paddle_snippet(const Strategy& s, int nodes, int ranks);
 std::string mindspore_snippet(const Strategy& s);
 std::string pytorch_snippet(const Strategy& s);
 std::string nccl_env_snippet(const Strategy& s);
+// Open MPI's tuned allreduce for the strategy's algorithm, on a topology whose library is MPI; says where Open MPI
+// has no such algorithm.
+std::string mpi_env_snippet(const Strategy& s);
 // Horovod (PyTorch): DistributedOptimizer's compression and the fusion threshold; says where it has no switch.
 std::string horovod_snippet(const Strategy& s);
 // The hierarchy's number of groups (= leaders) on a cluster of `nodes` nodes and `ranks` ranks.

@@ -200,6 +200,16 @@ TEST(Snippets, WriteTheFrameworksOwnSettings) {
   s.use_hierarchical_allreduce = false;
   s.algorithm = Algorithm::Tree;
   EXPECT_EQ(nccl_env_snippet(s), "export NCCL_ALGO=Tree\n");
+  // Open MPI numbers its allreduce algorithms (coll_tuned_allreduce_decision.c): 4 ring, 6 rabenseifner, which is
+  // commsim's halving-doubling; neither Open MPI nor NCCL has a 2D ring, and the snippets say so instead of a setting.
+  s.algorithm = Algorithm::Ring;
+  EXPECT_NE(mpi_env_snippet(s).find("coll_tuned_allreduce_algorithm 4 "), std::string::npos);
+  s.algorithm = Algorithm::HalvingDoubling;
+  EXPECT_NE(mpi_env_snippet(s).find("coll_tuned_allreduce_algorithm 6 "), std::string::npos);
+  s.algorithm = Algorithm::Ring2D;
+  EXPECT_EQ(mpi_env_snippet(s).find("mpirun"), std::string::npos);
+  EXPECT_NE(mpi_env_snippet(s).find("only commsim's MPI backend runs it"), std::string::npos);
+  EXPECT_NE(nccl_env_snippet(s).find("NCCL has no 2d-ring allreduce"), std::string::npos);
 }
 
 // DDP takes a 1 MiB first bucket only when bucket_cap_mb is left out (distributed.py bucket_bytes_cap_default), and
@@ -281,6 +291,12 @@ TEST(ShardingSnippets, FsdpPrefetchAndUnits) {
   EXPECT_NE(fsdp_snippet(zero(3, -1)).find("limit_all_gathers=False"), std::string::npos);
   EXPECT_NE(fsdp_snippet(zero(3, 2)).find("FSDP prefetches one unit ahead at most"), std::string::npos);
   EXPECT_NE(fsdp_snippet(zero(2, -1)).find("ShardingStrategy.SHARD_GRAD_OP"), std::string::npos);
+  // bf16 communication: the plan all-gathers parameters and reduce-scatters gradients in bf16, so FSDP needs both
+  // param_dtype (its all-gathers) and reduce_dtype (its reduce-scatters).
+  Strategy bf16 = zero(3, 1);
+  bf16.comm_dtype = CommDtype::Bf16;
+  EXPECT_NE(fsdp_snippet(bf16).find("MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16)"),
+            std::string::npos);
 }
 
 TEST(ShardingSnippets, DeepSpeedPaddleAndMindSporeKnobs) {
