@@ -1,6 +1,7 @@
 #include "reports/result_report.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "reports/format.hpp"
@@ -176,13 +177,25 @@ void summary_section(HtmlPage& page, const std::vector<ReportInput>& inputs, con
   page.table(header, rows);
 }
 
+// Whether a prediction and a measurement are of one run: the same scenario on as many ranks with the same settings
+// (but the step count, which only lengthens a run). Results without settings (older files) are paired by name and
+// ranks.
+bool same_run(const Result& a, const Result& b) {
+  if (a.scenario != b.scenario || a.ranks != b.ranks) return false;
+  if (a.settings.empty() || b.settings.empty()) return true;
+  std::map<std::string, std::string> left = a.settings, right = b.settings;
+  left.erase("steps");
+  right.erase("steps");
+  return left == right;
+}
+
 void prediction_errors_section(HtmlPage& page, const std::vector<ReportInput>& inputs) {
-  // Each measurement against the predictions of the same scenario.
+  // Each measurement against the predictions of the same run (same_run).
   std::vector<std::vector<std::string>> errors;
   for (const ReportInput& hw : inputs) {
     if (hw.result.backend == "sim") continue;
     for (const ReportInput& sim : inputs) {
-      if (sim.result.backend != "sim" || sim.result.scenario != hw.result.scenario) continue;
+      if (sim.result.backend != "sim" || !same_run(sim.result, hw.result)) continue;
       const double err = sim.result.step_time_s / hw.result.step_time_s - 1;
       errors.push_back(
           {hw.result.scenario, sim.result.fidelity, ms(sim.result.step_time_s), hw.result.backend,

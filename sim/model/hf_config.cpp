@@ -179,12 +179,17 @@ struct DecoderShape {
 };
 
 // The attention's head counts and width. Absent num_key_value_heads and head_dim take the config class's defaults:
-// LlamaConfig and the others num_attention_heads and hidden_size / num_attention_heads; GemmaConfig 16 KV heads,
-// Gemma2Config 4, both head_dim 256 (GemmaAttention reads config.head_dim, not hidden_size / heads).
+// LlamaConfig and Phi3Config num_attention_heads (their default None means that); MistralConfig and MixtralConfig 8
+// KV heads, Qwen2Config 32 (their __init__ defaults); GemmaConfig 16, Gemma2Config 4, both head_dim 256
+// (GemmaAttention reads config.head_dim, not hidden_size / heads); head_dim otherwise hidden_size / heads.
 void attention_shape(Config& c, const std::string& type, DecoderShape& s) {
   s.heads = c.required("num_attention_heads", 1, s.d);
   const bool gemma = type == "gemma" || type == "gemma2";
-  const std::int64_t default_kv = type == "gemma" ? 16 : type == "gemma2" ? 4 : s.heads;
+  const std::int64_t default_kv = type == "gemma"                          ? 16
+                                  : type == "gemma2"                       ? 4
+                                  : type == "mistral" || type == "mixtral" ? 8
+                                  : type == "qwen2"                        ? 32
+                                                                           : s.heads;
   s.kv = c.optional("num_key_value_heads", 1, s.heads).value_or(default_kv);
   if (s.kv > s.heads || s.heads % s.kv != 0) c.fail("num_key_value_heads", "must divide num_attention_heads");
   std::optional<std::int64_t> head_dim = c.optional("head_dim", 1, kMaxWidth);

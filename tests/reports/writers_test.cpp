@@ -252,6 +252,7 @@ TEST(ResultReport, StepEventsCutOneStepAndShiftItToZero) {
 TEST(ResultReport, SimulationAndHardwareSideBySide) {
   test::ScratchDir dir("report");
   Result sim = traced_result();
+  sim.settings["nodes"] = "2";
   Result hw = sim;
   hw.backend = "mpi";
   hw.fidelity = "";
@@ -275,6 +276,13 @@ TEST(ResultReport, SimulationAndHardwareSideBySide) {
   std::size_t boxes = 0;
   for (const auto* r : doc.named("rect")) boxes += r->attrs.count("class") && r->attrs.at("class") == "event";
   EXPECT_EQ(boxes, 3u);
+  // The same scenario on 4 nodes is another run: no prediction error between it and the 2-node measurement.
+  Result other = sim;
+  other.settings["nodes"] = "4";
+  other.trace.clear();
+  write_file(dir / "other.json", other.to_json().dump(), "t");
+  const std::string apart = results_html(load_report_inputs({dir / "other.json", dir / "hw.json"}), "t");
+  EXPECT_EQ(apart.find("<td>-10.00 %</td>"), std::string::npos);
 }
 
 // A hand-edited result is read field by field: each of these names its field instead of printing a -5000 ms step,

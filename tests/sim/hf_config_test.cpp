@@ -186,6 +186,24 @@ TEST(HfConfig, SlidingWindowFollowsEachFamilysAttention) {
   EXPECT_DOUBLE_EQ(attention_flops(fallback, 0), llama_qkv + 4 * seq * 4096 * 32 * 128);
 }
 
+TEST(HfConfig, AbsentKvHeadsTakeTheConfigClassDefault) {
+  // Without num_key_value_heads, MistralConfig and MixtralConfig use 8 (their __init__ default): Mistral-7B's count is
+  // unchanged, as it states 8. LlamaConfig uses num_attention_heads: Llama-3-8B becomes multi-head, its k and v
+  // projections 32 instead of 8 heads of 128 by 4096, 2 x 24 x 128 x 4096 = 25 165 824 more per layer, 32 layers.
+  // Qwen2Config's default 32 does not divide Qwen2-7B's 28 heads, so that config is refused, as transformers' model
+  // would fail to build.
+  const auto without_kv = [&](const std::string& config) {
+    Json doc = Json::parse(read_file("tests/data/hf/" + config + ".json"));
+    doc.erase("num_key_value_heads");
+    return write_temp_json(config + "-no-kv.json", doc);
+  };
+  EXPECT_EQ(model_from_hf_config(without_kv("mistral-7b-v0.1")).parameters(),
+            model_from_hf_config("tests/data/hf/mistral-7b-v0.1.json").parameters());
+  EXPECT_EQ(model_from_hf_config(without_kv("llama-3-8b")).parameters(),
+            model_from_hf_config("tests/data/hf/llama-3-8b.json").parameters() + 32u * 25'165'824u);
+  EXPECT_THROW(model_from_hf_config(without_kv("qwen2-7b")), InputError);
+}
+
 TEST(HfConfig, BiasFlagsChangeOnlyTheFamiliesThatReadThem) {
   // transformers hard-codes bias=False in MistralAttention, MistralMLP, MixtralAttention and Mixtral's experts, in
   // Qwen2's o_proj and MLP, and in Phi3Attention and Phi3MLP: the flags change no count there (gemma's below).
