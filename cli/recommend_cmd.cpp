@@ -174,7 +174,13 @@ void run_recommend(const RecommendOptions& o) {
   const std::vector<Knob> knobs = search_space(given.scenario, given.result.ranks, given.topology->nodes(),
                                                o.allow_lossy, given.topology->library());
   const auto search_start = std::chrono::steady_clock::now();
-  const Recommendation rec = recommend(base, o.scenario, knobs, fidelity, static_cast<std::size_t>(o.budget), o.jobs);
+  Recommendation rec = recommend(base, o.scenario, knobs, fidelity, static_cast<std::size_t>(o.budget), o.jobs);
+  if (o.allow_lossy) {
+    const std::vector<Knob> lossless =
+        search_space(given.scenario, given.result.ranks, given.topology->nodes(), false, given.topology->library());
+    add_lossless_search(
+        rec, recommend(base, o.scenario, lossless, fidelity, static_cast<std::size_t>(o.budget), o.jobs), knobs);
+  }
   const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
   // The search's speed goes to stderr: stdout stays the same from run to run (scripts and tests compare it).
   const std::size_t simulations = rec.evaluated + rec.refined;

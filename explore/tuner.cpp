@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "explore/sharding_search.hpp"
 #include "reports/format.hpp"
@@ -292,6 +293,21 @@ Recommendation recommend(const Json& base, const std::string& file, const std::v
     rec.ranked.push_back({c, seen[c], lossy});
   }
   return rec;
+}
+
+void add_lossless_search(Recommendation& rec, const Recommendation& lossless, const std::vector<Knob>& knobs) {
+  std::set<Choices> known;
+  for (const Candidate& c : rec.ranked) known.insert(c.choice);
+  for (Candidate c : lossless.ranked) {
+    for (std::size_t k = c.choice.size(); k < knobs.size(); ++k) c.choice.push_back(knobs[k].given);
+    c.lossy = false;
+    if (known.insert(c.choice).second) rec.ranked.push_back(std::move(c));
+  }
+  std::stable_sort(rec.ranked.begin(), rec.ranked.end(), [](const Candidate& a, const Candidate& b) {
+    return a.eval.result.step_time_s < b.eval.result.step_time_s;
+  });
+  rec.evaluated += lossless.evaluated;
+  rec.refined += lossless.refined;
 }
 
 SnippetChoice snippet_choice(const Recommendation& rec, const std::vector<const Candidate*>& top, double band_rel) {

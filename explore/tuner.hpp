@@ -56,6 +56,12 @@ inline constexpr std::size_t kRefine = 8;
 Recommendation recommend(const Json& base, const std::string& file, const std::vector<Knob>& knobs, Fidelity fidelity,
                          std::size_t budget, int jobs);
 
+// Adds the candidates of a search of the lossless knobs alone (search_space without allow_lossy: the same knobs but
+// the lossy ones, which come last) to a search that also tried the lossy ones, as lossless candidates at the given
+// lossy settings, and ranks them together. A search with the lossy knobs spends its budget on them too and may stop
+// short of the fastest lossless settings, which is what a lossy pick must beat (snippet_choice).
+void add_lossless_search(Recommendation& rec, const Recommendation& lossless, const std::vector<Knob>& knobs);
+
 // The best `n` of rec.ranked that are not slower than the given settings, leaving out near-duplicates: a candidate
 // within `rel` of the step time of one already listed that changes no fewer knobs adds nothing (e.g. 3 streams
 // where 2 give the same time).
