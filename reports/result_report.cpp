@@ -14,6 +14,16 @@ namespace commsim::reports {
 namespace {
 
 void read_chrome_trace(const Json& doc, const std::string& file, ReportInput& into) {
+  // A trace commsim wrote names its run: one of another run must not become this result's timeline.
+  if (doc.contains("otherData") && doc["otherData"].is_object() && doc["otherData"].contains("scenario_hash")) {
+    const Json& run = doc["otherData"];
+    const std::string hash = run["scenario_hash"].is_string() ? run["scenario_hash"].get<std::string>() : "";
+    if (!into.result.scenario_hash.empty() && hash != into.result.scenario_hash)
+      throw InputError(file, "otherData.scenario_hash",
+                       "is the trace of another run (" + run.value("scenario", std::string("?")) + ", " + hash +
+                           ") than the result before it (" + into.result.scenario + ", " + into.result.scenario_hash +
+                           ")");
+  }
   try {
     std::vector<TraceEvent> events;
     std::vector<std::string> lanes;

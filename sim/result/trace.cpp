@@ -152,7 +152,11 @@ nlohmann::json chrome_trace(const Result& r, int streams) {
       if (it != by_task.end()) add_flow(r, *it->second, e, ++flow_id, events);
     }
   }
-  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  // The run it belongs to (the Chrome format keeps "otherData" for such metadata): report checks it against the
+  // result a trace is given after.
+  return {{"traceEvents", events},
+          {"displayTimeUnit", "ms"},
+          {"otherData", {{"scenario", r.scenario}, {"scenario_hash", r.scenario_hash}, {"ranks", r.ranks}}}};
 }
 
 }  // namespace commsim

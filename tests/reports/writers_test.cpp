@@ -283,6 +283,15 @@ TEST(ResultReport, SimulationAndHardwareSideBySide) {
   write_file(dir / "other.json", other.to_json().dump(), "t");
   const std::string apart = results_html(load_report_inputs({dir / "other.json", dir / "hw.json"}), "t");
   EXPECT_EQ(apart.find("<td>-10.00 %</td>"), std::string::npos);
+  // A trace names its run (otherData.scenario_hash): after a result of another run it is refused, not drawn.
+  Result elsewhere = sim;
+  elsewhere.scenario_hash = "0123456789abcdef";
+  sim.scenario_hash = "fedcba9876543210";
+  write_file(dir / "elsewhere.json", elsewhere.to_json().dump(), "t");
+  write_file(dir / "sim.trace.json", chrome_trace(sim, 1).dump(), "t");
+  EXPECT_THROW(load_report_inputs({dir / "elsewhere.json", dir / "sim.trace.json"}), InputError);
+  write_file(dir / "sim.json", sim.to_json().dump(), "t");
+  EXPECT_EQ(load_report_inputs({dir / "sim.json", dir / "sim.trace.json"}).at(0).trace_file, dir / "sim.trace.json");
 }
 
 // A hand-edited result is read field by field: each of these names its field instead of printing a -5000 ms step,
