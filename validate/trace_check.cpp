@@ -25,17 +25,39 @@ std::vector<std::vector<PredictedCollective>> predicted_collectives(const Simula
     for (std::size_t i = 0; i < kind.tasks.size() && next < r.trace.size(); ++i, ++next)
       if (kind.tasks[i].kind == TaskKind::Collective)
         step.push_back({r.trace[next].start_s, r.trace[next].duration_s, kind.tasks[i].collective.bytes / elem_bytes});
-    std::sort(step.begin(), step.end(), [](auto& a, auto& b) { return a.start_s < b.start_s; });
+    // The trace's order: by start, the longer first at a tie (as read_kineto_trace orders spans), then plan order.
+    std::stable_sort(step.begin(), step.end(), [](auto& a, auto& b) {
+      return a.start_s != b.start_s ? a.start_s < b.start_s : a.start_s + a.duration_s > b.start_s + b.duration_s;
+    });
     steps.push_back(std::move(step));
   }
   return steps;
+}
+
+// The predicted mean of the steps the trace holds (ProfilerStep#N is the N-th step since the profiler started, which
+// the scenario counts from 0 too): a trace of Local SGD's local steps compares with those, not with the steady
+// state's mix of local and averaging steps. Without step numbers, or beyond the scenario's steps, the steady state.
+double predicted_traced_steps_s(const KinetoTrace& trace, const SimulationRun& run, std::vector<std::string>& notes) {
+  double sum = 0;
+  for (const TracedStep& s : trace.steps) {
+    const std::size_t at = s.name.rfind('#');
+    const std::string digits = at == std::string::npos ? "" : s.name.substr(at + 1);
+    if (digits.empty() || digits.size() > 6 || !std::all_of(digits.begin(), digits.end(), ::isdigit) ||
+        std::stoul(digits) >= run.result.steps_s.size()) {
+      notes.push_back("step time predicted as the steady-state mean: " + s.name + " is not a step of the scenario's " +
+                      std::to_string(run.result.steps_s.size()));
+      return run.result.step_time_s;
+    }
+    sum += run.result.steps_s[std::stoul(digits)];
+  }
+  return trace.steps.empty() ? run.result.step_time_s : sum / static_cast<double>(trace.steps.size());
 }
 
 }  // namespace
 
 TraceComparison compare_with_trace(const KinetoTrace& trace, const SimulationRun& run) {
   TraceComparison c;
-  c.rows.push_back({"step time", trace.mean_step_s(), run.result.step_time_s});
+  c.rows.push_back({"step time", trace.mean_step_s(), predicted_traced_steps_s(trace, run, c.notes)});
   c.rows.push_back({"exposed communication", trace.mean_exposed_comm_s(), run.result.exposed_comm_s});
   const auto predicted = predicted_collectives(run);
   const std::size_t measured_count = trace.collectives_per_step();

@@ -78,8 +78,9 @@ std::vector<Span> complete_events(const Json& events, const std::string& path) {
     }
     spans.push_back(std::move(s));
   }
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    return a.start_s != b.start_s ? a.start_s < b.start_s : a.end_s > b.end_s;  // parents before children
+  // Parents before children; spans alike keep the file's order (two streams' collectives issued at one instant).
+  std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.start_s != b.start_s ? a.start_s < b.start_s : a.end_s > b.end_s;
   });
   return spans;
 }
@@ -512,11 +513,18 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
     m.layers.push_back(l);
   }
   // Each collective's gradients: the layer whose backward ended last before the collective started (backward runs
-  // in reverse forward order, so that is the lowest forward index among the layers already done).
+  // in reverse forward order, so that is the lowest forward index among the layers already done). Allreduces and
+  // reduce-scatters carry the gradients; an all-gather in backward gathers parameters back (sharded training), so it
+  // adds no tensor: each parameter would otherwise count twice.
   std::vector<std::vector<int>> buckets_of_layer(m.layers.size());
   int k = 0;
+  std::size_t gathers = 0;
   for (const TracedCollective& c : trace.collectives) {
     if (c.step != 0) continue;
+    if (contains(c.name, "allgather") || contains(c.name, "all_gather")) {
+      ++gathers, ++k;
+      continue;
+    }
     std::size_t layer = m.layers.size() - 1;
     for (std::size_t i = m.layers.size(); i-- > 0;) {
       const double end = trace.modules[i].first_backward_end_s;
@@ -524,6 +532,9 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
     }
     buckets_of_layer[layer].push_back(k++);
   }
+  if (gathers > 0)
+    m.description += " The " + std::to_string(gathers) +
+                     " all-gather(s) after the backward began gather parameters back, not gradients: no tensor.";
   for (std::size_t l = 0; l < m.layers.size(); ++l)
     for (auto it = buckets_of_layer[l].rbegin(); it != buckets_of_layer[l].rend(); ++it) {
       m.layers[l].tensors.push_back(static_cast<int>(m.tensors.size()));

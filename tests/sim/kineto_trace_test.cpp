@@ -253,6 +253,43 @@ TEST(KinetoTrace, APredictionComparedWithItsOwnTraceHasNoError) {
   EXPECT_TRUE(c.notes.empty());
 }
 
+// Two more self-comparisons that used to show errors. Local SGD averaging after steps 0 and 2 of 3 (k 2 from
+// begin_step 1) traces steps 0-2, whose mean is not the steady state's (from step 1): the step time is predicted for
+// the traced steps themselves. One allreduce per tensor on 2 streams starts a layer's weight and bias at the same
+// instant: both sides order such a tie alike (the longer first, then the plan's order).
+TEST(KinetoTrace, SelfComparisonsOfLocalSgdAndTiedCollectivesHaveNoError) {
+  const std::vector<std::vector<std::string>> cases = {
+      {R"(strategy.localsgd={"k_steps":2,"begin_step":1})", "steps=3"},
+      {R"(strategy.fusion={"mode":"none"})", "strategy.nccl_comm_num=2", R"(framework={"name":"none"})"}};
+  for (const std::vector<std::string>& sets : cases) {
+    SCOPED_TRACE(sets.front());
+    const SimulationRun run = simulate_scenario("scenarios/emulated-tiny.json", sets, 0, Fidelity::Analytical);
+    TempDir dir;
+    const std::string path = (dir.path() / "predicted.json").string();
+    std::ofstream(path) << kineto_trace(run.result, run.plan).dump();
+    const validate::TraceComparison c = validate::compare_with_trace(read_kineto_trace(path), run);
+    EXPECT_NEAR(c.rows.at(0).error(), 0, 1e-9) << c.rows.at(0).what;  // the step time
+    for (std::size_t i = 2; i < c.rows.size(); ++i) EXPECT_NEAR(c.rows[i].error(), 0, 1e-9) << c.rows[i].what;
+    for (const std::string& note : c.notes) EXPECT_EQ(note.find("elements traced"), std::string::npos) << note;
+  }
+}
+
+// A sharded step reduce-scatters the gradients and all-gathers the parameters back (stage 2 after backward, stage 3
+// also before each layer's backward): only the reduce-scatters are gradients, so the model imported from the trace
+// of either stage has mlp-small's 669 706 parameters once, not once per collective.
+TEST(KinetoTrace, ShardedTracesCountEachParameterOnce) {
+  for (const char* stage : {R"(strategy.sharding={"stage":2})", R"(strategy.sharding={"stage":3})"}) {
+    SCOPED_TRACE(stage);
+    const SimulationRun run = simulate_scenario("scenarios/emulated-tiny.json", {stage}, 0, Fidelity::Analytical);
+    TempDir dir;
+    const std::string path = (dir.path() / "sharded.json").string();
+    std::ofstream(path) << kineto_trace(run.result, run.plan).dump();
+    const Model m = model_from_trace(read_kineto_trace(path), path, "", 1);
+    EXPECT_EQ(m.parameters(), run.plan.model.parameters());
+    EXPECT_EQ(m.parameters(), 669'706u);
+  }
+}
+
 TEST(KinetoTrace, ModuleSpansOutsideTheStepsDoNotCount) {
   // Both steps run Linear_0 for 1000 us. After the last step ends (21000 us) another Linear_0 of 5000 us and an
   // Eval_0, and before the first (1000 us) a Warmup_0: none is inside a ProfilerStep span, so Linear_0 keeps its
