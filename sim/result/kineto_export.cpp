@@ -117,14 +117,26 @@ nlohmann::json kineto_trace(const Result& result, const Plan& plan) {
   std::size_t next = 0;
   for (std::size_t step = 0; step < result.steps_s.size() && next < result.trace.size(); ++step) {
     const StepPlan& kind = plan.step_plans[static_cast<std::size_t>(plan.step_plan_of[step])];
-    // This rank's own step (as a per-rank profiler sees it): from its first task's start to its last task's end.
-    // (Result::steps_s of a measured run is the slowest rank's step, not this one's.)
+    // This rank's own step (as a per-rank profiler sees it): from its first task's start to its last task's end, or
+    // to the next step's first start where that comes earlier (priority forward_order starts the next forward while
+    // collectives still run; prof.step() spans never overlap). (Result::steps_s of a measured run is the slowest
+    // rank's step, not this one's.)
+    const auto first_start_of = [&](std::size_t from, std::size_t count) {
+      double first = result.trace[from].start_s;
+      for (std::size_t i = from; i < std::min(result.trace.size(), from + count); ++i)
+        first = std::min(first, result.trace[i].start_s);
+      return first;
+    };
     const std::size_t last = std::min(result.trace.size(), next + kind.tasks.size());
-    double first_start = result.trace[next].start_s, last_end = first_start;
-    for (std::size_t i = next; i < last; ++i) {
-      first_start = std::min(first_start, result.trace[i].start_s);
+    const double first_start = first_start_of(next, kind.tasks.size());
+    double last_end = first_start;
+    for (std::size_t i = next; i < last; ++i)
       last_end = std::max(last_end, result.trace[i].start_s + result.trace[i].duration_s);
+    if (step + 1 < result.steps_s.size() && last < result.trace.size()) {
+      const StepPlan& following = plan.step_plans[static_cast<std::size_t>(plan.step_plan_of[step + 1])];
+      last_end = std::min(last_end, first_start_of(last, following.tasks.size()));
     }
+    last_end = std::min(last_end, first_start + result.steps_s[step]);  // the last step: as long as the Result says
     events.push_back(
         span("ProfilerStep#" + std::to_string(step), "user_annotation", 1, first_start, last_end - first_start));
     writer.forward_sequence.clear();

@@ -211,6 +211,12 @@ void parse_techniques(JsonFields& f, Strategy& s) {
     sh.reject_unknown();
     if (s.sharding.stage && (s.dgc || s.localsgd))
       sh.fail("stage", "sharding cannot be combined with DGC or Local SGD");
+    // A sharded step reduce-scatters and all-gathers in rings (plan_sharded.cpp): an allreduce algorithm would be
+    // ignored without a word.
+    if (s.sharding.stage && s.algorithm != Algorithm::Ring && s.algorithm != Algorithm::Auto)
+      f.fail(s.use_hierarchical_allreduce ? "use_hierarchical_allreduce" : "algorithm",
+             "sharded steps run ring reduce-scatters and all-gathers; " + std::string(to_string(s.algorithm)) +
+                 " is an allreduce algorithm (leave it out, or ring)");
   }
   // Partitions and priorities reorder the dense gradient allreduces of plain data parallel steps only.
   const bool scheduled = s.partition_mb > 0 || s.priority != CommPriority::Fifo;
