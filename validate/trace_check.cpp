@@ -42,7 +42,8 @@ double predicted_traced_steps_s(const KinetoTrace& trace, const SimulationRun& r
   for (const TracedStep& s : trace.steps) {
     const std::size_t at = s.name.rfind('#');
     const std::string digits = at == std::string::npos ? "" : s.name.substr(at + 1);
-    if (digits.empty() || digits.size() > 6 || !std::all_of(digits.begin(), digits.end(), ::isdigit) ||
+    const auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
+    if (digits.empty() || digits.size() > 6 || !std::all_of(digits.begin(), digits.end(), digit) ||
         std::stoul(digits) >= run.result.steps_s.size()) {
       notes.push_back("step time predicted as the steady-state mean: " + s.name + " is not a step of the scenario's " +
                       std::to_string(run.result.steps_s.size()));

@@ -205,6 +205,14 @@ double JsonFields::positive(const std::string& key) {
 
 double JsonFields::positive_or(const std::string& key, double fallback) { return has(key) ? positive(key) : fallback; }
 
+double JsonFields::number_within(const std::string& key, double min, double max) {
+  const double x = number(key);
+  char range[64];
+  std::snprintf(range, sizeof range, "[%.6g, %.6g]", min, max);
+  if (!(x >= min && x <= max)) fail(key, "must be in " + std::string(range) + ", got " + raw(key).dump());
+  return x;
+}
+
 double JsonFields::duration_s(const std::string& key) {
   const double x = number(key);
   if (!(x >= 0 && x <= kMaxSimulatedSeconds))

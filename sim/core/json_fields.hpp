@@ -41,7 +41,8 @@ class JsonFields {
   std::string string_or(const std::string& key, const std::string& fallback);
   double number(const std::string& key);
   double number_or(const std::string& key, double fallback);
-  double positive(const std::string& key);  // > 0
+  double positive(const std::string& key);                               // > 0
+  double number_within(const std::string& key, double min, double max);  // in [min, max]
   double positive_or(const std::string& key, double fallback);
   // A time in seconds: in [0, kMaxSimulatedSeconds] (100 days), the range the simulator can represent.
   double duration_s(const std::string& key);

@@ -58,9 +58,7 @@ std::vector<double> durations(JsonFields& f, const std::string& key, bool positi
 }
 
 double non_negative(JsonFields& f, const std::string& key, double most) {
-  const double x = f.number_or(key, 0);
-  if (!(x >= 0 && x <= most)) f.fail(key, "must be in [0, " + std::to_string(most) + "]");
-  return x;
+  return f.has(key) ? f.number_within(key, 0, most) : 0;
 }
 
 }  // namespace

@@ -26,9 +26,7 @@ std::string_view library_key(LibraryKind kind) {
 
 std::optional<double> non_negative(JsonFields& f, const std::string& key, double most) {
   if (!f.has(key)) return std::nullopt;
-  const double v = f.number(key);
-  if (!(v >= 0 && v <= most)) f.fail(key, "must be in [0, " + std::to_string(static_cast<long>(most)) + "]");
-  return v;
+  return f.number_within(key, 0, most);
 }
 
 }  // namespace
