@@ -33,10 +33,10 @@ using hw::HardwareRunResponse;
 void write_measured(const HardwareRunRequest& r, const SimulationRun& run) {
   if (!r.result_file.empty()) write_json(r.result_file, run.result.to_json(), "--json");
   if (r.trace_file.empty()) return;
-  write_json(
-      r.trace_file,
-      r.trace_format == "kineto" ? kineto_trace(run.result, run.plan) : chrome_trace(run.result, run.plan.streams),
-      "--trace");
+  write_json(r.trace_file,
+             r.trace_format == "kineto" ? kineto_trace(run.result, run.plan, run.topology->library())
+                                        : chrome_trace(run.result, run.plan.streams),
+             "--trace");
 }
 
 // Where the table goes: standard error when --json or --trace writes its document to standard output.

@@ -121,10 +121,10 @@ void register_simulate(CLI::App& app, int& exit_code) {
     print_result(run, o->json == "-" || o->trace == "-" ? stderr : stdout);
     if (!o->json.empty()) write_json(o->json, run.result.to_json(), "--json");
     if (!o->trace.empty())
-      write_json(
-          o->trace,
-          o->trace_format == "kineto" ? kineto_trace(run.result, run.plan) : chrome_trace(run.result, run.plan.streams),
-          "--trace");
+      write_json(o->trace,
+                 o->trace_format == "kineto" ? kineto_trace(run.result, run.plan, run.topology->library())
+                                             : chrome_trace(run.result, run.plan.streams),
+                 "--trace");
     exit_code = 0;
   });
 }

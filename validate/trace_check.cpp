@@ -13,7 +13,9 @@ struct PredictedCollective {
   std::uint64_t elements;
 };
 
-std::vector<std::vector<PredictedCollective>> predicted_collectives(const SimulationRun& run) {
+// With `kernels` (the trace times NCCL's kernels), a collective's kernel: its transfers, without the fixed costs
+// around them, which the trace's kernel spans do not hold either.
+std::vector<std::vector<PredictedCollective>> predicted_collectives(const SimulationRun& run, bool kernels) {
   const Result& r = run.result;
   const Plan& plan = run.plan;
   const auto elem_bytes = static_cast<Bytes>(dtype_bytes(plan.comm_dtype));
@@ -23,8 +25,13 @@ std::vector<std::vector<PredictedCollective>> predicted_collectives(const Simula
     const StepPlan& kind = plan.step_plans[static_cast<std::size_t>(plan.step_plan_of[s])];
     std::vector<PredictedCollective> step;
     for (std::size_t i = 0; i < kind.tasks.size() && next < r.trace.size(); ++i, ++next)
-      if (kind.tasks[i].kind == TaskKind::Collective)
-        step.push_back({r.trace[next].start_s, r.trace[next].duration_s, kind.tasks[i].collective.bytes / elem_bytes});
+      if (kind.tasks[i].kind == TaskKind::Collective) {
+        const TraceEvent& e = r.trace[next];
+        const bool kernel = kernels && e.kernel_start_s >= 0;
+        step.push_back({kernel ? e.kernel_start_s : e.start_s,
+                        kernel ? e.kernel_end_s - e.kernel_start_s : e.duration_s,
+                        kind.tasks[i].collective.bytes / elem_bytes});
+      }
     // The trace's order: by start, the longer first at a tie (as read_kineto_trace orders spans), then plan order.
     std::stable_sort(step.begin(), step.end(), [](auto& a, auto& b) {
       return a.start_s != b.start_s ? a.start_s < b.start_s : a.start_s + a.duration_s > b.start_s + b.duration_s;
@@ -60,7 +67,7 @@ TraceComparison compare_with_trace(const KinetoTrace& trace, const SimulationRun
   TraceComparison c;
   c.rows.push_back({"step time", trace.mean_step_s(), predicted_traced_steps_s(trace, run, c.notes)});
   c.rows.push_back({"exposed communication", trace.mean_exposed_comm_s(), run.result.exposed_comm_s});
-  const auto predicted = predicted_collectives(run);
+  const auto predicted = predicted_collectives(run, trace.collective_source == "nccl kernels");
   const std::size_t measured_count = trace.collectives_per_step();
   const std::size_t predicted_count = predicted.empty() ? 0 : predicted.front().size();
   if (measured_count != predicted_count)

@@ -8,11 +8,15 @@
 
 namespace commsim {
 
-inline std::string lowercase(std::string_view text) {
+inline std::string with_case(std::string_view text, bool upper) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    c = static_cast<char>(upper ? std::toupper(u) : std::tolower(u));
+  }
   return out;
 }
+inline std::string lowercase(std::string_view text) { return with_case(text, false); }
+inline std::string uppercase(std::string_view text) { return with_case(text, true); }
 
 }  // namespace commsim

@@ -326,17 +326,70 @@ struct StepOf {
   }
 };
 
-// GPU work as the host launched it: each launch (cat cuda_runtime or cuda_driver, args.correlation) with the time of
-// the GPU work carrying the same correlation (kernels, copies, memsets; NCCL's kernels are communication). A host
+// The SMs NCCL's kernels hold over time, to take their slowdown out of the compute that ran beside them: a kernel
+// with a grid of K blocks (args.grid[0], one per channel) holds K of the device's S SMs (deviceProperties numSms)
+// for its life, so compute beside it ran at (S - K) / S of its speed (sim/step/interference.hpp, at least 1 / S).
+// A compute kernel's work is its time at full speed: its duration, each part weighted by that rate. What the
+// library's concurrent_slowdown adds on top (memory traffic) is not in the trace and stays in the measured times.
+// Without numSms or grids, no correction: every kernel's work is its duration.
+class NcclOccupancy {
+ public:
+  NcclOccupancy(const Json& root, const std::vector<Span>& spans) {
+    if (!root.is_object() || !root.contains("deviceProperties") || !root.at("deviceProperties").is_array()) return;
+    for (const Json& d : root.at("deviceProperties"))
+      if (d.is_object() && d.contains("numSms") && d.at("numSms").is_number_integer() && d.at("numSms") > 0)
+        sms_ = std::max(sms_, d.at("numSms").get<int>());  // one GPU per rank's trace: its SM count
+    if (sms_ == 0) return;
+    std::map<double, int> change;  // time -> change in the SMs held
+    for (const Span& s : spans) {
+      const Json* grid = arg(s, "grid");
+      if (!is_nccl_kernel(s) || !grid || !grid->is_array() || grid->empty() || !grid->at(0).is_number_integer())
+        continue;
+      const int blocks = std::clamp(grid->at(0).get<int>(), 0, sms_);
+      change[s.start_s] += blocks;
+      change[s.end_s] -= blocks;
+    }
+    int held = 0;
+    for (auto [t, delta] : change) held += delta, held_.push_back({t, held});
+  }
+  // The work of GPU span `s`: its duration at full speed.
+  double work_s(const Span& s) const {
+    const double duration = s.end_s - s.start_s;
+    if (held_.empty()) return duration;
+    auto it =
+        std::upper_bound(held_.begin(), held_.end(), s.start_s, [](double t, const Held& h) { return t < h.from_s; });
+    int held = it == held_.begin() ? 0 : std::prev(it)->sms;
+    double work = 0, at = s.start_s;
+    for (; at < s.end_s; ++it) {
+      const double to = it == held_.end() ? s.end_s : std::min(s.end_s, it->from_s);
+      work += (to - at) * (held > 0 ? static_cast<double>(std::max(1, sms_ - held)) / sms_ : 1.0);
+      at = to;
+      if (it == held_.end()) break;
+      held = it->sms;
+    }
+    return work;
+  }
+
+ private:
+  struct Held {
+    double from_s;
+    int sms;  // held from from_s on
+  };
+  int sms_ = 0;
+  std::vector<Held> held_;
+};
+
+// GPU work as the host launched it: each launch (cat cuda_runtime or cuda_driver, args.correlation) with the work of
+// the GPU span carrying the same correlation (kernels, copies, memsets; NCCL's kernels are communication). A host
 // span's GPU time is that of the launches it made on its thread: GPU work runs after the host queued it, so a module's
 // host span times its Python and launches, and these its kernels (how profilers attribute asynchronous GPU work).
 class LaunchedGpuTime {
  public:
-  LaunchedGpuTime(const std::vector<Span>& spans, const Launches& launches) {
+  LaunchedGpuTime(const std::vector<Span>& spans, const Launches& launches, const NcclOccupancy& occupancy) {
     for (const Span& s : spans)
       if (is_gpu_compute(s))
         if (const Span* launch = launch_of(s, launches))
-          launches_.push_back({launch->pid, launch->tid, launch->start_s, s.end_s - s.start_s});
+          launches_.push_back({launch->pid, launch->tid, launch->start_s, occupancy.work_s(s)});
     std::sort(launches_.begin(), launches_.end(), [](const Launch& a, const Launch& b) { return a.at_s < b.at_s; });
   }
   bool empty() const { return launches_.empty(); }
@@ -445,7 +498,7 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   const std::vector<const Span*> leaves = leaf_modules(spans, step_of);
   std::vector<std::pair<double, double>> compute;
   const Launches launches = launches_of(spans);
-  const LaunchedGpuTime gpu(spans, launches);
+  const LaunchedGpuTime gpu(spans, launches, NcclOccupancy(root, spans));
   const bool gpu_kernels = std::any_of(spans.begin(), spans.end(), [](const Span& s) { return s.cat == "kernel"; });
   trace.compute_on_gpu = gpu_kernels;
   const auto module_of_sequence = add_forward_modules(spans, leaves, gpu, gpu_kernels, trace, compute);
@@ -528,7 +581,7 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
     std::size_t layer = m.layers.size() - 1;
     for (std::size_t i = m.layers.size(); i-- > 0;) {
       const double end = trace.modules[i].first_backward_end_s;
-      if (end >= 0 && end <= c.issued_s) layer = i;
+      if (end >= 0 && end <= c.issued_s + kSlack_s) layer = i;  // a hook fires as its layer ends
     }
     buckets_of_layer[layer].push_back(k++);
   }

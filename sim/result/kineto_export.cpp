@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "sim/core/text.hpp"
+
 namespace commsim {
 namespace {
 
@@ -37,9 +39,26 @@ const char* collective_name(Collective op) {
   return "allreduce";
 }
 
-nlohmann::json span(const std::string& name, const char* cat, int tid, double start_s, double duration_s) {
-  return {{"ph", "X"},  {"cat", cat},          {"name", name},           {"pid", 0},
+nlohmann::json span(const std::string& name, const char* cat, int tid, double start_s, double duration_s, int pid = 0) {
+  return {{"ph", "X"},  {"cat", cat},          {"name", name},           {"pid", pid},
           {"tid", tid}, {"ts", start_s * 1e6}, {"dur", duration_s * 1e6}};
+}
+
+// NCCL's kernel names: ncclDevKernel_<Func>_<RedOp>_<type>_<ALGO>_<PROTO> (NVIDIA/nccl src/device/generate.py).
+std::string nccl_kernel_name(const Task& t, const TraceEvent& e, CommDtype dtype) {
+  static const std::map<Collective, const char*> funcs = {{Collective::AllReduce, "AllReduce_Sum"},
+                                                          {Collective::ReduceScatter, "ReduceScatter_Sum"},
+                                                          {Collective::AllGather, "AllGather"},
+                                                          {Collective::Broadcast, "Broadcast"},
+                                                          {Collective::Reduce, "Reduce_Sum"}};
+  static const std::map<CommDtype, const char*> types = {
+      {CommDtype::Fp32, "f32"}, {CommDtype::Fp16, "f16"}, {CommDtype::Bf16, "bf16"}, {CommDtype::Fp8, "f8e4m3"}};
+  std::string name = std::string("ncclDevKernel_") + funcs.at(t.collective.op);
+  if (t.collective.op != Collective::AllGather && t.collective.op != Collective::Broadcast)
+    name += std::string("_") + types.at(dtype);
+  for (const char* key : {"algorithm", "protocol"})
+    if (e.args.contains(key) && e.args.at(key).is_string()) name += "_" + uppercase(e.args.at(key).get<std::string>());
+  return name + "(ncclDevComm*, unsigned long, ncclWork*)";
 }
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
@@ -48,24 +67,57 @@ bool starts_with(const std::string& s, const char* prefix) { return s.rfind(pref
 
 namespace {
 
+// The GPU layout's ids, as Kineto gives them: the GPU's spans under its device index, on their CUDA streams; the
+// host's under the process id, its main thread and the thread that runs the gradient hooks.
+constexpr int kGpuPid = 0, kHostPid = 1, kMainTid = 1, kHookTid = 2;
+int gpu_stream_tid(int stream) { return stream == 0 ? 7 : 20 + stream; }
+
 // The process and thread names of rank 0's timeline.
-void add_names(const Result& result, const Plan& plan, nlohmann::json& events) {
-  events.push_back(
-      {{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", result.scenario + " rank 0"}}}});
-  for (int s = 0; s <= plan.streams; ++s)
-    events.push_back({{"ph", "M"},
-                      {"name", "thread_name"},
-                      {"pid", 0},
-                      {"tid", s + 1},
-                      {"args", {{"name", s == 0 ? std::string("compute") : "comm stream " + std::to_string(s)}}}});
+void add_names(const Result& result, const Plan& plan, bool gpu, nlohmann::json& events) {
+  const auto name = [&](const char* what, int pid, int tid, const std::string& text) {
+    nlohmann::json e = {{"ph", "M"}, {"name", what}, {"pid", pid}, {"args", {{"name", text}}}};
+    if (tid >= 0) e["tid"] = tid;
+    events.push_back(e);
+  };
+  const auto stream_name = [](int s) { return s == 0 ? std::string("compute") : "comm stream " + std::to_string(s); };
+  if (!gpu) {
+    name("process_name", 0, -1, result.scenario + " rank 0");
+    for (int s = 0; s <= plan.streams; ++s) name("thread_name", 0, s + 1, stream_name(s));
+    return;
+  }
+  name("process_name", kHostPid, -1, result.scenario + " rank 0 (host)");
+  name("thread_name", kHostPid, kMainTid, "main thread");
+  name("thread_name", kHostPid, kHookTid, "gradient hooks");
+  name("process_name", kGpuPid, -1, "GPU 0");
+  for (int s = 0; s <= plan.streams; ++s) name("thread_name", kGpuPid, gpu_stream_tid(s), stream_name(s));
 }
 
 // Writes tasks as the profiler's spans, numbering forward ops (Sequence number) and collectives (Seq) as it does.
+// CPU layout: every task a span on its stream's thread, a collective's record_param_comms covering its run. GPU
+// layout (an NCCL library): compute and local work are kernels on the GPU's streams, each launched by the host
+// (cudaLaunchKernel with the kernel's correlation) from the module's span (compute) or the hooks' thread (the rest);
+// a collective is record_param_comms and its launch on the hooks' thread when the framework issued it, and its NCCL
+// kernel (grid = its channels, the record's args copied on, as libkineto does) while its transfers ran.
 struct SpanWriter {
   const Plan& plan;
+  bool gpu;
   nlohmann::json& events;
-  std::int64_t sequence = 0, collective_seq = 0;
+  std::int64_t sequence = 0, collective_seq = 0, correlation = 0;
   std::map<std::string, std::int64_t> forward_sequence;  // this step's layers -> their forward op's sequence number
+
+  int host_tid(const Task& t) const { return gpu ? (t.kind == TaskKind::Compute ? kMainTid : kHookTid) : t.stream + 1; }
+  int host_pid() const { return gpu ? kHostPid : 0; }
+
+  // A kernel on the task's GPU stream over [start, start + duration), launched from the host at `launched_s`.
+  nlohmann::json& kernel(const Task& t, const std::string& name, double launched_s, double start_s, double duration_s) {
+    nlohmann::json launch = span("cudaLaunchKernel", "cuda_runtime", host_tid(t), launched_s, 0, kHostPid);
+    launch["args"] = {{"correlation", ++correlation}};
+    events.push_back(launch);
+    nlohmann::json k = span(name, "kernel", gpu_stream_tid(t.stream), start_s, duration_s, kGpuPid);
+    k["args"] = {{"device", 0}, {"stream", gpu_stream_tid(t.stream)}, {"correlation", correlation}};
+    events.push_back(k);
+    return events.back();
+  }
 
   void collective(const Task& t, const TraceEvent& e) {
     const int elem_bytes = dtype_bytes(plan.comm_dtype);
@@ -73,47 +125,75 @@ struct SpanWriter {
     const int group = t.collective.ranks.empty() ? plan.ranks : static_cast<int>(t.collective.ranks.size());
     const bool gather = t.collective.op == Collective::AllGather,
                scatter = t.collective.op == Collective::ReduceScatter;
-    nlohmann::json op = span("record_param_comms", "cpu_op", t.stream + 1, e.start_s, e.duration_s);
-    op["args"] = {{"Collective name", collective_name(t.collective.op)},
-                  {"In msg nelems", gather ? elements / group : elements},
-                  {"Out msg nelems", scatter ? elements / group : elements},
-                  {"dtype", scalar_type(plan.comm_dtype)},
-                  {"Group size", group},
-                  {"Process Group Name", std::to_string(t.stream)},
-                  {"Seq", collective_seq++},
-                  {"label", t.label}};
+    const nlohmann::json record_args = {{"Collective name", collective_name(t.collective.op)},
+                                        {"In msg nelems", gather ? elements / group : elements},
+                                        {"Out msg nelems", scatter ? elements / group : elements},
+                                        {"dtype", scalar_type(plan.comm_dtype)},
+                                        {"Group size", group},
+                                        {"Process Group Name", std::to_string(t.stream)},
+                                        {"Seq", collective_seq++},
+                                        {"label", t.label}};
+    if (!gpu) {
+      nlohmann::json op = span("record_param_comms", "cpu_op", host_tid(t), e.start_s, e.duration_s);
+      op["args"] = record_args;
+      events.push_back(op);
+      return;
+    }
+    // Without the simulator's details (a measured run): issued at its start, its kernel the whole task.
+    const double issued = e.issued_s >= 0 ? e.issued_s : e.start_s;
+    const double kernel_start = e.kernel_start_s >= 0 ? e.kernel_start_s : e.start_s;
+    const double kernel_end = e.kernel_end_s >= 0 ? e.kernel_end_s : e.start_s + e.duration_s;
+    nlohmann::json op = span("record_param_comms", "cpu_op", host_tid(t), issued, 0, kHostPid);
+    op["args"] = record_args;
     events.push_back(op);
+    nlohmann::json& k =
+        kernel(t, nccl_kernel_name(t, e, plan.comm_dtype), issued, kernel_start, kernel_end - kernel_start);
+    k["args"].update(record_args);
+    const int channels = e.args.contains("channels") && e.args.at("channels").is_number_integer()
+                             ? std::max(1, e.args.at("channels").get<int>())
+                             : 1;
+    k["args"]["grid"] = {channels, 1, 1};
+  }
+
+  // A compute task's host op (`name`, `cat`), with its kernel where the layout has one.
+  nlohmann::json& compute(const Task& t, const TraceEvent& e, const std::string& name, const char* cat) {
+    events.push_back(span(name, cat, host_tid(t), e.start_s, e.duration_s, host_pid()));
+    const std::size_t op = events.size() - 1;
+    // Launched mid-span: a launch at the border of two touching spans could fall in either once rounded to us.
+    if (gpu) kernel(t, "commsim::compute", e.start_s + e.duration_s / 2, e.start_s, e.duration_s);
+    return events[op];
   }
 
   void task(const Task& t, const TraceEvent& e) {
-    const double start = e.start_s;
     if (t.kind == TaskKind::Compute && starts_with(t.label, "fwd ")) {
       const std::string layer = t.label.substr(4);
       forward_sequence[layer] = sequence;
-      events.push_back(span("nn.Module: " + layer, "python_function", 1, start, e.duration_s));
-      nlohmann::json op = span("commsim::emulated_compute", "cpu_op", 1, start, e.duration_s);
-      op["args"] = {{"Sequence number", sequence++}};
-      events.push_back(op);
+      events.push_back(
+          span("nn.Module: " + layer, "python_function", host_tid(t), e.start_s, e.duration_s, host_pid()));
+      compute(t, e, "commsim::emulated_compute", "cpu_op")["args"] = {{"Sequence number", sequence++}};
     } else if (t.kind == TaskKind::Compute && starts_with(t.label, "bwd ")) {
-      nlohmann::json op = span("autograd::engine::evaluate_function: commsim::emulated_computeBackward", "cpu_op", 1,
-                               start, e.duration_s);
+      nlohmann::json& op =
+          compute(t, e, "autograd::engine::evaluate_function: commsim::emulated_computeBackward", "cpu_op");
       const auto it = forward_sequence.find(t.label.substr(4));
       if (it != forward_sequence.end()) op["args"] = {{"Sequence number", it->second}};
-      events.push_back(op);
     } else if (t.kind == TaskKind::Collective) {
       collective(t, e);
+    } else if (gpu) {
+      kernel(t, t.label, e.start_s, e.start_s, e.duration_s);
     } else {
-      events.push_back(span(t.label, "cpu_op", t.stream + 1, start, e.duration_s));
+      events.push_back(span(t.label, "cpu_op", host_tid(t), e.start_s, e.duration_s));
     }
   }
 };
 
 }  // namespace
 
-nlohmann::json kineto_trace(const Result& result, const Plan& plan) {
+nlohmann::json kineto_trace(const Result& result, const Plan& plan, const CommLibrary& library) {
+  // The MPI backend runs even an NCCL scenario on CPUs (compute emulated by waiting): the CPU layout.
+  const bool gpu = library.kind == LibraryKind::Nccl && result.backend != "mpi";
   nlohmann::json events = nlohmann::json::array();
-  add_names(result, plan, events);
-  SpanWriter writer{plan, events, 0, 0, {}};
+  add_names(result, plan, gpu, events);
+  SpanWriter writer{plan, gpu, events, 0, 0, 0, {}};
   std::size_t next = 0;
   for (std::size_t step = 0; step < result.steps_s.size() && next < result.trace.size(); ++step) {
     const StepPlan& kind = plan.step_plans[static_cast<std::size_t>(plan.step_plan_of[step])];
@@ -137,17 +217,20 @@ nlohmann::json kineto_trace(const Result& result, const Plan& plan) {
       last_end = std::min(last_end, first_start_of(last, following.tasks.size()));
     }
     last_end = std::min(last_end, first_start + result.steps_s[step]);  // the last step: as long as the Result says
-    events.push_back(
-        span("ProfilerStep#" + std::to_string(step), "user_annotation", 1, first_start, last_end - first_start));
+    events.push_back(span("ProfilerStep#" + std::to_string(step), "user_annotation", 1, first_start,
+                          last_end - first_start, gpu ? kHostPid : 0));
     writer.forward_sequence.clear();
     for (std::size_t i = 0; i < kind.tasks.size() && next < result.trace.size(); ++i, ++next)
       writer.task(kind.tasks[i], result.trace[next]);
   }
-  return {{"schemaVersion", 1},
-          {"traceName", result.scenario},
-          {"distributedInfo", {{"backend", result.backend}, {"rank", 0}, {"world_size", result.ranks}}},
-          {"displayTimeUnit", "ms"},
-          {"traceEvents", events}};
+  nlohmann::json trace = {{"schemaVersion", 1},
+                          {"traceName", result.scenario},
+                          {"distributedInfo", {{"backend", result.backend}, {"rank", 0}, {"world_size", result.ranks}}},
+                          {"displayTimeUnit", "ms"},
+                          {"traceEvents", events}};
+  // Kineto's device list; numSms is what a reader needs to take NCCL's SMs out of the compute beside it.
+  if (gpu && library.sms > 0) trace["deviceProperties"] = {{{"id", 0}, {"numSms", library.sms}}};
+  return trace;
 }
 
 }  // namespace commsim

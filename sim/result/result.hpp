@@ -18,6 +18,10 @@ struct TraceEvent {
   int task = -1;  // index of the task in its step (-1: not known)
   nlohmann::json args = nlohmann::json::object();  // details: bytes, algorithm, protocol, bucket, tensors, stream
   std::vector<int> flow_from = {};  // tasks of the same step whose output this one sends (a bucket's gradients)
+  // A collective's (the simulator's; -1: not known): when the framework issued it, its inputs ready (it may then wait
+  // for its stream), and the part of [start, start + duration) that the library's kernel runs, without the fixed
+  // costs around it (hook, copies, launch, a cycle's wait).
+  double issued_s = -1, kernel_start_s = -1, kernel_end_s = -1;
 };
 
 struct Result {

@@ -84,6 +84,9 @@ class StepRunner final : public EventHandler {
     pending_.assign(n, 0);
     start_.assign(n, 0);
     end_.assign(n, 0);
+    ready_at_.assign(n, queue_.now());
+    kernel_start_.assign(n, 0);
+    kernel_end_.assign(n, 0);
     dependents_.assign(n, {});
     queues_.assign(plan_.streams + 1, {});
     head_.assign(plan_.streams + 1, 0);
@@ -144,6 +147,9 @@ class StepRunner final : public EventHandler {
         e.task = static_cast<int>(i);
         e.args = task_details(t);
         if (t.kind == TaskKind::Collective) {
+          e.issued_s = ps_to_seconds(ready_at_[first + i]);
+          e.kernel_start_s = ps_to_seconds(kernel_start_[first + i]);
+          e.kernel_end_s = ps_to_seconds(kernel_end_[first + i]);
           std::set<int> sources;
           for (int tensor : t.tensors)
             if (auto it = backward_of_layer.find(plan_.model.tensors[tensor].layer); it != backward_of_layer.end())
@@ -268,6 +274,7 @@ class StepRunner final : public EventHandler {
 
   void start_collective(int id) {
     const Task& t = step_->tasks[id];
+    kernel_start_[id] = queue_.now();
     if (topo_.library().sms > 0) compute_.add_channels(channels_[id] = channels_of(t.collective));
     if (fidelity_ == Fidelity::Analytical) {
       auto [latency, total] = closed_form(t.collective);
@@ -282,6 +289,7 @@ class StepRunner final : public EventHandler {
   }
   // The collective's transfers are over: it frees its SMs; the stream still pays the fixed cost after it.
   void collective_done(int id) {
+    kernel_end_[id] = queue_.now();
     if (channels_[id] > 0) compute_.add_channels(-channels_[id]), channels_[id] = 0;
     const double after_s = step_->tasks[id].overhead_after_s;
     if (after_s > 0)
@@ -298,6 +306,7 @@ class StepRunner final : public EventHandler {
     busy_[stream] = false;
     for (int d : dependents_[id])
       if (--pending_[d] == 0) {
+        ready_at_[d] = queue_.now();
         make_ready(d);
         try_start(step_->tasks[d].stream);
       }
@@ -373,6 +382,8 @@ class StepRunner final : public EventHandler {
   SharedBandwidth shared_;
   SlowedCompute compute_;
   std::vector<int> channels_;  // per task: the channels of a running collective that slow compute
+  // Per task: when its dependencies were done, and a collective's kernel (its transfers, without the fixed costs).
+  std::vector<TimePs> ready_at_, kernel_start_, kernel_end_;
   std::map<ScheduleKey, int> channels_cache_;
   const StepPlan* step_ = nullptr;
   const UnrolledSteps* ordered_ = nullptr;                  // forward_order: the steps and layers of the tasks
