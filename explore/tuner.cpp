@@ -116,13 +116,10 @@ Knob compression_knob(const Scenario& s) {
     const Json dgc = {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {sparsity}}};
     k.choices.push_back({"DGC " + number(sparsity * 100) + " % sparsity", with("strategy.dgc=" + dgc.dump())});
   }
-  // Local SGD from step 1, over a whole number of k-step periods so that the mean step time is exact.
-  const int steps = std::max(2, s.steps);
+  // Local SGD from step 1 (the plan runs whole k-step periods after it: whole_period_steps).
   for (int kk : {2, 4, 8}) {
     const Json l = {{"k_steps", kk}, {"begin_step", 1}};
-    std::vector<std::string> sets = with("strategy.localsgd=" + l.dump());
-    sets.push_back("steps=" + std::to_string(1 + kk * ((steps - 1 + kk - 1) / kk)));
-    k.choices.push_back({"Local SGD k=" + std::to_string(kk), sets});
+    k.choices.push_back({"Local SGD k=" + std::to_string(kk), with("strategy.localsgd=" + l.dump())});
   }
   if (s.strategy.dgc || s.strategy.localsgd) {  // the given compression is kept as its own choice
     k.choices.insert(k.choices.begin(), {s.strategy.dgc ? "DGC (as given)" : "Local SGD (as given)", {}});
@@ -409,7 +406,9 @@ std::string reason(const Evaluation& given, const Candidate& c, const std::vecto
     lead = "Exposed communication " + std::string(fr < fg ? "falls" : "rises") + " from " + percent(fg) + " to " +
            percent(fr) + " of the step (" + comm + ")";
   } else if (std::abs(r.comm_s - g.comm_s) > 0.01 * g.comm_s) {
-    lead = "Communication stays hidden behind compute (" + comm + ")";
+    // The same exposed share: hidden behind compute only where little of it shows.
+    lead = fg < 0.01 ? "Communication stays hidden behind compute (" + comm + ")"
+                     : "Exposed communication stays at " + percent(fr) + " of the step (" + comm + ")";
   } else {
     lead = "The step time barely changes";
   }

@@ -260,15 +260,34 @@ std::vector<Bucket> make_buckets(const Scenario& sc, const Model& model, const S
   return buckets;
 }
 
-// The hierarchy's groups as a number of leaders: a group size (Paddle's inter_nranks) becomes ranks / size.
-Scenario with_hierarchy_leaders(Scenario sc, int ranks) {
-  const int size = sc.strategy.hierarchical_allreduce_group_size;
-  if (size <= 0) return sc;
-  if (size >= ranks || ranks % size != 0)
-    throw InputError(sc.file, "strategy.hierarchical_allreduce_group_size",
-                     "groups of " + std::to_string(size) + " ranks do not split the " + std::to_string(ranks) +
-                         " ranks into two or more equal groups");
-  sc.strategy.hierarchical_allreduce_leaders = ranks / size;
+// The hierarchy's groups as a number of leaders: a group size (Paddle's inter_nranks) becomes ranks / size. Paddle
+// asks of its groups what it asks of inter_nranks (gen_nccl_id_op.cc, parallel_executor.cc): they split the ranks
+// evenly and hold more than one rank each; one group of every rank is allowed (its leaders' allreduce is of one).
+// The two spellings and the default (one group per node) are held to that alike, where the hierarchy is used.
+Scenario with_hierarchy_leaders(Scenario sc, int ranks, int ranks_per_node) {
+  Strategy& st = sc.strategy;
+  const int size = st.hierarchical_allreduce_group_size;
+  if (size > 0) {
+    if (size > ranks || ranks % size != 0)
+      throw InputError(sc.file, "strategy.hierarchical_allreduce_group_size",
+                       "groups of " + std::to_string(size) + " ranks do not split the " + std::to_string(ranks) +
+                           " ranks into equal groups");
+    st.hierarchical_allreduce_leaders = ranks / size;
+  }
+  if (st.algorithm != Algorithm::Hierarchical) return sc;
+  const int leaders = st.hierarchical_allreduce_leaders;
+  if (leaders > 0 && ranks % leaders != 0)
+    throw InputError(
+        sc.file, "strategy.hierarchical_allreduce_leaders",
+        std::to_string(leaders) + " leaders do not divide " + std::to_string(ranks) + " ranks into equal groups");
+  if (leaders > 0 && ranks / leaders < 2)
+    throw InputError(sc.file, "strategy.hierarchical_allreduce_leaders",
+                     std::to_string(leaders) + " leaders of " + std::to_string(ranks) +
+                         " ranks make groups of one rank: Paddle needs at least 2 ranks per group (inter_nranks > 1)");
+  if (leaders == 0 && ranks_per_node < 2)
+    throw InputError(sc.file, "strategy.use_hierarchical_allreduce",
+                     "the groups are one per node by default, and the topology has 1 rank per node: Paddle needs at "
+                     "least 2 ranks per group (inter_nranks > 1); set hierarchical_allreduce_group_size");
   return sc;
 }
 
@@ -415,7 +434,8 @@ void straggler_factors(const Stragglers& sg, int steps, Plan& plan) {
 }  // namespace
 
 Plan build_plan(const Scenario& given, const Topology& topo, Model model) {
-  const Scenario sc = with_hierarchy_leaders(given, topo.ranks());
+  Scenario sc = with_hierarchy_leaders(given, topo.ranks(), topo.ranks_per_node());
+  sc.steps = whole_period_steps(sc.strategy, given.steps);
   Plan plan;
   plan.scenario_name = sc.name;
   plan.scenario_file = sc.file;
@@ -439,6 +459,11 @@ Plan build_plan(const Scenario& given, const Topology& topo, Model model) {
   check_partition(sc, plan.buckets);
   for (std::size_t i = 0; i < plan.buckets.size(); ++i) plan.buckets[i].stream = 1 + static_cast<int>(i % plan.streams);
   plan.notes = plan_notes(sc, topo, b.overheads);
+  if (sc.steps != given.steps)
+    plan.notes.push_back("steps: " + std::to_string(sc.steps) + " run for the " + std::to_string(given.steps) +
+                         " asked, so that the steady state from step " +
+                         std::to_string(sc.strategy.localsgd->begin_step) + " holds whole Local SGD periods of " +
+                         std::to_string(sc.strategy.localsgd->k_steps) + " steps, each with its averaging once");
   plan_steps(b, plan);
   straggler_factors(sc.strategy.stragglers, sc.steps, plan);
   return plan;

@@ -87,8 +87,11 @@ Dgc parse_dgc(JsonFields f) {
   if (s.empty()) f.fail("sparsity", "needs at least one value");
   d.sparsity.clear();
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (!s[i].is_number() || !(s[i].get<double>() >= 0 && s[i].get<double>() < 1))
-      f.fail("sparsity[" + std::to_string(i) + "]", "must be in [0, 1), got " + s[i].dump());
+    // Paddle's DGC kernel enforces 0 <= 1 - sparsity < 1 (dgc_op.h: PADDLE_ENFORCE_LT(ratio, 1.0)), so 0 is not a
+    // sparsity; 1 (Paddle's k = 0) would never send a gradient, refused here.
+    if (!s[i].is_number() || !(s[i].get<double>() > 0 && s[i].get<double>() < 1))
+      f.fail("sparsity[" + std::to_string(i) + "]",
+             "must be in (0, 1) (Paddle's DGC needs 1 - sparsity < 1), got " + s[i].dump());
     d.sparsity.push_back(s[i].get<double>());
   }
   d.min_elements = static_cast<std::uint64_t>(f.integer_or("min_elements", 16384, 0, std::int64_t{1} << 40));

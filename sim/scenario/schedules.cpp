@@ -28,6 +28,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/core/limits.hpp"
+
 namespace commsim {
 
 namespace {
@@ -101,6 +103,14 @@ int first_steady_step(const Strategy& st, int steps) {
       }
   }
   return start;
+}
+
+int whole_period_steps(const Strategy& st, int steps) {
+  if (!st.localsgd || st.localsgd->adaptive) return steps;
+  // From begin_step on, Paddle averages after every k-th step: commsim's steps begin + j k - 1 (j = 1, 2, ...).
+  const std::int64_t begin = st.localsgd->begin_step, k = st.localsgd->k_steps;
+  const std::int64_t periods = std::max<std::int64_t>(1, (steps - begin + k - 1) / k);
+  return static_cast<int>(std::min<std::int64_t>(begin + periods * k, std::max<std::int64_t>(steps, kMaxSteps)));
 }
 
 int steady_state_start(const Strategy& st, int steps) {

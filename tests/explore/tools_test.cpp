@@ -105,6 +105,24 @@ TEST(Reason, NamesTheChangeInExposedCommunicationAndItsCause) {
   EXPECT_EQ(changes(c, knobs), "the given settings");
 }
 
+// Exposed communication that keeps its share of the step is "hidden behind compute" only where it is (almost) all
+// hidden: here 100 of a 100 ms step before and 80 of 80 ms after (100 % both), with communication 100 -> 80 ms.
+TEST(Reason, DoesNotCallFullyExposedCommunicationHidden) {
+  const std::vector<Knob> knobs = search_space(load_scenario(kScenario), 32, 4, false);
+  Evaluation given, better;
+  given.result.step_time_s = 0.100, given.result.exposed_comm_s = 0.100, given.result.comm_s = 0.100;
+  given.buckets = 1;
+  better.result.step_time_s = 0.080, better.result.exposed_comm_s = 0.080, better.result.comm_s = 0.080;
+  better.buckets = 9;
+  Candidate c{{knobs[0].given, knobs[1].given, knobs[2].given}, better, false};
+  c.choice[0] = 0;  // 1 MB buckets
+  const std::string text = reason(given, c, knobs);
+  EXPECT_EQ(text.find("hidden"), std::string::npos) << text;
+  EXPECT_EQ(text.rfind("Exposed communication stays at 100.0 % of the step (communication 100.00 ms -> 80.00 ms)", 0),
+            0u)
+      << text;
+}
+
 // Under DGC every tensor is its own collective (Paddle turns fusion off), so a candidate with DGC and another bucket
 // size owes nothing to the bucket size: the reason names DGC's smaller messages only.
 TEST(Reason, BucketSizeIsNoCauseUnderDgc) {

@@ -193,6 +193,10 @@ TEST(Hierarchy, GroupSizeIsPaddlesInterNranksAndLeadersItsInverse) {
   EXPECT_EQ(two_leaders.step_time_s, groups_of_4.step_time_s);
   EXPECT_EQ(four_leaders.step_time_s, groups_of_2.step_time_s);
   EXPECT_NE(two_leaders.step_time_s, four_leaders.step_time_s);
+  // One group of all 8 ranks is allowed in both spellings (Paddle: inter_nranks > 1 and dividing the ranks, so
+  // inter_nranks = 8 passes) and is one plan.
+  EXPECT_EQ(hier("hierarchical_allreduce_leaders", 1).step_time_s,
+            hier("hierarchical_allreduce_group_size", 8).step_time_s);
 }
 
 TEST(Dgc, MovesTheBytesTheFormulaSays) {
@@ -395,9 +399,11 @@ TEST(Stragglers, SynchronousStepsWaitForTheSlowestRank) {
 }
 
 TEST(Stragglers, AdaptiveLocalSgdWaitsInEveryStep) {
-  // Rank 3 computes twice as slowly. Plain Local SGD never averaging (k 16 > 4 steps after begin_step 0) lets every
-  // step follow the mean rank, (3 x 12 + 24) / 4 = 15 ms; adaptive Local SGD allreduces the loss in every step, so
-  // every step waits for rank 3's 24 ms, as synchronous training does.
+  // Rank 3 computes twice as slowly: 24 ms against 12. Plain Local SGD with k 16 from step 0 runs 16 steps (one
+  // whole period, whole_period_steps) and averages after step 15 only: its local steps follow the mean rank,
+  // (3 x 12 + 24) / 4 = 15 ms, and the averaging step waits for rank 3's 16 x 24 = 384 ms less the 15 x 15 already
+  // counted, 159 ms. Adaptive Local SGD allreduces the loss in every step, so every step waits for rank 3's 24 ms, as
+  // synchronous training does.
   const std::string t = cluster(1e18, 1e18, 0);
   const Json slow = {{"slow_ranks", {{"3", 2.0}}}};
   const Result plain = simulate(scenario(
@@ -406,8 +412,27 @@ TEST(Stragglers, AdaptiveLocalSgdWaitsInEveryStep) {
       t,
       {{"fusion", kOneBucket}, {"stragglers", slow}, {"adaptive_localsgd", {{"init_k_steps", 16}, {"begin_step", 0}}}},
       4));
-  EXPECT_NEAR(plain.compute_s, 1.25 * kComputeS, 1e-9);
-  EXPECT_NEAR(adaptive.compute_s, 2 * kComputeS, 1e-9);
+  ASSERT_EQ(plain.steps_s.size(), 16u);
+  EXPECT_NEAR(plain.steps_s[0], 1.25 * kComputeS, 1e-9);
+  EXPECT_NEAR(plain.steps_s[15], 16 * 2 * kComputeS - 15 * 1.25 * kComputeS, 1e-9);
+  for (double step_s : adaptive.steps_s) EXPECT_NEAR(step_s, 2 * kComputeS, 1e-9);
+}
+
+// With k larger than the steps asked, the plan runs one whole period so that the steady state includes its
+// averaging: k 16 over 4 steps asked runs 16, and the mean step of one 1-bucket averaging every 16 steps is
+// compute + averaging / 16 (it was compute alone: no averaging in the 4 steps). Asking for 17 steps runs 32.
+TEST(LocalSgd, StepsCoverWholePeriods) {
+  const std::string t = cluster(1e9, 1e9, 0);
+  const Result sync = simulate(scenario(t, {{"fusion", kOneBucket}}, 4));
+  const Result local =
+      simulate(scenario(t, {{"fusion", kOneBucket}, {"localsgd", {{"k_steps", 16}, {"begin_step", 0}}}}, 4));
+  ASSERT_EQ(local.steps_s.size(), 16u);
+  const double averaging_s = sync.step_time_s - kComputeS;
+  EXPECT_GT(averaging_s, 0);
+  EXPECT_NEAR(local.step_time_s, kComputeS + averaging_s / 16, 1e-9);
+  EXPECT_EQ(simulate(scenario(t, {{"fusion", kOneBucket}, {"localsgd", {{"k_steps", 16}, {"begin_step", 0}}}}, 17))
+                .steps_s.size(),
+            32u);
 }
 
 TEST(Stragglers, LocalSgdWaitsOnlyAtAveraging) {
@@ -524,7 +549,7 @@ TEST(BadScenario, EachIsOneClearError) {
   } cases[] = {
       {bad(good, "/strategy/nccl_comm_nums", 2), "strategy.nccl_comm_nums: unknown field"},
       {bad(good, "/strategy/dgc", {{"rampup_begin_step", 0}, {"rampup_step", 1}, {"sparsity", {1.0}}}),
-       "strategy.dgc.sparsity[0]: must be in [0, 1)"},
+       "strategy.dgc.sparsity[0]: must be in (0, 1)"},
       {bad(good, "/strategy/localsgd", {{"k_steps", 0}}), "strategy.localsgd.k_steps: must be in [1"},
       {bad(good, "/strategy/fusion", {{"mode", "index"}, {"indices", {2, 4}}}),
        "strategy.fusion.indices: split index 4 is past the last tensor"},
@@ -596,6 +621,10 @@ TEST(Shipped, EveryModelTopologyAndTechnique) {
          {"dgx-a100", "dgx-h100", "dgx1-v100", "pcie-gen4-8gpu", "cloud-tcp-10gbe", "cloud-p3-v100-25gbe"}) {
       for (const Json& strategy : techniques) {
         Json doc = scenario(fs::absolute(std::string("topologies/") + topology + ".json").string(), strategy, 4);
+        // One GPU per node makes the default groups (one per node) of one rank, which Paddle refuses: one group of
+        // both ranks there.
+        if (std::string(topology) == "cloud-tcp-10gbe" && strategy.contains("use_hierarchical_allreduce"))
+          doc["strategy"]["hierarchical_allreduce_group_size"] = 2;
         doc["model"] = path.string();
         doc["nodes"] = 2;
         const Result r = simulate(doc);
