@@ -13,9 +13,11 @@ struct PredictedCollective {
   std::uint64_t elements;
 };
 
-// With `kernels` (the trace times NCCL's kernels), a collective's kernel: its transfers, without the fixed costs
-// around them, which the trace's kernel spans do not hold either.
-std::vector<std::vector<PredictedCollective>> predicted_collectives(const SimulationRun& run, bool kernels) {
+// A collective as the trace times it: its task (record_param_comms spans); with NCCL kernels, its kernel, the
+// transfers without the fixed costs around them, which the kernel spans do not hold either; with a process group's
+// work spans, from when it was issued (which may wait for its stream) to its end.
+enum class Timed { Task, Kernel, SinceIssued };
+std::vector<std::vector<PredictedCollective>> predicted_collectives(const SimulationRun& run, Timed timed) {
   const Result& r = run.result;
   const Plan& plan = run.plan;
   const auto elem_bytes = static_cast<Bytes>(dtype_bytes(plan.comm_dtype));
@@ -27,10 +29,10 @@ std::vector<std::vector<PredictedCollective>> predicted_collectives(const Simula
     for (std::size_t i = 0; i < kind.tasks.size() && next < r.trace.size(); ++i, ++next)
       if (kind.tasks[i].kind == TaskKind::Collective) {
         const TraceEvent& e = r.trace[next];
-        const bool kernel = kernels && e.kernel_start_s >= 0;
-        step.push_back({kernel ? e.kernel_start_s : e.start_s,
-                        kernel ? e.kernel_end_s - e.kernel_start_s : e.duration_s,
-                        kind.tasks[i].collective.bytes / elem_bytes});
+        double start_s = e.start_s, end_s = e.start_s + e.duration_s;
+        if (timed == Timed::Kernel && e.kernel_start_s >= 0) start_s = e.kernel_start_s, end_s = e.kernel_end_s;
+        if (timed == Timed::SinceIssued && e.issued_s >= 0) start_s = e.issued_s;
+        step.push_back({start_s, end_s - start_s, kind.tasks[i].collective.bytes / elem_bytes});
       }
     // The trace's order: by start, the longer first at a tie (as read_kineto_trace orders spans), then plan order.
     std::stable_sort(step.begin(), step.end(), [](auto& a, auto& b) {
@@ -67,7 +69,9 @@ TraceComparison compare_with_trace(const KinetoTrace& trace, const SimulationRun
   TraceComparison c;
   c.rows.push_back({"step time", trace.mean_step_s(), predicted_traced_steps_s(trace, run, c.notes)});
   c.rows.push_back({"exposed communication", trace.mean_exposed_comm_s(), run.result.exposed_comm_s});
-  const auto predicted = predicted_collectives(run, trace.collective_source == "nccl kernels");
+  const auto predicted = predicted_collectives(run, trace.collective_source == "nccl kernels" ? Timed::Kernel
+                                                    : trace.collective_source == "work spans" ? Timed::SinceIssued
+                                                                                              : Timed::Task);
   const std::size_t measured_count = trace.collectives_per_step();
   const std::size_t predicted_count = predicted.empty() ? 0 : predicted.front().size();
   if (measured_count != predicted_count)

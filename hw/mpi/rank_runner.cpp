@@ -141,9 +141,14 @@ class RankRunner {
     record.breakdown =
         step_breakdown(task_intervals(plan, start_s_, end_s_), plan_.streams, [](double d) { return d; });
     const bool traced = step >= 0 && step < kTraceSteps;
-    for (std::size_t i = 0; i < plan.tasks.size(); ++i)
-      if (context_.rank == 0 && traced)
-        trace_.push_back({plan.tasks[i].label, plan.tasks[i].stream, traced_s_ + start_s_[i], end_s_[i] - start_s_[i]});
+    for (std::size_t i = 0; i < plan.tasks.size() && context_.rank == 0 && traced; ++i) {
+      const Task& t = plan.tasks[i];
+      trace_.push_back({t.label, t.stream, traced_s_ + start_s_[i], end_s_[i] - start_s_[i]});
+      if (t.kind != TaskKind::Collective) continue;
+      double issued_s = 0;  // its inputs ready: its dependencies' ends (the step's start without any)
+      for (int d : t.deps) issued_s = std::max(issued_s, end_s_[static_cast<std::size_t>(d)]);
+      trace_.back().issued_s = traced_s_ + std::min(issued_s, start_s_[i]);
+    }
     if (traced) traced_s_ += record.seconds;
     for (const Stream& s : buffers_.streams) record.bytes_sent += s.bytes_sent;
     return record;

@@ -195,43 +195,61 @@ const Span* launch_of(const Span& s, const Launches& launches) {
   return it == launches.end() ? nullptr : it->second;
 }
 
-// The collectives of the traced steps. Durations: NCCL kernels when there are any; else the gloo work spans
-// ("gloo:all_reduce", on gloo's threads), which run the collective where record_param_comms only enqueues it; else
-// record_param_comms (the MPI backend's traces, whose spans cover the collective). Sizes: from the args of the
-// same span, or for gloo of the n-th record_param_comms span; a trace without them (PyTorch before 2.1, or without
-// Kineto) leaves the size unknown (0).
+// A process group's work span: gloo's ("gloo:all_reduce", from the Work's creation to its end) or the MPI process
+// group's ("mpi:all_reduce", the same; torch/csrc/distributed/c10d/ProcessGroupMPI.cpp enqueue's profiling title).
+bool is_work_span(const Span& s) { return starts_with(s.name, "gloo:") || starts_with(s.name, "mpi:"); }
+
+// The collectives of the traced steps. Durations: NCCL kernels when there are any; else the process group's work
+// spans, which run the collective where record_param_comms only enqueues it; else record_param_comms (the MPI
+// backend's traces before it wrote work spans, whose spans cover the collective). Sizes: from the args of the same
+// span, or for a work span of the record_param_comms issued with it (on its thread at its start, else the next one
+// in time order); a trace without them (PyTorch before 2.1, or without Kineto) leaves the size unknown (0).
 // A kernel runs after the host launched it, so its step and whether it belongs to the backward are the host's launch
 // time (the cuda_runtime / cuda_driver span with the kernel's correlation); without one, the kernel's own start.
 template <typename StepOf>
 void add_collectives(const std::vector<Span>& spans, const Launches& launches, const std::string& path,
                      const StepOf& step_of, KinetoTrace& trace) {
-  bool nccl = false, gloo = false;
+  bool nccl = false, work = false;
   for (const Span& s : spans) {
     nccl |= is_nccl_kernel(s);
-    gloo |= starts_with(s.name, "gloo:");
+    work |= is_work_span(s);
   }
-  trace.collective_source = nccl ? "nccl kernels" : gloo ? "gloo work spans" : "record_param_comms";
+  trace.collective_source = nccl ? "nccl kernels" : work ? "work spans" : "record_param_comms";
   auto issued_s = [&](const Span& s) {
     const Span* launch = nccl ? launch_of(s, launches) : nullptr;
     return launch ? launch->start_s : s.start_s;
   };
-  std::vector<const Span*> described;  // record_param_comms, in time order (gloo sizes)
+  std::vector<const Span*> described;  // record_param_comms, in time order (work spans' sizes)
   for (const Span& s : spans)
     if (is_comms_record(s) && step_of(s.start_s) >= 0) described.push_back(&s);
+  std::vector<bool> used(described.size(), false);
   std::size_t next_described = 0;
+  // The record issued with work span `s`: on its thread at its start, else the next unused one.
+  auto record_of = [&](const Span& s) -> const Span* {
+    std::size_t pick = described.size();
+    for (std::size_t i = 0; i < described.size() && pick == described.size(); ++i)
+      if (!used[i] && described[i]->pid == s.pid && described[i]->tid == s.tid &&
+          std::abs(described[i]->start_s - s.start_s) <= kSlack_s)
+        pick = i;
+    while (pick == described.size() && next_described < described.size())
+      if (!used[next_described++]) pick = next_described - 1;
+    if (pick == described.size()) return nullptr;
+    used[pick] = true;
+    return described[pick];
+  };
   for (const Span& s : spans) {
-    const bool take = nccl ? is_nccl_kernel(s) : gloo ? starts_with(s.name, "gloo:") : is_comms_record(s);
+    const bool take = nccl ? is_nccl_kernel(s) : work ? is_work_span(s) : is_comms_record(s);
     if (!take) continue;
     const double issued = issued_s(s);
     const int step = step_of(issued);
     if (step < 0) continue;
     TracedCollective c;
-    if (!gloo) {
+    if (!work) {
       c = collective_of(s, path);
-    } else if (next_described < described.size()) {
-      c = collective_of(*described[next_described++], path);
+    } else if (const Span* record = record_of(s)) {
+      c = collective_of(*record, path);
     } else {
-      c.name = s.name.substr(5);  // size not in the trace
+      c.name = s.name.substr(s.name.find(':') + 1);  // size not in the trace
       c.bytes_per_element = 0;
       c.event = s.event;
       if (!is_modelled_collective(c.name))
@@ -508,7 +526,7 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   if (!gpu_kernels && leaves.empty())
     for (const Span& s : spans)
       if (s.tid == main_thread.tid && s.pid == main_thread.pid && step_of(s.start_s) >= 0 &&
-          !starts_with(s.name, "ProfilerStep#") && !starts_with(s.name, "c10d::") && !starts_with(s.name, "gloo:") &&
+          !starts_with(s.name, "ProfilerStep#") && !starts_with(s.name, "c10d::") && !is_work_span(s) &&
           s.name != "record_param_comms")
         compute.push_back({s.start_s, s.end_s});
   add_collectives(spans, launches, path, step_of, trace);

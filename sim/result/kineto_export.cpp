@@ -61,6 +61,23 @@ std::string nccl_kernel_name(const Task& t, const TraceEvent& e, CommDtype dtype
   return name + "(ncclDevComm*, unsigned long, ncclWork*)";
 }
 
+// ProcessGroupMPI's profiling titles after "mpi:".
+const char* mpi_work_name(Collective op) {
+  switch (op) {
+    case Collective::AllReduce:
+      return "all_reduce";
+    case Collective::ReduceScatter:
+      return "reduce_scatter";
+    case Collective::AllGather:
+      return "all_gather";
+    case Collective::Broadcast:
+      return "broadcast";
+    case Collective::Reduce:
+      return "reduce";
+  }
+  return "all_reduce";
+}
+
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 }  // namespace
@@ -133,14 +150,19 @@ struct SpanWriter {
                                         {"Process Group Name", std::to_string(t.stream)},
                                         {"Seq", collective_seq++},
                                         {"label", t.label}};
+    // Without the details (a measured run that did not record them): issued at its start, its kernel the whole task.
+    const double issued = e.issued_s >= 0 ? e.issued_s : e.start_s;
     if (!gpu) {
-      nlohmann::json op = span("record_param_comms", "cpu_op", host_tid(t), e.start_s, e.duration_s);
+      // As PyTorch's MPI process group records it: record_param_comms when issued, and the Work's span named by its
+      // profiling title from then until the collective is done (torch/csrc/distributed/c10d/ProcessGroupMPI.cpp,
+      // enqueue(..., "mpi:all_reduce")).
+      nlohmann::json op = span("record_param_comms", "cpu_op", host_tid(t), issued, 0);
       op["args"] = record_args;
       events.push_back(op);
+      events.push_back(span(std::string("mpi:") + mpi_work_name(t.collective.op), "cpu_op", host_tid(t), issued,
+                            e.start_s + e.duration_s - issued));
       return;
     }
-    // Without the simulator's details (a measured run): issued at its start, its kernel the whole task.
-    const double issued = e.issued_s >= 0 ? e.issued_s : e.start_s;
     const double kernel_start = e.kernel_start_s >= 0 ? e.kernel_start_s : e.start_s;
     const double kernel_end = e.kernel_end_s >= 0 ? e.kernel_end_s : e.start_s + e.duration_s;
     nlohmann::json op = span("record_param_comms", "cpu_op", host_tid(t), issued, 0, kHostPid);

@@ -111,7 +111,7 @@ TEST(KinetoTrace, RealPyTorchDdpGlooTrace) {
   // (267 786 floats = 1.07 MB) close the first, fc1 (401 920 floats) the second, so 2 gloo allreduces per step.
   const KinetoTrace t = read_kineto_trace("tests/data/trace/ddp-gloo-mlp-small.json");
   ASSERT_EQ(t.steps.size(), 3u);
-  EXPECT_EQ(t.collective_source, "gloo work spans");
+  EXPECT_EQ(t.collective_source, "work spans");
   EXPECT_EQ(t.collectives_per_step(), 2u);
   // 5, not 6: the last step's second gloo span is not in the file (the profiler stopped with the step, before gloo's
   // worker thread had closed its span); the reader counts what is there.
