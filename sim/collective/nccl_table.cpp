@@ -75,9 +75,11 @@ std::array<bool, kArchs> ll128_generations(const std::string& rule) {
   return enabled;
 }
 
-// "major.minor[.patch]" (each 1 to 4 digits, nothing else) as a comparable number of its release line; -1 when the
-// text is not such a version ("2.26.x", "2.26 ", "2.26.2.1" are not).
-long version_number(std::string_view v) {
+// "major.minor[.patch]" (each 1 to 4 digits, nothing else) as a comparable number, major x 10^8 + minor x 10^4 +
+// patch; a version without its patch is `unpatched` (0 for a table, which applies from the line's first release;
+// 9999 for a version asked, which means the line's newest release). -1 when the text is not such a version ("2.26.x",
+// "2.26 ", "2.26.2.1" are not).
+long long version_number(std::string_view v, long unpatched) {
   long major = 0, minor = 0, patch = 0;
   std::size_t i = 0;
   auto digits = [&](long& out) {
@@ -86,8 +88,9 @@ long version_number(std::string_view v) {
     return i > start;
   };
   if (!digits(major) || i >= v.size() || v[i++] != '.' || !digits(minor)) return -1;
-  if (i < v.size() && (v[i++] != '.' || !digits(patch))) return -1;
-  return i == v.size() ? major * 1000 + minor : -1;
+  const bool patched = i < v.size();
+  if (patched && (v[i++] != '.' || !digits(patch))) return -1;
+  return i == v.size() ? major * 100000000LL + minor * 10000LL + (patched ? patch : unpatched) : -1;
 }
 
 // The table is part of the program (compiled in), so a malformed table is an internal fault, not bad input.
@@ -198,7 +201,7 @@ std::vector<Table> load_tables() {
       c.merge_patch(v.at("changes"));
     Table t;
     t.version = v.at("version").get<std::string>();
-    t.number = version_number(t.version);
+    t.number = version_number(t.version, 0);
     read_core(c, t);
     read_nvls(c, t);
     read_pat(c, t);
@@ -226,9 +229,10 @@ const std::vector<Table>& tables() {
   return all;
 }
 
-// A version uses the newest table not newer than it ("2.22.3" -> "2.21"); none before the oldest table.
+// A version uses the newest table not newer than it ("2.22.3" -> "2.21", "2.28.7" -> "2.28.7", "2.28" -> the
+// newest 2.28 table); none before the oldest table.
 const Table* find_table(std::string_view version) {
-  const long wanted = version_number(version);
+  const long long wanted = version_number(version, 9999);
   const Table* best = nullptr;
   for (const Table& t : tables())
     if (wanted >= 0 && t.number <= wanted) best = &t;
@@ -238,9 +242,9 @@ const Table* find_table(std::string_view version) {
 const Table& table_of(const Topology& topo) {
   const Table* t = find_table(topo.library().version);
   if (t == nullptr)
-    throw InputError(
-        topo.source_file(), "library.version",
-        "\"" + topo.library().version + "\" is not an NCCL version with constants (2.18 or later, as major.minor)");
+    throw InputError(topo.source_file(), "library.version",
+                     "\"" + topo.library().version +
+                         "\" is not an NCCL version with constants (2.18.3 or later, as major.minor[.patch])");
   return *t;
 }
 

@@ -42,7 +42,7 @@ struct ChannelSplit {
 
 struct Table {
   std::string version;
-  long number = 0;  // version_number(version)
+  long long number = 0;  // version_number(version, 0)
   PerAlgo base_latency_us{};
   std::array<PerAlgo, 3> hw_latency_us{};                // NVLink, PCI, network
   std::array<PerNodes, kArchs> ll_max_bw_single_node{};  // by GPU generation

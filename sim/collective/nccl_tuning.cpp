@@ -41,10 +41,11 @@ int comm_channels(const Machine& m, const CommLibrary& lib, const Table& t) {
 // Which (collective, algorithm, protocol) NCCL models and enables by default (tuning.cc; nccl_model.hpp).
 bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   const int ppn = m.ranks / m.nodes;
-  // LL128 only where NCCL tested it: NVLink inside the node, the NIC reached without the CPU, and a compute
+  // LL128 only where NCCL tested it: NVLink inside the node (typeIntra <= PATH_NVB; a node of one GPU is PATH_LOC,
+  // which passes: search.cc v2.18.6-1:827, tuning.cc v2.18.6-1:286), the NIC reached without the CPU, and a compute
   // capability the version enables (before 2.25 exactly sm70 / sm80 / sm90, so not Blackwell).
-  if (p == proto_index(Protocol::LL128) &&
-      !(m.nvlink_intra && (m.nodes == 1 || m.gpudirect_network) && t.ll128_enabled[arch_index(lib.gpu_arch)]))
+  if (p == proto_index(Protocol::LL128) && !((m.nvlink_intra || ppn == 1) && (m.nodes == 1 || m.gpudirect_network) &&
+                                             t.ll128_enabled[arch_index(lib.gpu_arch)]))
     return false;
   const bool simple_only = a == kNvls || a == kNvlsTree || a == kCollNetDirect || a == kCollNetChain || a == kPat;
   if (simple_only && p != proto_index(Protocol::Simple)) return false;

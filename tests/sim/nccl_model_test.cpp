@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "sim/collective/nccl_printed_table.hpp"
+#include "sim/collective/nccl_table.hpp"
 #include "sim/core/error.hpp"
 #include "sim/scenario/overheads.hpp"
 #include "tests/sim/test_util.hpp"
@@ -466,12 +467,33 @@ TEST(NcclTuningTable, LatenciesMatchNcclsOwnOnTwoH100NodesWithNccl220) {
     EXPECT_NEAR(latency("AllReduce", cell / 3, cell % 3), allreduce_printed[cell], 0.05) << "AllReduce cell " << cell;
 }
 
+// Patch releases whose tuning.cc differs have tables of their own: within 2.28, v2.28.3-1 has NVLSTree NET hwLat 14
+// (tuning.cc:165; 20.9 from v2.28.9-1) and NVLS from 3 GPUs a node (transport/nvls.cc:160 'gpuCount <= 2'; 2 from
+// v2.28.7-1:161). A version without its patch is its line's newest release ("2.28" is 2.28.9); 2.18.1, before the
+// first table (2.18.3: v2.18.1-1's tuning.cc differs), has none.
+TEST(NcclTuningTable, PatchReleasesThatChangeTheConstantsHaveTheirOwnTables) {
+  EXPECT_EQ(nccl::table_for("2.28"), "2.28.9");
+  EXPECT_EQ(nccl::table_for("2.28.3"), "2.28.3");
+  EXPECT_EQ(nccl::table_for("2.28.8"), "2.28.7");
+  EXPECT_EQ(nccl::table_for("2.29.3"), "2.29.2");
+  EXPECT_EQ(nccl::table_for("2.18"), "2.18.3");
+  EXPECT_EQ(nccl::table_for("2.18.1"), "");
+  const auto nvls_tree_net_us = [](const char* release) {
+    return nccl::detail::find_table(release)->hw_latency_us[nccl::detail::kNetHw][nccl::detail::kNvlsTree][2];
+  };
+  EXPECT_EQ(nvls_tree_net_us("2.28.3"), 14.0);
+  EXPECT_EQ(nvls_tree_net_us("2.28.7"), 14.0);
+  EXPECT_EQ(nvls_tree_net_us("2.28.9"), 20.9);
+  EXPECT_EQ(nccl::detail::find_table("2.28.3")->nvls_min_gpus_per_node, 3);
+  EXPECT_EQ(nccl::detail::find_table("2.28.7")->nvls_min_gpus_per_node, 2);
+}
+
 // NCCL's loop gives reduce-scatter and allgather NVLS from 2.19 and CollNet direct from 2.20 (tuning.cc
 // v2.18.6-1:168-169 ring only; v2.19.4-1:168-169 ring and NVLS; v2.20.5-1:169-170 and CollNet direct): on one DGX
 // H100 node (NVSwitch with NVLS) NCCL 2.18 cannot run an NVLS allgather, 2.19 can; CollNet direct is priced (and, with
 // no SHARP here, disabled) from 2.20 only. Each release uses its own table.
 TEST(NcclTuningTable, GathersGainNvlsIn219AndCollNetIn220) {
-  EXPECT_EQ(nccl::table_for("2.18.6"), "2.18");
+  EXPECT_EQ(nccl::table_for("2.18.6"), "2.18.3");
   EXPECT_EQ(nccl::table_for("2.19.3"), "2.19");
   EXPECT_EQ(nccl::table_for("2.20.5"), "2.20");
   EXPECT_EQ(nccl::table_for("2.22.3"), "2.21");
@@ -550,6 +572,21 @@ TEST(NcclModel, ChoosesTheProtocolOfLeastEstimatedTime) {
   // NVLS needs NVLink SHARP (Hopper NVSwitch): forcing it on A100 is bad input naming the option.
   forced.algorithm = Algorithm::Nvls;
   EXPECT_THROW(nccl::choose(forced, *t, "--algo"), InputError);
+}
+
+// A node of one GPU: NCCL's search gives its graphs typeIntra PATH_LOC (search.cc v2.18.6-1:827), which LL128's test
+// typeIntra <= PATH_NVB passes (tuning.cc v2.18.6-1:286); with GPUDirect RDMA to the NIC on the GPU's PCIe switch
+// (typeInter PIX) and Hopper, LL128 is on (it was off here: no NVLink in the node). 4 nodes of one H100 (the fixture,
+// NCCL 2.18): ring LL's busBw is a quarter of the network's across nodes (tuning.cc's ring LL refinement) where
+// LL128 keeps 0.7 of it (ppn < 2), so at 1 MiB ring/LL128 is NCCL's argmin despite its higher latency.
+TEST(NcclModel, Ll128RunsOnNodesOfOneGpu) {
+  auto t = load_topology(fixture("nccl-tuning/h100-one-gpu-per-node.json"), 4);
+  const CollectiveSpec spec = allreduce(1 << 20);
+  const std::vector<nccl::Estimate> all = nccl::candidates(spec, *t);
+  EXPECT_LT(estimate_us(all, Algorithm::Ring, Protocol::LL128), estimate_us(all, Algorithm::Ring, Protocol::LL));
+  const nccl::Estimate chosen = nccl::choose(spec, *t);
+  EXPECT_EQ(chosen.algorithm, Algorithm::Ring);
+  EXPECT_EQ(chosen.protocol, Protocol::LL128);
 }
 
 // Trees on 2 nodes are priced with the node part alone, which NCCL's search raises up to twice the network's
