@@ -115,6 +115,8 @@ void register_simulate(CLI::App& app, int& exit_code) {
     check_json_and_trace(o->json, o->trace);
     TraceSelection trace = parse_trace_steps(o->trace_steps);
     if (!o->trace_ranks.empty()) trace.ranks = parse_trace_ranks(o->trace_ranks, kMaxRanks);
+    if (o->trace_format == "kineto" && trace.ranks.size() > 1)
+      throw InputError("--trace-ranks", "", "a Kineto trace is one rank's (as a profiler writes it): give one rank");
     SimulationRun run = simulate_scenario(o->scenario, o->sets, o->steps, fidelity, trace);
     check_trace_ranks(trace, run.plan);
     // A document on standard output keeps it to itself: the table goes to standard error.

@@ -38,7 +38,8 @@ int validate_suite(const validate::ValidateOptions& options) {
 // `--trace`: the positional argument is a scenario, predicted and compared with the traced steps.
 int validate_trace(const std::string& scenario, const std::string& trace_path) {
   const KinetoTrace trace = read_kineto_trace(trace_path);
-  const SimulationRun run = simulate_scenario(scenario, {}, 0, Fidelity::Analytical);
+  const SimulationRun run =
+      simulate_scenario(scenario, {}, 0, Fidelity::Analytical, validate::trace_selection_for(trace));
   std::printf("%s against %s (%zu traced steps, collectives from %s)\n", run.scenario.name.c_str(), trace_path.c_str(),
               trace.steps.size(), trace.collective_source.c_str());
   std::printf("%s", validate::trace_table(validate::compare_with_trace(trace, run)).c_str());

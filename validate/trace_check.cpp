@@ -17,61 +17,129 @@ struct PredictedCollective {
 // transfers without the fixed costs around them, which the kernel spans do not hold either; with a process group's
 // work spans, from when it was issued (which may wait for its stream) to its end.
 enum class Timed { Task, Kernel, SinceIssued };
-std::vector<std::vector<PredictedCollective>> predicted_collectives(const SimulationRun& run, Timed timed) {
-  const Result& r = run.result;
-  const Plan& plan = run.plan;
-  const auto elem_bytes = static_cast<Bytes>(dtype_bytes(plan.comm_dtype));
-  std::vector<std::vector<PredictedCollective>> steps;
-  std::size_t next = 0;
-  for (std::size_t s = 0; s < r.steps_s.size() && next < r.trace.size(); ++s) {
-    const StepPlan& kind = plan.step_plans[static_cast<std::size_t>(plan.step_plan_of[s])];
-    std::vector<PredictedCollective> step;
-    for (std::size_t i = 0; i < kind.tasks.size() && next < r.trace.size(); ++i, ++next)
-      if (kind.tasks[i].kind == TaskKind::Collective) {
-        const TraceEvent& e = r.trace[next];
-        double start_s = e.start_s, end_s = e.start_s + e.duration_s;
-        if (timed == Timed::Kernel && e.kernel_start_s >= 0) start_s = e.kernel_start_s, end_s = e.kernel_end_s;
-        if (timed == Timed::SinceIssued && e.issued_s >= 0) start_s = e.issued_s;
-        step.push_back({start_s, end_s - start_s, kind.tasks[i].collective.bytes / elem_bytes});
-      }
-    // The trace's order: by start, the longer first at a tie (as read_kineto_trace orders spans), then plan order.
-    std::stable_sort(step.begin(), step.end(), [](auto& a, auto& b) {
-      return a.start_s != b.start_s ? a.start_s < b.start_s : a.start_s + a.duration_s > b.start_s + b.duration_s;
-    });
-    steps.push_back(std::move(step));
-  }
-  return steps;
+
+// The prediction's events of step `step` (the simulator names each event's step and task), in task order.
+std::vector<const TraceEvent*> events_of(const SimulationRun& run, int step) {
+  std::vector<const TraceEvent*> out;
+  for (const TraceEvent& e : run.result.trace)
+    if (e.step == step && e.task >= 0 && (out.empty() || e.rank == out.front()->rank)) out.push_back(&e);
+  return out;
 }
 
-// The predicted mean of the steps the trace holds (ProfilerStep#N is the N-th step since the profiler started, which
-// the scenario counts from 0 too): a trace of Local SGD's local steps compares with those, not with the steady
-// state's mix of local and averaging steps. Without step numbers, or beyond the scenario's steps, the steady state.
-double predicted_traced_steps_s(const KinetoTrace& trace, const SimulationRun& run, std::vector<std::string>& notes) {
-  double sum = 0;
+// The step numbers of the traced steps (ProfilerStep#N is the N-th step since the profiler started, which the
+// scenario counts from 0 too); empty, with a note, where one is not a step of the scenario's.
+std::vector<int> traced_step_numbers(const KinetoTrace& trace, const SimulationRun& run,
+                                     std::vector<std::string>& notes) {
+  std::vector<int> numbers;
   for (const TracedStep& s : trace.steps) {
     const std::size_t at = s.name.rfind('#');
     const std::string digits = at == std::string::npos ? "" : s.name.substr(at + 1);
     const auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
     if (digits.empty() || digits.size() > 6 || !std::all_of(digits.begin(), digits.end(), digit) ||
         std::stoul(digits) >= run.result.steps_s.size()) {
-      notes.push_back("step time predicted as the steady-state mean: " + s.name + " is not a step of the scenario's " +
+      notes.push_back("predicted as the steady state: " + s.name + " is not a step of the scenario's " +
                       std::to_string(run.result.steps_s.size()));
-      return run.result.step_time_s;
+      return {};
     }
-    sum += run.result.steps_s[std::stoul(digits)];
+    numbers.push_back(static_cast<int>(std::stoul(digits)));
   }
-  return trace.steps.empty() ? run.result.step_time_s : sum / static_cast<double>(trace.steps.size());
+  return numbers;
+}
+
+// A traced step's collectives as the trace reads them: those issued from its first backward op on (the reader sets
+// the earlier ones apart, as no gradients: DDP's broadcasts of buffers, sharded training's gathers of parameters).
+std::vector<PredictedCollective> predicted_collectives(const SimulationRun& run, int step, Timed timed) {
+  const StepPlan& kind = run.plan.step_plan(step);
+  const auto elem_bytes = static_cast<Bytes>(dtype_bytes(run.plan.comm_dtype));
+  const std::vector<const TraceEvent*> events = events_of(run, step);
+  double backward_start_s = -1;
+  for (const TraceEvent* e : events) {
+    const Task& t = kind.tasks[static_cast<std::size_t>(e->task)];
+    if (t.kind == TaskKind::Compute && t.label.rfind("bwd ", 0) == 0 &&
+        (backward_start_s < 0 || e->start_s < backward_start_s))
+      backward_start_s = e->start_s;
+  }
+  std::vector<PredictedCollective> out;
+  for (const TraceEvent* e : events) {
+    const Task& t = kind.tasks[static_cast<std::size_t>(e->task)];
+    if (t.kind != TaskKind::Collective) continue;
+    const double issued_s = e->issued_s >= 0 ? e->issued_s : e->start_s;
+    if (backward_start_s >= 0 && issued_s < backward_start_s) continue;
+    double start_s = e->start_s, end_s = e->start_s + e->duration_s;
+    if (timed == Timed::Kernel && e->kernel_start_s >= 0) start_s = e->kernel_start_s, end_s = e->kernel_end_s;
+    if (timed == Timed::SinceIssued) start_s = issued_s;
+    out.push_back({start_s, end_s - start_s, t.collective.bytes / elem_bytes});
+  }
+  // The trace's order: by start, the longer first at a tie (as read_kineto_trace orders spans), then plan order.
+  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) {
+    return a.start_s != b.start_s ? a.start_s < b.start_s : a.start_s + a.duration_s > b.start_s + b.duration_s;
+  });
+  return out;
+}
+
+// A predicted step's communication beyond compute, as the trace counts compute: on a GPU every kernel but NCCL's
+// (the union of the other tasks' intervals: casts and DGC's work are kernels too), else the compute ops' time
+// (Result's definition, compute summed).
+double predicted_exposed_s(const SimulationRun& run, int step, bool gpu) {
+  const StepPlan& kind = run.plan.step_plan(step);
+  std::vector<std::pair<double, double>> busy;
+  double compute_s = 0;
+  for (const TraceEvent* e : events_of(run, step)) {
+    const Task& t = kind.tasks[static_cast<std::size_t>(e->task)];
+    if (t.kind == TaskKind::Compute) compute_s += e->duration_s;
+    if (t.kind != TaskKind::Collective) busy.push_back({e->start_s, e->start_s + e->duration_s});
+  }
+  if (gpu) {
+    std::sort(busy.begin(), busy.end());
+    compute_s = 0;
+    double reach = -1e300;
+    for (auto [from, to] : busy) {
+      from = std::max(from, reach);
+      if (to > from) compute_s += to - from, reach = to;
+    }
+  }
+  return std::max(0.0, run.result.steps_s[static_cast<std::size_t>(step)] - compute_s);
 }
 
 }  // namespace
 
+TraceSelection trace_selection_for(const KinetoTrace& trace) {
+  TraceSelection selection;
+  int first = -1, last = -1;
+  for (const TracedStep& s : trace.steps) {
+    const std::size_t at = s.name.rfind('#');
+    const std::string digits = at == std::string::npos ? "" : s.name.substr(at + 1);
+    if (digits.empty() || digits.size() > 6 ||
+        !std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+      return selection;
+    const int n = std::stoi(digits);
+    first = first < 0 ? n : std::min(first, n);
+    last = std::max(last, n);
+  }
+  if (first >= 0) selection.first_step = first, selection.last_step = last;
+  return selection;
+}
+
 TraceComparison compare_with_trace(const KinetoTrace& trace, const SimulationRun& run) {
   TraceComparison c;
-  c.rows.push_back({"step time", trace.mean_step_s(), predicted_traced_steps_s(trace, run, c.notes)});
-  c.rows.push_back({"exposed communication", trace.mean_exposed_comm_s(), run.result.exposed_comm_s});
-  const auto predicted = predicted_collectives(run, trace.collective_source == "nccl kernels" ? Timed::Kernel
-                                                    : trace.collective_source == "work spans" ? Timed::SinceIssued
-                                                                                              : Timed::Task);
+  const std::vector<int> numbers = traced_step_numbers(trace, run, c.notes);
+  // Every traced step's prediction needs its events: the run must trace those steps (trace_selection_for).
+  const bool have_events = !numbers.empty() && std::all_of(numbers.begin(), numbers.end(),
+                                                           [&](int n) { return !events_of(run, n).empty(); });
+  double step_s = 0, exposed_s = 0;
+  for (int n : numbers) {
+    step_s += run.result.steps_s[static_cast<std::size_t>(n)] / static_cast<double>(numbers.size());
+    if (have_events)
+      exposed_s += predicted_exposed_s(run, n, trace.compute_on_gpu) / static_cast<double>(numbers.size());
+  }
+  c.rows.push_back({"step time", trace.mean_step_s(), numbers.empty() ? run.result.step_time_s : step_s});
+  c.rows.push_back(
+      {"exposed communication", trace.mean_exposed_comm_s(), have_events ? exposed_s : run.result.exposed_comm_s});
+  const Timed timed = trace.collective_source == "nccl kernels" ? Timed::Kernel
+                      : trace.collective_source == "work spans" ? Timed::SinceIssued
+                                                                : Timed::Task;
+  std::vector<std::vector<PredictedCollective>> predicted;
+  for (int n : have_events ? numbers : std::vector<int>{}) predicted.push_back(predicted_collectives(run, n, timed));
   const std::size_t measured_count = trace.collectives_per_step();
   const std::size_t predicted_count = predicted.empty() ? 0 : predicted.front().size();
   if (measured_count != predicted_count)
@@ -119,8 +187,13 @@ std::string trace_table(const TraceComparison& comparison) {
   std::snprintf(line, sizeof line, "%-34s %12s %12s %9s\n", "", "traced (ms)", "predicted", "error");
   out += line;
   for (const TraceRow& r : comparison.rows) {
-    std::snprintf(line, sizeof line, "%-34s %12.3f %12.3f %8.1f%%\n", r.what.c_str(), r.measured_s * 1e3,
-                  r.predicted_s * 1e3, 100 * r.error());
+    const double error = r.error();
+    if (std::isnan(error))
+      std::snprintf(line, sizeof line, "%-34s %12.3f %12.3f %9s\n", r.what.c_str(), r.measured_s * 1e3,
+                    r.predicted_s * 1e3, "n/a");
+    else
+      std::snprintf(line, sizeof line, "%-34s %12.3f %12.3f %8.1f%%\n", r.what.c_str(), r.measured_s * 1e3,
+                    r.predicted_s * 1e3, 100 * error);
     out += line;
   }
   for (const std::string& n : comparison.notes) out += "note: " + n + "\n";

@@ -3,6 +3,7 @@
 // each collective of the step (the n-th traced one against the n-th predicted one, both in start order).
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,10 @@ namespace commsim::validate {
 struct TraceRow {
   std::string what;
   double measured_s = 0, predicted_s = 0;
-  double error() const { return measured_s > 0 ? (predicted_s - measured_s) / measured_s : 0; }
+  // Relative to the measured time; NaN ("n/a") where that is under 1 ns, which no ratio describes.
+  double error() const {
+    return measured_s >= 1e-9 ? (predicted_s - measured_s) / measured_s : std::numeric_limits<double>::quiet_NaN();
+  }
 };
 
 struct TraceComparison {
@@ -22,6 +26,9 @@ struct TraceComparison {
   std::vector<std::string> notes;  // mismatches worth saying (collective counts, sizes)
 };
 
+// The steps to trace in the prediction: those the trace holds (ProfilerStep#N), so that each is compared with its
+// own predicted step; the default selection where they are not numbered.
+TraceSelection trace_selection_for(const KinetoTrace& trace);
 TraceComparison compare_with_trace(const KinetoTrace& trace, const SimulationRun& run);
 std::string trace_table(const TraceComparison& comparison);
 

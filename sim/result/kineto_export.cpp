@@ -208,6 +208,31 @@ struct SpanWriter {
   }
 };
 
+// A traced step of the Result: its step number and its events, in the plan's task order.
+struct TracedStep {
+  int step = 0;
+  std::size_t first = 0, count = 0;
+};
+
+// The simulator's events name their step and task (one rank's: a Kineto trace is one rank's); the MPI backend's are
+// its first steps in order, every task of each.
+std::vector<TracedStep> traced_steps(const Result& result, const Plan& plan) {
+  std::vector<TracedStep> steps;
+  const std::vector<TraceEvent>& trace = result.trace;
+  const bool numbered = !trace.empty() && trace.front().task >= 0;
+  for (std::size_t next = 0; next < trace.size();) {
+    const int step = numbered ? trace[next].step : static_cast<int>(steps.size());
+    if (step < 0 || step >= plan.steps() || static_cast<std::size_t>(step) >= result.steps_s.size()) break;
+    const std::size_t tasks = plan.step_plan(step).tasks.size();
+    std::size_t count = 0;
+    while (next + count < trace.size() && count < tasks && (!numbered || trace[next + count].step == step)) ++count;
+    steps.push_back({step, next, count});
+    next += count;
+    while (numbered && next < trace.size() && trace[next].step == step) ++next;  // other ranks' of the step
+  }
+  return steps;
+}
+
 }  // namespace
 
 nlohmann::json kineto_trace(const Result& result, const Plan& plan, const CommLibrary& library) {
@@ -216,38 +241,37 @@ nlohmann::json kineto_trace(const Result& result, const Plan& plan, const CommLi
   nlohmann::json events = nlohmann::json::array();
   add_names(result, plan, gpu, events);
   SpanWriter writer{plan, gpu, events, 0, 0, 0, {}};
-  std::size_t next = 0;
-  for (std::size_t step = 0; step < result.steps_s.size() && next < result.trace.size(); ++step) {
-    const StepPlan& kind = plan.step_plans[static_cast<std::size_t>(plan.step_plan_of[step])];
+  const std::vector<TracedStep> steps = traced_steps(result, plan);
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const TracedStep& st = steps[k];
     // This rank's own step (as a per-rank profiler sees it): from its first task's start to its last task's end, or
-    // to the next step's first start where that comes earlier (priority forward_order starts the next forward while
-    // collectives still run; prof.step() spans never overlap). (Result::steps_s of a measured run is the slowest
-    // rank's step, not this one's.)
-    const auto first_start_of = [&](std::size_t from, std::size_t count) {
-      double first = result.trace[from].start_s;
-      for (std::size_t i = from; i < std::min(result.trace.size(), from + count); ++i)
-        first = std::min(first, result.trace[i].start_s);
+    // to the next traced step's first start where that comes earlier (priority forward_order starts the next forward
+    // while collectives still run; prof.step() spans never overlap), and at most as long as the Result's step (the
+    // last one). (Result::steps_s of a measured run is the slowest rank's step, not this one's.)
+    const auto first_start_of = [&](const TracedStep& t) {
+      double first = result.trace[t.first].start_s;
+      for (std::size_t i = t.first; i < t.first + t.count; ++i) first = std::min(first, result.trace[i].start_s);
       return first;
     };
-    const std::size_t last = std::min(result.trace.size(), next + kind.tasks.size());
-    const double first_start = first_start_of(next, kind.tasks.size());
+    const double first_start = first_start_of(st);
     double last_end = first_start;
-    for (std::size_t i = next; i < last; ++i)
+    for (std::size_t i = st.first; i < st.first + st.count; ++i)
       last_end = std::max(last_end, result.trace[i].start_s + result.trace[i].duration_s);
-    if (step + 1 < result.steps_s.size() && last < result.trace.size()) {
-      const StepPlan& following = plan.step_plans[static_cast<std::size_t>(plan.step_plan_of[step + 1])];
-      last_end = std::min(last_end, first_start_of(last, following.tasks.size()));
-    }
-    last_end = std::min(last_end, first_start + result.steps_s[step]);  // the last step: as long as the Result says
-    events.push_back(span("ProfilerStep#" + std::to_string(step), "user_annotation", 1, first_start,
+    if (k + 1 < steps.size() && steps[k + 1].step == st.step + 1)
+      last_end = std::min(last_end, first_start_of(steps[k + 1]));
+    last_end = std::min(last_end, first_start + result.steps_s[static_cast<std::size_t>(st.step)]);
+    events.push_back(span("ProfilerStep#" + std::to_string(st.step), "user_annotation", 1, first_start,
                           last_end - first_start, gpu ? kHostPid : 0));
     writer.forward_sequence.clear();
-    for (std::size_t i = 0; i < kind.tasks.size() && next < result.trace.size(); ++i, ++next)
-      writer.task(kind.tasks[i], result.trace[next]);
+    const StepPlan& kind = plan.step_plan(st.step);
+    for (std::size_t i = 0; i < st.count; ++i) writer.task(kind.tasks[i], result.trace[st.first + i]);
   }
   nlohmann::json trace = {{"schemaVersion", 1},
                           {"traceName", result.scenario},
-                          {"distributedInfo", {{"backend", result.backend}, {"rank", 0}, {"world_size", result.ranks}}},
+                          {"distributedInfo",
+                           {{"backend", result.backend},
+                            {"rank", result.trace.empty() ? 0 : std::max(0, result.trace.front().rank)},
+                            {"world_size", result.ranks}}},
                           {"displayTimeUnit", "ms"},
                           {"traceEvents", events}};
   // Kineto's device list; numSms is what a reader needs to take NCCL's SMs out of the compute beside it.
