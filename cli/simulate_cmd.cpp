@@ -68,6 +68,9 @@ void print_result(const SimulationRun& run, std::FILE* out) {
   else  // the MPI backend's statistic is robust to a noisy step (step_metrics.hpp SteadyStatistic)
     std::fprintf(out, "  step time      %10.3f ms   (steady-state %s from step %d)\n", r.step_time_s * 1e3,
                  r.backend == "mpi" ? "median per step kind" : "mean", r.steady_from);
+  // More steps run than asked (whole Local SGD periods) changes what was asked for: said beside the step time.
+  for (const std::string& note : run.plan.notes)
+    if (note.rfind("steps: ", 0) == 0) std::fprintf(out, "  note: %s\n", note.c_str());
   std::fprintf(out, "  throughput     %10.1f samples/s   scaling efficiency %.1f %%\n", r.throughput_samples_s,
                100 * r.scaling_efficiency);
   std::fprintf(out, "  compute        %10.3f ms\n  communication  %10.3f ms   exposed %.3f ms   overlap %.1f %%\n",

@@ -248,6 +248,9 @@ void add_collectives(const std::vector<Span>& spans, const Launches& launches, c
       c = collective_of(s, path);
     } else if (const Span* record = record_of(s)) {
       c = collective_of(*record, path);
+    } else if (!described.empty()) {  // the others have their sizes: this one lost its record
+      throw InputError(path, "traceEvents[" + std::to_string(s.event) + "]",
+                       "a work span (" + s.name + ") with no record_param_comms issued with it to give its size");
     } else {
       c.name = s.name.substr(s.name.find(':') + 1);  // size not in the trace
       c.bytes_per_element = 0;
@@ -269,6 +272,11 @@ void add_collectives(const std::vector<Span>& spans, const Launches& launches, c
     (backward_start_s >= 0 && issued < backward_start_s ? trace.forward_collectives : trace.collectives)
         .push_back(std::move(c));
   }
+  for (std::size_t i = 0; work && i < described.size(); ++i)
+    if (!used[i])
+      throw InputError(path, "traceEvents[" + std::to_string(described[i]->event) + "]",
+                       "a record_param_comms with no work span (gloo:/mpi:) issued with it: the collective's run is "
+                       "not in the trace");
 }
 
 }  // namespace
@@ -352,18 +360,26 @@ struct StepOf {
 // Without numSms or grids, no correction: every kernel's work is its duration.
 class NcclOccupancy {
  public:
-  NcclOccupancy(const Json& root, const std::vector<Span>& spans) {
-    if (!root.is_object() || !root.contains("deviceProperties") || !root.at("deviceProperties").is_array()) return;
-    for (const Json& d : root.at("deviceProperties"))
-      if (d.is_object() && d.contains("numSms") && d.at("numSms").is_number_integer() && d.at("numSms") > 0)
-        sms_ = std::max(sms_, d.at("numSms").get<int>());  // one GPU per rank's trace: its SM count
+  NcclOccupancy(const Json& root, const std::vector<Span>& spans, const std::string& path) {
+    if (!root.is_object() || !root.contains("deviceProperties")) return;
+    const Json& devices = root.at("deviceProperties");
+    if (!devices.is_array()) throw InputError(path, "deviceProperties", "must be an array (Kineto's device list)");
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      JsonFields d(devices[i], path, "deviceProperties[" + std::to_string(i) + "]");
+      // One GPU per rank's trace: its SM count (2^20 is beyond any GPU's).
+      if (d.has("numSms")) sms_ = std::max(sms_, static_cast<int>(d.integer("numSms", 1, 1 << 20)));
+    }
     if (sms_ == 0) return;
     std::map<double, int> change;  // time -> change in the SMs held
     for (const Span& s : spans) {
       const Json* grid = arg(s, "grid");
-      if (!is_nccl_kernel(s) || !grid || !grid->is_array() || grid->empty() || !grid->at(0).is_number_integer())
-        continue;
-      const int blocks = std::clamp(grid->at(0).get<int>(), 0, sms_);
+      if (!is_nccl_kernel(s) || !grid) continue;
+      if (!grid->is_array() || grid->empty() || !grid->at(0).is_number_integer() ||
+          grid->at(0).get<std::int64_t>() < 1 || grid->at(0).get<std::int64_t>() > (1 << 20))
+        throw InputError(
+            path, "traceEvents[" + std::to_string(s.event) + "].args.grid",
+            "must be [x, y, z] with x the kernel's blocks (one per NCCL channel), an integer in [1, 2^20]");
+      const int blocks = static_cast<int>(std::min<std::int64_t>(grid->at(0).get<std::int64_t>(), sms_));
       change[s.start_s] += blocks;
       change[s.end_s] -= blocks;
     }
@@ -516,7 +532,7 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   const std::vector<const Span*> leaves = leaf_modules(spans, step_of);
   std::vector<std::pair<double, double>> compute;
   const Launches launches = launches_of(spans);
-  const LaunchedGpuTime gpu(spans, launches, NcclOccupancy(root, spans));
+  const LaunchedGpuTime gpu(spans, launches, NcclOccupancy(root, spans, path));
   const bool gpu_kernels = std::any_of(spans.begin(), spans.end(), [](const Span& s) { return s.cat == "kernel"; });
   trace.compute_on_gpu = gpu_kernels;
   const auto module_of_sequence = add_forward_modules(spans, leaves, gpu, gpu_kernels, trace, compute);
@@ -574,8 +590,8 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
   if (forward_count > 0)
     m.description += " Not in the model: the " + std::to_string(forward_count) + " collective(s) of " +
                      std::to_string(forward_elements) +
-                     " elements that each step issued before its backward (not gradients: e.g. DDP's broadcast of "
-                     "module buffers).";
+                     " elements that each step issued before its backward (not gradients: DDP's broadcasts of module "
+                     "buffers, sharded training's gathers of parameters).";
   for (const TracedModule& t : trace.modules) {
     Layer l;
     l.name = t.name;
@@ -587,6 +603,21 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
   // in reverse forward order, so that is the lowest forward index among the layers already done). Allreduces and
   // reduce-scatters carry the gradients; an all-gather in backward gathers parameters back (sharded training), so it
   // adds no tensor: each parameter would otherwise count twice.
+  // All-gathers after the backward began beside reduce-scatters gather sharded parameters back; without any, they are
+  // a sparse exchange of selected gradients (DGC), which holds k selected values, not the gradients' sizes.
+  const TracedCollective* first_gather = nullptr;
+  bool reduce_scatters = false;
+  for (const TracedCollective& c : trace.collectives)
+    if (c.step == 0) {
+      const bool gather = contains(c.name, "allgather") || contains(c.name, "all_gather");
+      if (gather && first_gather == nullptr) first_gather = &c;
+      reduce_scatters |= contains(c.name, "reduce_scatter");
+    }
+  if (first_gather != nullptr && !reduce_scatters)
+    throw InputError(path, "traceEvents[" + std::to_string(first_gather->event) + "].args.Collective name",
+                     "an all-gather after the backward began and no reduce-scatter in the step: a sparse exchange of "
+                     "selected gradients (DGC), whose dense sizes a trace does not hold; import a trace taken without "
+                     "gradient compression");
   std::vector<std::vector<int>> buckets_of_layer(m.layers.size());
   int k = 0;
   std::size_t gathers = 0;

@@ -581,6 +581,53 @@ TEST(KinetoTrace, BadTracesNameTheEventAndField) {
                                 "Out msg nelems":4}}]})")
                 .find("traceEvents[1].args.dtype"),
             std::string::npos);
+  // The device's SM count and an NCCL kernel's grid, which the compute's correction reads, must be what Kineto writes.
+  const std::string nccl_kernel = R"(,{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+      "ts":2,"dur":1,"args":{"Collective name":"allreduce","dtype":"Float","In msg nelems":4,"Out msg nelems":4)";
+  for (const char* sms : {R"("108")", "-1", "0", "107.5"})
+    EXPECT_NE(error_of(std::string(R"({"deviceProperties": [{"id": 0, "numSms": )") + sms + R"(}], "traceEvents": [)" +
+                       step + "]}")
+                  .find("deviceProperties[0].numSms"),
+              std::string::npos)
+        << sms;
+  EXPECT_NE(error_of(R"({"deviceProperties": {}, "traceEvents": [)" + step + "]}").find("deviceProperties"),
+            std::string::npos);
+  for (const char* grid : {"[-5,1,1]", "[2.5,1,1]", R"(["24",1,1])", "24", "[]"})
+    EXPECT_NE(error_of(R"({"deviceProperties": [{"id": 0, "numSms": 108}], "traceEvents": [)" + step + nccl_kernel +
+                       R"(,"grid":)" + grid + "}}]}")
+                  .find("traceEvents[1].args.grid"),
+              std::string::npos)
+        << grid;
+  // A CPU process group's work span and the record issued with it come in pairs: one without the other is named.
+  const std::string record = R"(,{"ph":"X","cat":"cpu_op","name":"record_param_comms","pid":1,"tid":2,"ts":1,"dur":0,
+      "args":{"Collective name":"allreduce","dtype":"Float","In msg nelems":4,"Out msg nelems":4}})";
+  const std::string work = R"(,{"ph":"X","cat":"cpu_op","name":"mpi:all_reduce","pid":1,"tid":2,"ts":1,"dur":3})";
+  const std::string later_work = R"(,{"ph":"X","cat":"cpu_op","name":"mpi:all_reduce","pid":1,"tid":2,"ts":5,"dur":3})";
+  EXPECT_NE(error_of(R"({"traceEvents": [)" + step + record + work + later_work + "]}").find("traceEvents[3]"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"traceEvents": [)" + step + record + record + work + "]}").find("no work span"),
+            std::string::npos);
+}
+
+// A trace of DGC's sparse exchange holds all-gathers of the selected values after the backward and no reduce-scatter
+// (sharded training's gathers of parameters come with reduce-scatters of the gradients): the gradients' sizes are not
+// in it, so from-trace refuses it, naming the first such all-gather.
+TEST(KinetoTrace, ASparseExchangeOfSelectedGradientsIsRefused) {
+  const SimulationRun run = simulate_scenario(
+      "scenarios/emulated-tiny.json", {R"(strategy.dgc={"rampup_begin_step":0,"rampup_step":1,"sparsity":[0.99]})"}, 0,
+      Fidelity::Analytical);
+  TempDir dir;
+  const std::string path = (dir.path() / "dgc.json").string();
+  std::ofstream(path) << kineto_trace(run.result, run.plan, run.topology->library()).dump();
+  try {
+    model_from_trace(read_kineto_trace(path), path, "dgc", 64);
+    ADD_FAILURE() << "imported a DGC trace";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("args.Collective name: an all-gather after the backward began and no "
+                                         "reduce-scatter"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
