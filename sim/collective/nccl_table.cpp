@@ -159,6 +159,7 @@ void read_nvls(const nlohmann::json& c, Table& t) {
   t.nvls_latency_from_hw = nvls.at("latency").get<std::string>() == "hw";
   t.nvls_gather_scatter_share = nvls.at("gather_scatter_share").get<bool>();
   t.nvls_min_gpus_per_node = nvls.at("min_gpus_per_node").get<int>();
+  t.nvls_latency_without_nvls = nvls.at("latency_without_nvls").get<bool>();
   for (int a = 0; a < kArchs; ++a)
     t.nvls_efficiency[a] = nvls.at("efficiency").at(std::string(to_string(static_cast<GpuArch>(a)))).get<double>();
   t.nvls_channels = read_per_arch(nvls.at("channels"));

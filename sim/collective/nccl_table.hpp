@@ -69,6 +69,7 @@ struct Table {
   bool nvls_ring_ratio = false;            // algbw = busBw x n / nsteps, else x 5/6
   bool nvls_latency_from_hw = false;       // hwLat NVLink NVLS (+ inter), else baseLat (+ NET NVLS)
   int nvls_min_gpus_per_node = 3;          // NVLS is set up on nodes of at least this many GPUs (2 from 2.28.7)
+  bool nvls_latency_without_nvls = true;   // the tuning loop prices NVLS latencies without an NVLS graph (to 2.27)
   bool nvls_gather_scatter_share = false;  // min_intra_inter: allgather / reduce-scatter at (ppn-1)/ppn of intra (2.27)
   std::array<double, kArchs> nvls_efficiency{};
   std::array<PerNodes, kArchs> nvls_channels{};  // by GPU generation and node count

@@ -244,12 +244,13 @@ Evaluation evaluate(int a, int p, Collective op, const Machine& m, const CommLib
 
 // NCCL's loop (tuning.cc, v2.18.6-1:166-172, v2.21.5-1:166-172, v2.29.7-1:274-289): broadcast and reduce by ring only;
 // reduce-scatter and allgather by the table's algorithms (ring; NVLS from 2.19, CollNet direct from 2.20, PAT from
-// 2.23 with Simple and one GPU per node); allreduce by all but PAT; NVLS and NVLS-tree with Simple only, and not at all
-// without an NVLS graph.
+// 2.23 with Simple and one GPU per node); allreduce by all but PAT; NVLS and NVLS-tree with Simple only, and without
+// an NVLS graph only up to 2.27 (latency priced, bandwidth 0: the table's nvls_latency_without_nvls).
 bool modeled(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   if (m.ranks < 2) return false;
   const bool simple = p == proto_index(Protocol::Simple);
-  if ((a == kNvls || a == kNvlsTree) && !(simple && nvls_supported(m, lib, t))) return false;
+  if ((a == kNvls || a == kNvlsTree) && !(simple && (nvls_supported(m, lib, t) || t.nvls_latency_without_nvls)))
+    return false;
   if (op == Collective::Broadcast || op == Collective::Reduce) return a == kRing;
   if (op == Collective::ReduceScatter || op == Collective::AllGather) {
     if (!t.gather_scatter[a]) return false;
@@ -367,7 +368,10 @@ int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m
       }
   } else if (a != kPat) {  // PAT has no thread count in NCCL's table (maxThreads 0), so no trimming
     const bool collnet_chain = a == kCollNetChain;
-    const bool slow_ring = a == kRing && p == proto_index(Protocol::Simple) && m.intra_GBps <= t.slow_ring_at_most_GBps;
+    // The ring graph's bwIntra x nChannels (tuning.cc v2.18.6-1:121): across nodes the search sets bwIntra to bwInter
+    // (search.cc v2.27.7-1:1052), so a ring limited by its NICs counts as slow too.
+    const double ring_GBps = m.nodes > 1 ? std::min(m.intra_GBps, m.inter_GBps) : m.intra_GBps;
+    const bool slow_ring = a == kRing && p == proto_index(Protocol::Simple) && ring_GBps <= t.slow_ring_at_most_GBps;
     double nt = collnet_chain ? t.collnet_max_threads : slow_ring ? t.slow_ring_simple_threads : t.max_threads[p];
     const double threshold =
         collnet_chain ? t.collnet_thread_threshold : t.thread_threshold[p] * (a == kRing && p == 0 ? m.ranks : 1);

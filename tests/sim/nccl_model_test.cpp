@@ -397,6 +397,16 @@ TEST(NcclModel, RingsFollowTheNvlsChannelsUntil228) {
   EXPECT_EQ(channels(2, Algorithm::Nvls, "2.27.7"), 32);
   EXPECT_EQ(channels(2, Algorithm::Ring, "2.27.7"), 32);
   EXPECT_EQ(channels(2, Algorithm::Nvls, "2.29.7"), 16);
+  // The copy starts with 2.22 (enqueue.cc v2.22.3-1:1617 trims from comm->nChannels; from collChannels in 2.21): two
+  // DGX H200 nodes over one socket NIC (2 ring channels, 16 NVLS channels) run a 1 GiB tree on 2 channels with 2.21,
+  // on the 16 copied with 2.22.
+  const auto tree_channels = [](const char* release) {
+    const auto t = load_topology(shipped("dgx-h200-socket"));
+    nccl::use_release(*t, release, "test", "");
+    return nccl::predict_with(allreduce(Bytes{1} << 30), *t, Algorithm::Tree, Protocol::Simple, {}).channels;
+  };
+  EXPECT_EQ(tree_channels("2.21.5"), 2);
+  EXPECT_EQ(tree_channels("2.22.3"), 16);
 }
 
 // NCCL sets NVLS up only on nodes of more than 2 GPUs up to 2.28.3 ("gpuCount <= 2", transport/nvls.cc
@@ -488,6 +498,41 @@ TEST(NcclTuningTable, PatchReleasesThatChangeTheConstantsHaveTheirOwnTables) {
   EXPECT_EQ(nccl::detail::find_table("2.28.7")->nvls_min_gpus_per_node, 2);
 }
 
+// A Simple ring runs 256 threads, not 512, where its graph's bwIntra x nChannels is at most PCI_BW, 12 GB/s
+// (tuning.cc v2.18.6-1:121); across nodes the search sets bwIntra to bwInter (search.cc v2.27.7-1:1052), so a ring
+// bound by one socket NIC (dgx-h200-socket: 10.5 GB/s) counts, however fast NVLink is inside. Channels are trimmed
+// while bytes < channels x threads x 64 (the Simple threshold): 65536 / (256 x 64) = 4 channels at 64 KiB, 8 at
+// 128 KiB, 16 at 256 KiB (with 512 threads it would be 2, 4 and 8).
+TEST(NcclModel, ASimpleRingBoundByItsNicRunsFewerThreads) {
+  const auto t = load_topology(shipped("dgx-h200-socket"));
+  for (const auto& [bytes, channels] : {std::pair{Bytes{64} << 10, 4}, {Bytes{128} << 10, 8}, {Bytes{256} << 10, 16}})
+    EXPECT_EQ(nccl::predict_with(allreduce(bytes), *t, Algorithm::Ring, Protocol::Simple, {}).channels, channels)
+        << bytes;
+}
+
+// Up to 2.27 NCCL's tuning loop prices NVLS and NVLS-tree latencies even without an NVLS graph (bandwidth 0), so its
+// printed table shows them: on one DGX A100 (NVLink inside: hwLat NVLINK NVLS Simple 23 to 2.20, 25 from 2.21;
+// NVLS's latency is that alone on one node, NVLS-tree's baseLat 0 + it + 2 log2(1) x net = the same). From 2.28
+// (tuning.cc v2.28.3-1:288, fewer than 2 channels: skipped) both are 0.
+TEST(NcclTuningTable, NvlsLatenciesArePricedWithoutNvlsUntil228) {
+  const auto nvls_allreduce = [](const char* release) {
+    auto t = load_topology(shipped("dgx-a100"), 1);
+    nccl::use_release(*t, release, "--nccl-version", "");
+    const nccl::TuningTable table = nccl::tuning_table(*t, "", "", 0);
+    for (const nccl::TuningRow& row : table.rows)
+      if (row.collective == "AllReduce")
+        return std::pair{row.cells[nccl::detail::kNvls * 3 + 2], row.cells[nccl::detail::kNvlsTree * 3 + 2]};
+    ADD_FAILURE() << "no AllReduce row";
+    return std::pair<nccl::TuningCell, nccl::TuningCell>{};
+  };
+  for (const auto& [release, latency_us] : {std::pair{"2.18.6", 23.0}, {"2.21.5", 25.0}, {"2.28.9", 0.0}}) {
+    const auto [nvls, nvls_tree] = nvls_allreduce(release);
+    EXPECT_DOUBLE_EQ(nvls.latency_us, latency_us) << release;
+    EXPECT_DOUBLE_EQ(nvls_tree.latency_us, latency_us) << release;
+    EXPECT_EQ(nvls.algbw_GBps, 0.0) << release;
+  }
+}
+
 // NCCL's loop gives reduce-scatter and allgather NVLS from 2.19 and CollNet direct from 2.20 (tuning.cc
 // v2.18.6-1:168-169 ring only; v2.19.4-1:168-169 ring and NVLS; v2.20.5-1:169-170 and CollNet direct): on one DGX
 // H100 node (NVSwitch with NVLS) NCCL 2.18 cannot run an NVLS allgather, 2.19 can; CollNet direct is priced (and, with
@@ -496,7 +541,7 @@ TEST(NcclTuningTable, GathersGainNvlsIn219AndCollNetIn220) {
   EXPECT_EQ(nccl::table_for("2.18.6"), "2.18.3");
   EXPECT_EQ(nccl::table_for("2.19.3"), "2.19");
   EXPECT_EQ(nccl::table_for("2.20.5"), "2.20");
-  EXPECT_EQ(nccl::table_for("2.22.3"), "2.21");
+  EXPECT_EQ(nccl::table_for("2.22.3"), "2.22");
   const std::pair<std::string, bool> nvls_allgather[] = {{"2.18.6", false}, {"2.19.3", true}, {"2.20.5", true}};
   for (const auto& [release, has_nvls] : nvls_allgather) {
     auto t = load_topology(shipped("dgx-h100"), 1);
