@@ -104,6 +104,13 @@ GpuRanks::~GpuRanks() {
 }
 
 void GpuRanks::check_device_support(std::vector<std::string>& notes) const {
+  // The library loaded may be older than the headers built against: ncclFloat8e4m3 is 2.24's (its code is 24400).
+  int loaded_version = 0;
+  if (program_.comm_dtype == CommDtype::Fp8 && ncclGetVersion(&loaded_version) == ncclSuccess &&
+      loaded_version < NCCL_VERSION(2, 24, 0))
+    throw InputError(plan_.scenario_file, "strategy.comm_dtype",
+                     "fp8 communication needs NCCL 2.24 or newer; the libnccl loaded is version code " +
+                         std::to_string(loaded_version));
   for (int d : world_.devices()) {
     cudaDeviceProp prop;
     COMMSIM_CUDA(cudaGetDeviceProperties(&prop, d));

@@ -29,7 +29,7 @@ void enqueue_local(Rank& r, const LaunchProgram& program, const LaunchOp& op, do
       kernels::cast_down(b->f32 + offset, static_cast<char*>(b->comm) + offset * wb, wire, op.count, s);
       break;
     case OpKind::CastUp: {
-      const bool narrow = program.comm_dtype != CommDtype::Fp32;
+      const bool narrow = op.dtype != Dtype::Float32;  // from the comm dtype's copy, else the fp32 buffer in place
       const void* src = narrow ? static_cast<const void*>(static_cast<char*>(b->comm) + offset * wb) : b->f32 + offset;
       kernels::cast_up(src, b->f32 + offset, narrow ? wire : kernels::Wire::F32, op.count, op.scale, s);
       break;

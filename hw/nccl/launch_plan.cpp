@@ -245,14 +245,17 @@ class Translator {
     spec.packed_words = std::max(spec.packed_words, words);
     spec.gathered_words = std::max(spec.gathered_words, words * static_cast<std::uint64_t>(plan_.ranks));
     spec.dense_output = true;
-    emit({.kind = OpKind::Collective,
-          .stream = t.stream,
-          .task = i,
-          .buffer = b,
-          .call = Call::AllGather,
-          .comm = comm(t.stream, Scope::World),
-          .count = words,
-          .dtype = Dtype::Packed32});
+    // A tensor that keeps no pair (sparsity leaves k = 0) has nothing to gather: no call of count 0 on the buffers
+    // never allocated for it (NCCL would refuse them under NCCL_CHECK_POINTERS); the scatter still writes the zeros.
+    if (words > 0)
+      emit({.kind = OpKind::Collective,
+            .stream = t.stream,
+            .task = i,
+            .buffer = b,
+            .call = Call::AllGather,
+            .comm = comm(t.stream, Scope::World),
+            .count = words,
+            .dtype = Dtype::Packed32});
     emit({.kind = OpKind::Scatter, .stream = t.stream, .task = i, .buffer = b, .count = kept, .elements = e});
   }
 
@@ -279,8 +282,12 @@ class Translator {
       op.comm = comm(t.stream, Scope::World);
       emit(op);
     }
-    // Local SGD averages parameters: the sum is scaled by 1/ranks on the way back to fp32.
-    const float scale = t.purpose == Purpose::ParameterAverage ? 1.0f / static_cast<float>(plan_.ranks) : 1.0f;
+    // The sum becomes the average (the Plan's purposes; plan.hpp), scaled by 1/ranks on the way back to fp32 (in
+    // place for an fp32 collective), as the MPI backend divides: gradients (DDP's division by the world size),
+    // Local SGD's parameters and adaptive Local SGD's loss. A gather of parameter shards is not summed.
+    const bool averaged = t.purpose == Purpose::DenseGradients || t.purpose == Purpose::ParameterAverage ||
+                          t.purpose == Purpose::LossAverage;
+    const float scale = averaged ? 1.0f / static_cast<float>(plan_.ranks) : 1.0f;
     if (cast || scale != 1.0f) {
       const bool own_shard = s.call == Call::ReduceScatter;  // a reduce-scatter leaves each rank its shard
       emit({.kind = OpKind::CastUp,
@@ -288,6 +295,7 @@ class Translator {
             .task = i,
             .buffer = b,
             .count = own_shard ? s.count : s.buffer_elements,
+            .dtype = dtype,  // what the collective left: the comm dtype's copy, or the fp32 buffer itself
             .shard = own_shard,
             .first = first,
             .scale = scale});

@@ -74,7 +74,7 @@ struct LaunchOp {
   // Collective, CastDown/CastUp: where the op's elements start in the buffer (a partition_mb piece's offset in its
   // tensor group; 0 otherwise).
   std::uint64_t first = 0;
-  float scale = 1;             // CastUp
+  float scale = 1;             // CastUp (whose dtype is the collective's: the comm dtype's copy, or fp32 in place)
   std::uint64_t elements = 0;  // TopK / Scatter: dense elements of the buffer
 };
 

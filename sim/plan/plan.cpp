@@ -471,7 +471,9 @@ Plan build_plan(const Scenario& given, const Topology& topo, Model model) {
 
 int hierarchy_group_size(const Plan& plan, int ranks_per_node) {
   const int groups = plan.hierarchy_groups;
-  if (groups <= 0) return std::max(1, ranks_per_node);
+  // Leaders beside no hierarchy are ignored, as Paddle and the plan ignore them (with_hierarchy_leaders).
+  if (groups <= 0 || (plan.algorithm != Algorithm::Hierarchical && plan.ranks % groups != 0))
+    return std::max(1, ranks_per_node);
   if (plan.ranks % groups != 0)
     throw InputError(plan.scenario_file, "strategy.hierarchical_allreduce_leaders",
                      std::to_string(groups) + " groups do not divide " + std::to_string(plan.ranks) + " ranks");

@@ -283,7 +283,9 @@ TEST_P(NcclTranslateDtype, CastsAroundEachAllReduce) {
       EXPECT_EQ(op->buffer, coll.buffer);
       EXPECT_EQ(op->stream, coll.stream);
     }
-    EXPECT_EQ(up.scale, 1.0f);
+    // Gradients are averaged: the sum of kRanks ranks scaled by 1/kRanks on the way back, from the narrow copy.
+    EXPECT_EQ(up.scale, 1.0f / kRanks);
+    EXPECT_EQ(up.dtype, dtype);
     EXPECT_TRUE(l.program.buffers[static_cast<std::size_t>(coll.buffer)].comm_copy);
     ++triples;
   }
@@ -348,6 +350,67 @@ TEST(NcclTranslate, DgcPacksNarrowValues) {
       const LaunchOp* gather = &op - 1;
       EXPECT_EQ(gather->count, (6 * op.count + 3) / 4);
     }
+}
+
+// Gradients in fp32 are averaged in place: each allreduce is followed by a CastUp of the fp32 buffer itself (dtype
+// float, no copy) scaling the sum by 1/32, as the MPI backend divides and DDP divides by the world size. Sharded
+// stage 3's all-gathers of parameter shards are not summed, so nothing follows them; its reduce-scatters scale the
+// rank's own shard.
+TEST(NcclTranslate, GradientsAreAveragedAndGathersAreNot) {
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{}, std::vector<std::string>{R"(strategy.sharding={"stage":3})"}}) {
+    const Loaded l = load(sets);
+    const LaunchStep& step = l.program.step_plans[0];
+    int averaged = 0, gathers = 0;
+    for (std::size_t j = 0; j < step.ops.size(); ++j) {
+      const LaunchOp& op = step.ops[j];
+      if (op.kind != OpKind::Collective) continue;
+      const bool next_scales = j + 1 < step.ops.size() && step.ops[j + 1].kind == OpKind::CastUp;
+      if (op.call == Call::AllGather) {
+        EXPECT_FALSE(next_scales);
+        ++gathers;
+        continue;
+      }
+      ASSERT_TRUE(next_scales) << j;
+      const LaunchOp& up = step.ops[j + 1];
+      EXPECT_FLOAT_EQ(up.scale, 1.0f / kRanks);
+      EXPECT_EQ(up.dtype, Dtype::Float32);
+      EXPECT_EQ(up.shard, op.call == Call::ReduceScatter);
+      EXPECT_FALSE(l.program.buffers[static_cast<std::size_t>(op.buffer)].comm_copy);
+      ++averaged;
+    }
+    EXPECT_GT(averaged, 0);
+    EXPECT_EQ(gathers > 0, !sets.empty());
+  }
+}
+
+// Leaders beside no hierarchy are ignored, as the simulator ignores them (and Paddle): 3 leaders do not divide 32
+// ranks, yet without use_hierarchical_allreduce the plan translates, its groups one node's 8 ranks.
+TEST(NcclTranslate, LeadersWithoutTheHierarchyAreIgnored) {
+  const Loaded l = load({"strategy.hierarchical_allreduce_leaders=3"});
+  EXPECT_EQ(l.program.group_size, kRanksPerNode);
+}
+
+// DGC on every tensor (min_elements 1) at sparsity 0.999: a tensor of fewer than 1000 elements keeps k = 0 pairs, so
+// it has nothing to gather: no ncclAllGather of count 0 (on buffers never allocated), only the scatter that writes
+// its zeros; a tensor that keeps pairs gathers them.
+TEST(NcclTranslate, ADgcTensorKeepingNoPairGathersNothing) {
+  const Loaded l =
+      load({R"(strategy.dgc={"rampup_begin_step":0,"rampup_step":1,"sparsity":[0.999],"min_elements":1})"});
+  int empty = 0, kept = 0;
+  for (const LaunchStep& step : l.program.step_plans)
+    for (std::size_t j = 0; j < step.ops.size(); ++j) {
+      const LaunchOp& op = step.ops[j];
+      if (op.kind == OpKind::Collective) {
+        EXPECT_GT(op.count, 0u);
+      }
+      if (op.kind != OpKind::Scatter) continue;
+      const bool gathered = j > 0 && step.ops[j - 1].kind == OpKind::Collective && step.ops[j - 1].task == op.task;
+      EXPECT_EQ(gathered, op.count > 0) << j;
+      ++(op.count > 0 ? kept : empty);
+    }
+  EXPECT_GT(empty, 0);
+  EXPECT_GT(kept, 0);
 }
 
 // Local SGD every 4 steps from step 0: local steps only compute (no collective); averaging steps allreduce every
