@@ -23,20 +23,26 @@ const char* scalar_type(CommDtype d) {
   return "Float";
 }
 
-const char* collective_name(Collective op) {
+// PyTorch's names of a collective: the "Collective name" a ProcessGroup records, and ProcessGroupMPI's profiling
+// title after "mpi:".
+struct CollectiveNames {
+  const char* recorded;
+  const char* mpi_work;
+};
+CollectiveNames names_of(Collective op) {
   switch (op) {
     case Collective::AllReduce:
-      return "allreduce";
+      break;
     case Collective::ReduceScatter:
-      return "_reduce_scatter_base";
+      return {"_reduce_scatter_base", "reduce_scatter"};
     case Collective::AllGather:
-      return "_allgather_base";
+      return {"_allgather_base", "all_gather"};
     case Collective::Broadcast:
-      return "broadcast";
+      return {"broadcast", "broadcast"};
     case Collective::Reduce:
-      return "reduce";
+      return {"reduce", "reduce"};
   }
-  return "allreduce";
+  return {"allreduce", "all_reduce"};
 }
 
 nlohmann::json span(const std::string& name, const char* cat, int tid, double start_s, double duration_s, int pid = 0) {
@@ -59,23 +65,6 @@ std::string nccl_kernel_name(const Task& t, const TraceEvent& e, CommDtype dtype
   for (const char* key : {"algorithm", "protocol"})
     if (e.args.contains(key) && e.args.at(key).is_string()) name += "_" + uppercase(e.args.at(key).get<std::string>());
   return name + "(ncclDevComm*, unsigned long, ncclWork*)";
-}
-
-// ProcessGroupMPI's profiling titles after "mpi:".
-const char* mpi_work_name(Collective op) {
-  switch (op) {
-    case Collective::AllReduce:
-      return "all_reduce";
-    case Collective::ReduceScatter:
-      return "reduce_scatter";
-    case Collective::AllGather:
-      return "all_gather";
-    case Collective::Broadcast:
-      return "broadcast";
-    case Collective::Reduce:
-      return "reduce";
-  }
-  return "all_reduce";
 }
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
@@ -142,7 +131,7 @@ struct SpanWriter {
     const int group = t.collective.ranks.empty() ? plan.ranks : static_cast<int>(t.collective.ranks.size());
     const bool gather = t.collective.op == Collective::AllGather,
                scatter = t.collective.op == Collective::ReduceScatter;
-    const nlohmann::json record_args = {{"Collective name", collective_name(t.collective.op)},
+    const nlohmann::json record_args = {{"Collective name", names_of(t.collective.op).recorded},
                                         {"In msg nelems", gather ? elements / group : elements},
                                         {"Out msg nelems", scatter ? elements / group : elements},
                                         {"dtype", scalar_type(plan.comm_dtype)},
@@ -159,7 +148,7 @@ struct SpanWriter {
       nlohmann::json op = span("record_param_comms", "cpu_op", host_tid(t), issued, 0);
       op["args"] = record_args;
       events.push_back(op);
-      events.push_back(span(std::string("mpi:") + mpi_work_name(t.collective.op), "cpu_op", host_tid(t), issued,
+      events.push_back(span(std::string("mpi:") + names_of(t.collective.op).mpi_work, "cpu_op", host_tid(t), issued,
                             e.start_s + e.duration_s - issued));
       return;
     }
