@@ -99,7 +99,8 @@ void add_names(const Result& result, const Plan& plan, bool gpu, nlohmann::json&
 }
 
 // Writes tasks as the profiler's spans, numbering forward ops (Sequence number) and collectives (Seq) as it does.
-// CPU layout: every task a span on its stream's thread, a collective's record_param_comms covering its run. GPU
+// CPU layout: every task a span on its stream's thread, a collective a record_param_comms when issued and a work span
+// (mpi:...) from then to its end. GPU
 // layout (an NCCL library): compute and local work are kernels on the GPU's streams, each launched by the host
 // (cudaLaunchKernel with the kernel's correlation) from the module's span (compute) or the hooks' thread (the rest);
 // a collective is record_param_comms and its launch on the hooks' thread when the framework issued it, and its NCCL
