@@ -22,6 +22,12 @@ __global__ void cast_up_kernel(const T* src, float* dst, std::uint64_t n, float 
   for (std::uint64_t i = global_index(); i < n; i += grid_stride()) dst[i] = to_float<T>(src[i]) * scale;
 }
 
+// The average from a sum: divided (not multiplied by 1/ranks), as the MPI backend divides, so that an exact sum of
+// ranks x an average gives the average back exactly.
+__global__ void divide_kernel(float* data, std::uint64_t n, float divisor) {
+  for (std::uint64_t i = global_index(); i < n; i += grid_stride()) data[i] = data[i] / divisor;
+}
+
 __global__ void fill_random_kernel(float* dst, std::uint64_t n, std::uint64_t seed) {
   for (std::uint64_t i = global_index(); i < n; i += grid_stride()) {
     std::uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;  // splitmix64
@@ -76,7 +82,7 @@ __global__ void count_dgc_kernel(const float* dense, std::uint64_t n, std::uint6
       const std::uint64_t d = (i + n - static_cast<std::uint64_t>(r) % n) % n;  // i = (j * stride + r) mod n
       if (d % stride == 0 && d / stride < k) expected += dgc_value(d / stride, r);
     }
-    if (dense[i] != expected) ++bad;
+    if (dense[i] != expected / static_cast<float>(ranks)) ++bad;  // the average, as scatter_add leaves it
   }
   if (bad) atomicAdd(wrong, bad);
 }
@@ -293,6 +299,8 @@ void scatter_add(const void* gathered, std::uint64_t words_per_rank, int ranks, 
                                                                       words_per_rank, ranks, k, dense, n);
   });
   COMMSIM_LAUNCHED("scatter_add_kernel");
+  divide_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dense, n, static_cast<float>(ranks));
+  COMMSIM_LAUNCHED("divide_kernel");
 }
 
 }  // namespace commsim::nccl::kernels

@@ -52,8 +52,9 @@ void topk_scratch_destroy(TopkScratch& s);
 // compacts the k selected elements into `packed`: k int32 indices, then k values in `wire` (order unspecified).
 void topk(const float* g, std::uint64_t n, std::uint64_t k, void* packed, Wire wire, const TopkScratch& scratch,
           cudaStream_t stream);
-// DGC decompression: zeroes `dense` (n elements), then adds the `ranks` gathered blocks of `words_per_rank` words,
-// each holding k (index, value) pairs laid out as topk writes them.
+// DGC decompression: zeroes `dense` (n elements), adds the `ranks` gathered blocks of `words_per_rank` words, each
+// holding k (index, value) pairs laid out as topk writes them, then divides by the ranks (the average, as the MPI
+// backend's decoding does).
 void scatter_add(const void* gathered, std::uint64_t words_per_rank, int ranks, std::uint64_t k, Wire wire,
                  float* dense, std::uint64_t n, cudaStream_t stream);
 
