@@ -41,7 +41,7 @@ int validate_trace(const std::string& scenario, const std::string& trace_path) {
   const SimulationRun run =
       simulate_scenario(scenario, {}, 0, Fidelity::Analytical, validate::trace_selection_for(trace));
   std::printf("%s against %s (%zu traced steps, collectives from %s)\n", run.scenario.name.c_str(), trace_path.c_str(),
-              trace.steps.size(), trace.collective_source.c_str());
+              trace.steps.size(), std::string(to_string(trace.collective_source)).c_str());
   std::printf("%s", validate::trace_table(validate::compare_with_trace(trace, run)).c_str());
   return 0;
 }

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <optional>
 
 namespace commsim::validate {
 namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // The predicted collectives of each traced step, in start order: durations and sizes in elements.
 struct PredictedCollective {
@@ -32,16 +36,13 @@ std::vector<int> traced_step_numbers(const KinetoTrace& trace, const SimulationR
                                      std::vector<std::string>& notes) {
   std::vector<int> numbers;
   for (const TracedStep& s : trace.steps) {
-    const std::size_t at = s.name.rfind('#');
-    const std::string digits = at == std::string::npos ? "" : s.name.substr(at + 1);
-    const auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
-    if (digits.empty() || digits.size() > 6 || !std::all_of(digits.begin(), digits.end(), digit) ||
-        std::stoul(digits) >= run.result.steps_s.size()) {
+    const std::optional<int> n = s.number();
+    if (!n || static_cast<std::size_t>(*n) >= run.result.steps_s.size()) {
       notes.push_back("predicted as the steady state: " + s.name + " is not a step of the scenario's " +
                       std::to_string(run.result.steps_s.size()));
       return {};
     }
-    numbers.push_back(static_cast<int>(std::stoul(digits)));
+    numbers.push_back(*n);
   }
   return numbers;
 }
@@ -89,15 +90,7 @@ double predicted_exposed_s(const SimulationRun& run, int step, bool gpu) {
     if (t.kind == TaskKind::Compute) compute_s += e->duration_s;
     if (t.kind != TaskKind::Collective) busy.push_back({e->start_s, e->start_s + e->duration_s});
   }
-  if (gpu) {
-    std::sort(busy.begin(), busy.end());
-    compute_s = 0;
-    double reach = -1e300;
-    for (auto [from, to] : busy) {
-      from = std::max(from, reach);
-      if (to > from) compute_s += to - from, reach = to;
-    }
-  }
+  if (gpu) compute_s = covered_s(std::move(busy), -kInfinity, kInfinity);
   return std::max(0.0, run.result.steps_s[static_cast<std::size_t>(step)] - compute_s);
 }
 
@@ -105,18 +98,14 @@ double predicted_exposed_s(const SimulationRun& run, int step, bool gpu) {
 
 TraceSelection trace_selection_for(const KinetoTrace& trace) {
   TraceSelection selection;
-  int first = -1, last = -1;
+  std::optional<int> first, last;
   for (const TracedStep& s : trace.steps) {
-    const std::size_t at = s.name.rfind('#');
-    const std::string digits = at == std::string::npos ? "" : s.name.substr(at + 1);
-    if (digits.empty() || digits.size() > 6 ||
-        !std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
-      return selection;
-    const int n = std::stoi(digits);
-    first = first < 0 ? n : std::min(first, n);
-    last = std::max(last, n);
+    const std::optional<int> n = s.number();
+    if (!n) return {};
+    first = std::min(first.value_or(*n), *n);
+    last = std::max(last.value_or(*n), *n);
   }
-  if (first >= 0) selection.first_step = first, selection.last_step = last;
+  if (first) selection.first_step = *first, selection.last_step = *last;
   return selection;
 }
 
@@ -135,9 +124,9 @@ TraceComparison compare_with_trace(const KinetoTrace& trace, const SimulationRun
   c.rows.push_back({"step time", trace.mean_step_s(), numbers.empty() ? run.result.step_time_s : step_s});
   c.rows.push_back(
       {"exposed communication", trace.mean_exposed_comm_s(), have_events ? exposed_s : run.result.exposed_comm_s});
-  const Timed timed = trace.collective_source == "nccl kernels" ? Timed::Kernel
-                      : trace.collective_source == "work spans" ? Timed::SinceIssued
-                                                                : Timed::Task;
+  const Timed timed = trace.collective_source == CollectiveSource::NcclKernels ? Timed::Kernel
+                      : trace.collective_source == CollectiveSource::WorkSpans ? Timed::SinceIssued
+                                                                               : Timed::Task;
   std::vector<std::vector<PredictedCollective>> predicted;
   for (int n : have_events ? numbers : std::vector<int>{}) predicted.push_back(predicted_collectives(run, n, timed));
   const std::size_t measured_count = trace.collectives_per_step();

@@ -104,9 +104,10 @@ bool contains(const std::string& s, const char* part) { return s.find(part) != s
 // A bucket of gradients is reduced (allreduce; reduce-scatter under ZeRO and FSDP) or gathered (all-gather), in any
 // of the spellings c10d records in "Collective name" (allreduce, allreduce_coalesced, _reduce_scatter_base,
 // all_gather, _allgather_base, allgather_into_tensor_coalesced, ...) or gloo's work spans carry (gloo:all_reduce).
+bool is_gather(const std::string& name) { return contains(name, "allgather") || contains(name, "all_gather"); }
 bool is_gradient_collective(const std::string& name) {
   return contains(name, "allreduce") || contains(name, "all_reduce") || contains(name, "reduce_scatter") ||
-         contains(name, "allgather") || contains(name, "all_gather");
+         is_gather(name);
 }
 
 // The collectives the simulator models: those, and broadcast and reduce (DDP's broadcast of buffers in forward; the
@@ -143,17 +144,6 @@ TracedCollective collective_of(const Span& s, const std::string& path) {
   c.start_s = s.start_s;
   c.duration_s = s.end_s - s.start_s;
   return c;
-}
-
-double union_within(std::vector<std::pair<double, double>> spans, double from, double to) {
-  std::sort(spans.begin(), spans.end());
-  double covered = 0, reach = from;
-  for (auto [a, b] : spans) {
-    a = std::max(a, reach);
-    b = std::min(b, to);
-    if (b > a) covered += b - a, reach = b;
-  }
-  return covered;
 }
 
 // A record_param_comms span of a collective. c10d records a Work's wait the same way, with "Collective name" "wait"
@@ -214,7 +204,9 @@ void add_collectives(const std::vector<Span>& spans, const Launches& launches, c
     nccl |= is_nccl_kernel(s);
     work |= is_work_span(s);
   }
-  trace.collective_source = nccl ? "nccl kernels" : work ? "work spans" : "record_param_comms";
+  trace.collective_source = nccl   ? CollectiveSource::NcclKernels
+                            : work ? CollectiveSource::WorkSpans
+                                   : CollectiveSource::Records;
   auto issued_s = [&](const Span& s) {
     const Span* launch = nccl ? launch_of(s, launches) : nullptr;
     return launch ? launch->start_s : s.start_s;
@@ -523,6 +515,38 @@ void add_backward_and_kernels(const std::vector<Span>& spans, const StepOf& step
 
 }  // namespace
 
+double covered_s(std::vector<std::pair<double, double>> spans, double from_s, double to_s) {
+  std::sort(spans.begin(), spans.end());
+  double covered = 0, reach = from_s;
+  for (auto [a, b] : spans) {
+    a = std::max(a, reach);
+    b = std::min(b, to_s);
+    if (b > a) covered += b - a, reach = b;
+  }
+  return covered;
+}
+
+std::optional<int> TracedStep::number() const {
+  const std::size_t at = name.rfind('#');
+  const std::string digits = at == std::string::npos ? "" : name.substr(at + 1);
+  if (digits.empty() || digits.size() > 6 ||
+      !std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    return std::nullopt;
+  return std::stoi(digits);
+}
+
+std::string_view to_string(CollectiveSource source) {
+  switch (source) {
+    case CollectiveSource::NcclKernels:
+      return "nccl kernels";
+    case CollectiveSource::WorkSpans:
+      return "work spans";
+    case CollectiveSource::Records:
+      break;
+  }
+  return "record_param_comms";
+}
+
 KinetoTrace read_kineto_trace(const std::string& path) {
   const Json root = read_json_file(path);
   const std::vector<Span> spans = trace_spans(root, path);
@@ -550,8 +574,8 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   for (const auto* list : {&trace.collectives, &trace.forward_collectives})
     for (const TracedCollective& c : *list) busy.push_back({c.start_s, c.start_s + c.duration_s});
   for (TracedStep& st : trace.steps) {
-    st.compute_s = union_within(compute, st.start_s, st.start_s + st.duration_s);
-    st.busy_s = union_within(busy, st.start_s, st.start_s + st.duration_s);
+    st.compute_s = covered_s(compute, st.start_s, st.start_s + st.duration_s);
+    st.busy_s = covered_s(busy, st.start_s, st.start_s + st.duration_s);
   }
   return trace;
 }
@@ -575,8 +599,8 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
   Model m;
   m.name = name.empty() ? std::filesystem::path(path).stem().string() : name;
   m.source = "PyTorch profiler trace " + std::filesystem::path(path).filename().string() + ", " +
-             std::to_string(trace.steps.size()) + " steps; collectives from " + trace.collective_source +
-             "; imported by commsim model from-trace";
+             std::to_string(trace.steps.size()) + " steps; collectives from " +
+             std::string(to_string(trace.collective_source)) + "; imported by commsim model from-trace";
   m.sample = batch == 1 ? "the traced batch (times are per batch: simulate with batch_per_gpu 1)"
                         : "one of the " + std::to_string(batch) + " samples of the traced batch";
   m.description = "Measured: forward and backward time per leaf module (mean over the traced steps" +
@@ -599,18 +623,13 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
     l.backward_s_per_sample = t.backward_s / batch;
     m.layers.push_back(l);
   }
-  // Each collective's gradients: the layer whose backward ended last before the collective started (backward runs
-  // in reverse forward order, so that is the lowest forward index among the layers already done). Allreduces and
-  // reduce-scatters carry the gradients; an all-gather in backward gathers parameters back (sharded training), so it
-  // adds no tensor: each parameter would otherwise count twice.
   // All-gathers after the backward began beside reduce-scatters gather sharded parameters back; without any, they are
   // a sparse exchange of selected gradients (DGC), which holds k selected values, not the gradients' sizes.
   const TracedCollective* first_gather = nullptr;
   bool reduce_scatters = false;
   for (const TracedCollective& c : trace.collectives)
     if (c.step == 0) {
-      const bool gather = contains(c.name, "allgather") || contains(c.name, "all_gather");
-      if (gather && first_gather == nullptr) first_gather = &c;
+      if (is_gather(c.name) && first_gather == nullptr) first_gather = &c;
       reduce_scatters |= contains(c.name, "reduce_scatter");
     }
   if (first_gather != nullptr && !reduce_scatters)
@@ -618,12 +637,16 @@ Model model_from_trace(const KinetoTrace& trace, const std::string& path, const 
                      "an all-gather after the backward began and no reduce-scatter in the step: a sparse exchange of "
                      "selected gradients (DGC), whose dense sizes a trace does not hold; import a trace taken without "
                      "gradient compression");
+  // Each collective's gradients: the layer whose backward ended last before the collective was issued (backward
+  // runs in reverse forward order, so that is the lowest forward index among the layers already done). Allreduces
+  // and reduce-scatters carry the gradients; an all-gather in backward gathers parameters back (sharded training), so
+  // it adds no tensor: each parameter would otherwise count twice.
   std::vector<std::vector<int>> buckets_of_layer(m.layers.size());
   int k = 0;
   std::size_t gathers = 0;
   for (const TracedCollective& c : trace.collectives) {
     if (c.step != 0) continue;
-    if (contains(c.name, "allgather") || contains(c.name, "all_gather")) {
+    if (is_gather(c.name)) {
       ++gathers, ++k;
       continue;
     }

@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/model/model.hpp"
@@ -46,7 +48,14 @@ struct TracedStep {
   double compute_s = 0;          // union of the step's compute spans
   double backward_start_s = -1;  // its first backward op's start (-1: none traced)
   double busy_s = 0;             // union of its compute and collective spans
+  // N of "ProfilerStep#N" (the N-th step since the profiler started); none where the name holds no such number.
+  std::optional<int> number() const;
 };
+
+// Where a trace's collectives were read from: NCCL kernels, a CPU process group's work spans (gloo:, mpi:), or the
+// record_param_comms spans themselves (the MPI backend's traces before it wrote work spans).
+enum class CollectiveSource { NcclKernels, WorkSpans, Records };
+std::string_view to_string(CollectiveSource source);
 
 struct KinetoTrace {
   std::vector<TracedStep> steps;              // in time order
@@ -54,8 +63,8 @@ struct KinetoTrace {
   std::vector<TracedCollective> collectives;  // the gradients' (from the backward on), every step, in time order
   // Collectives a step ran before its backward (DDP's buffer broadcast): not gradients, not in the model.
   std::vector<TracedCollective> forward_collectives;
-  std::string collective_source;  // "nccl kernels" or "record_param_comms"
-  bool compute_on_gpu = false;    // compute is the GPU's work (the trace has kernels), else host spans
+  CollectiveSource collective_source = CollectiveSource::Records;
+  bool compute_on_gpu = false;  // compute is the GPU's work (the trace has kernels), else host spans
 
   double mean_step_s() const;
   // Step time minus compute, per step, mean: the simulator's exposed communication (Result::exposed_comm_s).
@@ -64,6 +73,9 @@ struct KinetoTrace {
   std::size_t collectives_per_step() const;
   double mean_collective_s(std::size_t index) const;
 };
+
+// The time the spans [from, to) cover within [from_s, to_s), each instant once.
+double covered_s(std::vector<std::pair<double, double>> spans, double from_s, double to_s);
 
 // Reads a trace; a trace without steps, or a collective without its size, is an InputError naming the file and the
 // event's field (traceEvents[i].args.In msg nelems).

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "sim/core/error.hpp"
+#include "sim/core/limits.hpp"
 #include "sim/core/units.hpp"
 #include "sim/plan/plan_builder.hpp"
 
@@ -435,7 +436,14 @@ void straggler_factors(const Stragglers& sg, int steps, Plan& plan) {
 
 Plan build_plan(const Scenario& given, const Topology& topo, Model model) {
   Scenario sc = with_hierarchy_leaders(given, topo.ranks(), topo.ranks_per_node());
-  sc.steps = whole_period_steps(sc.strategy, given.steps);
+  if (const std::int64_t steps = whole_period_steps(sc.strategy, given.steps); steps > kMaxSteps)
+    throw InputError(sc.file, "strategy.localsgd.k_steps",
+                     "whole Local SGD periods of " + std::to_string(sc.strategy.localsgd->k_steps) +
+                         " steps from step " + std::to_string(sc.strategy.localsgd->begin_step) + " need " +
+                         std::to_string(steps) + " steps, more than the " + std::to_string(kMaxSteps) +
+                         " a run may have");
+  else
+    sc.steps = static_cast<int>(steps);
   Plan plan;
   plan.scenario_name = sc.name;
   plan.scenario_file = sc.file;

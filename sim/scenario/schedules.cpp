@@ -28,8 +28,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/core/limits.hpp"
-
 namespace commsim {
 
 namespace {
@@ -105,12 +103,12 @@ int first_steady_step(const Strategy& st, int steps) {
   return start;
 }
 
-int whole_period_steps(const Strategy& st, int steps) {
-  if (!st.localsgd || st.localsgd->adaptive) return steps;
+std::int64_t whole_period_steps(const Strategy& st, int steps) {
+  // Adaptive intervals follow the run; a begin_step past the run leaves no steady state to complete.
+  if (!st.localsgd || st.localsgd->adaptive || st.localsgd->begin_step >= steps) return steps;
   // From begin_step on, Paddle averages after every k-th step: commsim's steps begin + j k - 1 (j = 1, 2, ...).
   const std::int64_t begin = st.localsgd->begin_step, k = st.localsgd->k_steps;
-  const std::int64_t periods = std::max<std::int64_t>(1, (steps - begin + k - 1) / k);
-  return static_cast<int>(std::min<std::int64_t>(begin + periods * k, std::max<std::int64_t>(steps, kMaxSteps)));
+  return begin + (steps - begin + k - 1) / k * k;
 }
 
 int steady_state_start(const Strategy& st, int steps) {

@@ -3,6 +3,7 @@
 // correspond to are named in schedules.cpp beside each formula.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "sim/scenario/scenario.hpp"
@@ -24,10 +25,11 @@ std::vector<bool> localsgd_averaging_steps(const LocalSgd& l, int steps);
 // The first step of the steady state: DGC at its final sparsity, Local SGD past begin_step (plain) or past its first
 // dynamically chosen interval (adaptive; `steps` when none is within `steps`). It may lie beyond the run.
 int first_steady_step(const Strategy& strategy, int steps);
-// The steps to run for `steps` asked: with plain Local SGD, rounded up so that the steady state (from begin_step)
-// holds a whole number of k-step periods, at least one: a mean over part of a period counts its averaging step too
-// often or never (k = 16 in 12 steps from step 0 would price no averaging at all). Otherwise `steps`.
-int whole_period_steps(const Strategy& strategy, int steps);
+// The steps to run for `steps` asked: with plain Local SGD whose begin_step is within them, rounded up so that the
+// steady state (from begin_step) holds whole k-step periods: a mean over part of a period counts its averaging step
+// too often or never (k = 16 in 12 steps from step 0 would price no averaging at all). Otherwise `steps`. It may
+// exceed what a run may have (kMaxSteps), which the plan refuses.
+std::int64_t whole_period_steps(const Strategy& strategy, int steps);
 // The first step counted in the steady-state mean: first_steady_step, or 0 when that is not within `steps` (the
 // mean is then over every step, and the plan's notes say the steady state was not reached).
 int steady_state_start(const Strategy& strategy, int steps);

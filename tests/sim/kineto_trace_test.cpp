@@ -54,7 +54,7 @@ TEST(KinetoTrace, HandWrittenNcclTrace) {
   EXPECT_NEAR(t.modules[1].forward_s, 2e-3, 1e-12);
   EXPECT_NEAR(t.modules[1].backward_s, 3e-3, 1e-12);
   EXPECT_NEAR(t.mean_exposed_comm_s(), 3e-3, 1e-12);
-  EXPECT_EQ(t.collective_source, "nccl kernels");
+  EXPECT_EQ(t.collective_source, CollectiveSource::NcclKernels);
   ASSERT_EQ(t.collectives_per_step(), 2u);
   EXPECT_EQ(t.collectives[0].elements, 1'000'000u);
   EXPECT_EQ(t.collectives[0].bytes_per_element, 4);
@@ -111,7 +111,7 @@ TEST(KinetoTrace, RealPyTorchDdpGlooTrace) {
   // (267 786 floats = 1.07 MB) close the first, fc1 (401 920 floats) the second, so 2 gloo allreduces per step.
   const KinetoTrace t = read_kineto_trace("tests/data/trace/ddp-gloo-mlp-small.json");
   ASSERT_EQ(t.steps.size(), 3u);
-  EXPECT_EQ(t.collective_source, "work spans");
+  EXPECT_EQ(t.collective_source, CollectiveSource::WorkSpans);
   EXPECT_EQ(t.collectives_per_step(), 2u);
   // 5, not 6: the last step's second gloo span is not in the file (the profiler stopped with the step, before gloo's
   // worker thread had closed its span); the reader counts what is there.
@@ -144,7 +144,7 @@ TEST(KinetoTrace, RealPyTorchDdpNcclTraceOnAGpu) {
   // without c10d's "wait" records (no elements). DDP's 25 MiB buckets (its first bucket 1 MiB) hold every gradient
   // once: 5 allreduces per step whose elements add up to ResNet-50's 25 557 032 parameters (torchvision's
   // ResNet50_Weights.IMAGENET1K_V1 meta num_params).
-  EXPECT_EQ(t.collective_source, "record_param_comms");
+  EXPECT_EQ(t.collective_source, CollectiveSource::Records);
   ASSERT_EQ(t.collectives_per_step(), 5u);
   std::uint64_t elements = 0;
   for (const TracedCollective& c : t.collectives) {

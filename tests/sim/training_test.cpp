@@ -433,6 +433,12 @@ TEST(LocalSgd, StepsCoverWholePeriods) {
   EXPECT_EQ(simulate(scenario(t, {{"fusion", kOneBucket}, {"localsgd", {{"k_steps", 16}, {"begin_step", 0}}}}, 17))
                 .steps_s.size(),
             32u);
+  // A begin_step past the run leaves no steady state to complete: the 4 steps asked run (the plan notes that the
+  // steady state is not reached). A period that would take a run past its 100 000 steps is refused
+  // (tests/data/bad/catalogue.json).
+  EXPECT_EQ(simulate(scenario(t, {{"fusion", kOneBucket}, {"localsgd", {{"k_steps", 16}, {"begin_step", 10}}}}, 4))
+                .steps_s.size(),
+            4u);
 }
 
 TEST(Stragglers, LocalSgdWaitsOnlyAtAveraging) {
