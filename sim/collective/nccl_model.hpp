@@ -163,7 +163,7 @@ std::string scale_key(Collective op, Algorithm algorithm, Protocol protocol);
 // Versions present in libraries/nccl.json, newest last; and whether `version` selects one of them.
 std::vector<std::string> table_versions();
 bool known_version(std::string_view version);
-// The constants table `version` is priced with ("2.22.3" -> "2.21"), "" when none.
+// The constants table `version` is priced with ("2.24.9" -> "2.24", "2.28" -> "2.28.9"), "" when none.
 std::string table_for(std::string_view version);
 // Why `version` cannot be priced (no constants table for it), or "" when it can.
 std::string release_problem(const std::string& version);

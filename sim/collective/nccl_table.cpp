@@ -230,7 +230,7 @@ const std::vector<Table>& tables() {
   return all;
 }
 
-// A version uses the newest table not newer than it ("2.22.3" -> "2.21", "2.28.7" -> "2.28.7", "2.28" -> the
+// A version uses the newest table not newer than it ("2.24.9" -> "2.24", "2.28.8" -> "2.28.7", "2.28" -> the
 // newest 2.28 table); none before the oldest table.
 const Table* find_table(std::string_view version) {
   const long long wanted = version_number(version, 9999);
