@@ -133,6 +133,7 @@ Machine machine_of(const Topology& topo, const std::vector<int>& ranks) {
         if (!is_network(link.link_class)) continue;
         nic_links[id] = link.effective_Bps() / 1e9;
         m.gpudirect_network = link.link_class != LinkClass::Tcp;
+        m.nic_path = std::max(m.nic_path, topo.nic_path(first[i] % topo.ranks_per_node()));
         latency_s = std::max(latency_s, link.latency_s);
         break;
       }

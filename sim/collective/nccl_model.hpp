@@ -58,11 +58,12 @@ struct Estimate {
 // The machine as NCCL's topology search sees it, derived from a topology.
 struct Machine {
   int ranks = 0, nodes = 0;
-  bool nvlink_intra = false;        // GPUs of a node talk over NVLink (else PCI)
-  double intra_GBps = 0;            // per-GPU bandwidth of the intra-node ring (slowest local hop), GB/s
-  double inter_GBps = 0;            // per-node network bandwidth (sum over the node's distinct NICs), GB/s; 0 on 1 node
-  double nvlink_GBps = 0;           // per-GPU NVLink/NVSwitch bandwidth (NVLS), GB/s
-  bool gpudirect_network = false;   // the network is reached without the CPU (RDMA/EFA/TCPX, not sockets)
+  bool nvlink_intra = false;       // GPUs of a node talk over NVLink (else PCI)
+  double intra_GBps = 0;           // per-GPU bandwidth of the intra-node ring (slowest local hop), GB/s
+  double inter_GBps = 0;           // per-node network bandwidth (sum over the node's distinct NICs), GB/s; 0 on 1 node
+  double nvlink_GBps = 0;          // per-GPU NVLink/NVSwitch bandwidth (NVLS), GB/s
+  bool gpudirect_network = false;  // the network is reached without the CPU (RDMA/EFA/TCPX, not sockets)
+  Topology::NicPath nic_path = Topology::NicPath::Pix;  // the worst rank -> NIC path (NCCL's graph typeInter)
   double transport_latency_us = 0;  // the network transport's latency beyond InfiniBand's (EFA, TCPX, sockets)
   int channels = 0;                 // NCCL's ring/tree channel count
   // Whether NCCL's ring search keeps every channel a replay of its first (graph sameChannels, src/graph/search.cc:

@@ -207,6 +207,10 @@ std::vector<Table> load_tables() {
     read_nvls(c, t);
     read_pat(c, t);
     t.ll128_enabled = ll128_generations(c.at("ll128_compute_capabilities").get<std::string>());
+    const std::string nic_paths = c.at("ll128_nic_paths").get<std::string>();
+    COMMSIM_CHECK(nic_paths == "PIX, PXB; PXN from 90" || nic_paths == "PIX, PXB; PXN, P2C from 90",
+                  "libraries/nccl.json: ll128_nic_paths is neither rule");
+    t.ll128_over_c2c = nic_paths == "PIX, PXB; PXN, P2C from 90";
     t.gather_scatter = read_gather_scatter(c.at("gather_scatter_algorithms"));
     COMMSIM_CHECK(t.gather_scatter[kPat] == t.pat, "libraries/nccl.json: PAT's constants and its allgather differ");
     for (int a = 0; a < kArchs; ++a) {

@@ -77,7 +77,10 @@ struct Table {
   Bytes nvls_tree_chunk_below_4_nodes = 0, nvls_tree_chunk_from_4_nodes = 0;
   bool pat = false;  // the release has PAT (its constants; then reduce-scatter and allgather list it too)
   double pat_bandwidth_factor = 1, pat_base_latency_us = 0, pat_inter_latency_divisor = 1, pat_latency_per_rank_us = 0;
-  std::array<bool, kArchs> ll128_enabled{};       // by GPU generation, from "ll128_compute_capabilities"
+  std::array<bool, kArchs> ll128_enabled{};  // by GPU generation, from "ll128_compute_capabilities"
+  // Across nodes LL128 needs a NIC path up to PXB, or up to PXN from Hopper ("ll128_nic_paths"); from 2.27 a path
+  // through NVLink-C2C (P2C) passes too on Hopper and later.
+  bool ll128_over_c2c = false;
   std::array<bool, kNcclAlgos> gather_scatter{};  // the algorithms of reduce-scatter and allgather
   std::array<std::map<std::string, ModelScale>, kArchs> fitted;
   std::array<double, kArchs> fitted_band_rel{};

@@ -38,14 +38,25 @@ int comm_channels(const Machine& m, const CommLibrary& lib, const Table& t) {
   return std::max(m.channels, nvls_channel_count(t, lib.gpu_arch, m.nodes));
 }
 
+// Whether NCCL enables LL128 across nodes over the machine's NIC paths (graphs[a]->typeInter; tuning.cc
+// v2.18.6-1:285, v2.27.7-1:459-465; the table's ll128_nic_paths): sockets never, up to PXB always, a path through
+// the CPU never but, from 2.27 on Hopper and later, one through NVLink-C2C (P2C).
+bool ll128_across_nodes(const Machine& m, const CommLibrary& lib, const Table& t) {
+  if (!m.gpudirect_network) return false;
+  using NicPath = Topology::NicPath;
+  if (m.nic_path <= NicPath::Pxb) return true;
+  return m.nic_path == NicPath::P2c && t.ll128_over_c2c && lib.gpu_arch >= GpuArch::Hopper;
+}
+
 // Which (collective, algorithm, protocol) NCCL models and enables by default (tuning.cc; nccl_model.hpp).
 bool applies(int a, int p, Collective op, const Machine& m, const CommLibrary& lib, const Table& t) {
   const int ppn = m.ranks / m.nodes;
   // LL128 only where NCCL tested it: NVLink inside the node (typeIntra <= PATH_NVB; a node of one GPU is PATH_LOC,
-  // which passes: search.cc v2.18.6-1:827, tuning.cc v2.18.6-1:286), the NIC reached without the CPU, and a compute
-  // capability the version enables (before 2.25 exactly sm70 / sm80 / sm90, so not Blackwell).
-  if (p == proto_index(Protocol::LL128) && !((m.nvlink_intra || ppn == 1) && (m.nodes == 1 || m.gpudirect_network) &&
-                                             t.ll128_enabled[arch_index(lib.gpu_arch)]))
+  // which passes: search.cc v2.18.6-1:827, tuning.cc v2.18.6-1:286), NIC paths it allows, and a compute capability
+  // the version enables (before 2.25 exactly sm70 / sm80 / sm90, so not Blackwell).
+  if (p == proto_index(Protocol::LL128) &&
+      !((m.nvlink_intra || ppn == 1) && (m.nodes == 1 || ll128_across_nodes(m, lib, t)) &&
+        t.ll128_enabled[arch_index(lib.gpu_arch)]))
     return false;
   const bool simple_only = a == kNvls || a == kNvlsTree || a == kCollNetDirect || a == kCollNetChain || a == kPat;
   if (simple_only && p != proto_index(Protocol::Simple)) return false;

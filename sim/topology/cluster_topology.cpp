@@ -136,6 +136,28 @@ int ClusterTopology::node_relation(int node_a, int node_b) const {
   return node_a / npl == node_b / npl ? 0 : 1;
 }
 
+// NCCL's path type of the rank's own NIC path (the ring's; PXN's detours through another GPU carry other traffic):
+// the worst of what it crosses, as src/graph/paths.cc classifies a path (v2.27.3-1:677-678 names GPU -> C2C -> CPU
+// -> PCIe P2C). Routes never transit a GPU, so this path never is PXN.
+Topology::NicPath ClusterTopology::nic_path(int local_rank) const {
+  if (rank_to_nic_.empty()) return NicPath::Pix;
+  const std::vector<LinkId>& links = rank_to_nic_[static_cast<std::size_t>(local_rank)].links;
+  bool cpu = false, c2c_first = false;
+  int switches = 0;
+  for (std::size_t i = 0; i + 1 < links.size(); ++i) {  // the devices entered before the NIC
+    const TemplateLink& link = spec_.links[links[i] / 2];
+    if (link.params.link_class == LinkClass::Upi) return NicPath::Sys;
+    const DeviceKind entered = spec_.devices[links[i] % 2 == 0 ? link.b : link.a].kind;
+    if (entered == DeviceKind::Cpu) {
+      cpu = true;
+      c2c_first |= i == 0 && link.params.link_class == LinkClass::NvLink;
+    }
+    switches += entered == DeviceKind::PcieSwitch ? 1 : 0;
+  }
+  if (cpu) return c2c_first ? NicPath::P2c : NicPath::Phb;
+  return switches > 1 ? NicPath::Pxb : NicPath::Pix;
+}
+
 void ClusterTopology::compute_local_paths() {
   compute_device_paths();
   compute_rank_paths();

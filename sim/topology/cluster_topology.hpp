@@ -70,6 +70,7 @@ class ClusterTopology final : public Topology {
   // ends use the destination's rail, so the cost turns on whether the nodes share a leaf group (0) or not (1).
   int node_relation(int node_a, int node_b) const override;
   int default_channels() const override { return std::max(1, static_cast<int>(nic_devices_.size())); }
+  NicPath nic_path(int local_rank) const override;
 
   const ClusterSpec& spec() const { return spec_; }
 

@@ -114,6 +114,18 @@ class Topology {
 
   // Channels a collective library would open: one per NIC of a node, so every NIC carries a ring.
   virtual int default_channels() const { return 1; }
+
+  // What lies between a rank and the NIC it sends through, in the terms of NCCL's path types (src/graph/topo.h
+  // PATH_*): NCCL's tuning enables LL128 across nodes only over some of them. A topology that does not describe
+  // the inside of its nodes has its NICs next to its ranks (the default).
+  enum class NicPath : std::uint8_t {
+    Pix,  // through at most one PCIe switch
+    Pxb,  // through several PCIe switches
+    P2c,  // through the rank's CPU reached over NVLink-C2C (Grace); NCCL names it apart from 2.27.3 on, PHB before
+    Phb,  // through a CPU (its PCIe host bridge)
+    Sys,  // across the CPUs' interconnect (QPI/UPI)
+  };
+  virtual NicPath nic_path(int /*local_rank*/) const { return NicPath::Pix; }
   // The communication library the collectives run on (the file's "library" block; Generic when absent).
   const CommLibrary& library() const { return library_; }
   void set_library(CommLibrary library) {

@@ -1056,4 +1056,42 @@ TEST(NcclModel, TunerRulesOverrideNcclWhereTheFitDisagrees) {
 }
 
 }  // namespace
+// NCCL enables LL128 across nodes only over the NIC paths it trusts (graphs[a]->typeInter): up to PXB, or PXN from sm90
+// (tuning.cc v2.26.6-1:429); from 2.27 also P2C, a GPU's path through NVLink-C2C to its Grace CPU and the PCIe NIC
+// behind it (v2.27.7-1:459-461; paths.cc v2.27.3-1:677-678 names it P2C, PHB before). A GB200 tray (gb200-host4.json:
+// gpu -nvlink (C2C)- grace -pcie- nic) has that path from every GPU. NCCL's estimates of a 1 MiB allreduce on 2 trays
+// (its tuning table, latency us / algbw GB/s): at 2.27 Tree LL128 38.5 / 146.8 -> 38.5 + 1048576 / 146.8e3 = 45.6 us,
+// the least; at 2.26 LL128 is off, and NVLSTree Simple 53.0 / 160.0 -> 53.0 + 6.55 = 59.6 us is the least (Tree
+// Simple 60.4 + 6.33 = 66.7 before tree's correction, which only slows it; Ring LL 24.0 + 47.0 = 71.0; Tree LL
+// 20.4 + 53.8 = 74.2). A path through the CPU's host bridge (PHB: GPUDirect RDMA off, the GPU's traffic staged in host
+// memory) keeps LL128 off in every release.
+TEST(NcclModel, Ll128AcrossNodesFollowsTheNicPath) {
+  const auto has_ll128 = [](const Topology& t) {
+    for (const nccl::Estimate& e : nccl::candidates(allreduce(1 << 20), t))
+      if (e.protocol == Protocol::LL128) return true;
+    return false;
+  };
+  auto tray = load_topology(shipped("gb200-host4"), 2);
+  for (int r = 0; r < tray->ranks_per_node(); ++r) EXPECT_EQ(tray->nic_path(r), Topology::NicPath::P2c) << r;
+  nccl::use_release(*tray, "2.26.6", "test", "");
+  EXPECT_FALSE(has_ll128(*tray));
+  nccl::Estimate chosen = nccl::choose(allreduce(1 << 20), *tray);
+  EXPECT_EQ(chosen.algorithm, Algorithm::NvlsTree);
+  EXPECT_EQ(chosen.protocol, Protocol::Simple);
+  nccl::use_release(*tray, "2.27.3", "test", "");
+  EXPECT_TRUE(has_ll128(*tray));
+  chosen = nccl::choose(allreduce(1 << 20), *tray);
+  EXPECT_EQ(chosen.algorithm, Algorithm::Tree);
+  EXPECT_EQ(chosen.protocol, Protocol::LL128);
+
+  auto direct = load_topology(shipped("dgx-h100"), 2);  // each GPU's NIC on its PCIe switch: PIX
+  EXPECT_EQ(direct->nic_path(0), Topology::NicPath::Pix);
+  EXPECT_TRUE(has_ll128(*direct));
+  Json staged = Json::parse(read_file(shipped("dgx-h100")));
+  staged["gpudirect_rdma"] = false;
+  auto through_host = load_topology(write_temp_json("dgx-h100-staged.json", staged), 2);
+  EXPECT_EQ(through_host->nic_path(0), Topology::NicPath::Phb);
+  EXPECT_FALSE(has_ll128(*through_host));
+}
+
 }  // namespace commsim::test
