@@ -32,9 +32,15 @@ void print_result(const SimulationRun& run, std::FILE* out = stdout);
 void write_json(const std::string& path, const nlohmann::json& doc, const std::string& flag);
 // simulate / run: --json and --trace name two different files (at most one of them standard output, -).
 void check_json_and_trace(const std::string& json, const std::string& trace);
+// simulate / run: the result to `json` and the trace to `trace` (either empty: not written; "-": standard output),
+// both files or neither.
+void write_result_and_trace(const std::string& json, const nlohmann::json& result, const std::string& trace,
+                            const nlohmann::json& trace_doc);
 // For options that name a file to write: not a directory, and its directory must exist and be writable. Checked when
 // the command line is parsed, so a bad path is reported (exit 2, one line naming the option) before anything runs.
+// "-" is refused there (it would be a file named -); writable_file_or_stdout takes it as standard output.
 const CLI::Validator& writable_file();
+const CLI::Validator& writable_file_or_stdout();
 // "8", "64K", "256M", "1G" (binary multiples, as nccl-tests reads -e; a fraction such as "0.5M" too) -> bytes, in
 // [8, kMaxBytes]; otherwise an InputError naming --max-bytes. byte_size() checks an option with it at parse time.
 std::uint64_t parse_byte_size(const std::string& text);

@@ -19,7 +19,7 @@ struct ModelOptions {
 
 // The model file to -o, or to stdout without it (so it pipes); the summary goes to stdout only with -o.
 void emit(const Model& m, const ModelOptions& o) {
-  if (o.output.empty()) {
+  if (o.output.empty() || o.output == "-") {
     std::fputs(model_file_text(m).c_str(), stdout);
     return;
   }
@@ -41,7 +41,8 @@ void register_model(CLI::App& app, int& exit_code) {
       ->add_option("config", hf->input,
                    "config.json (model_type llama, mistral, mixtral, qwen2, gemma, gemma2, phi3, gpt2, opt, bert)")
       ->required();
-  from_hf->add_option("-o,--output", hf->output, "model file to write (default: stdout)")->check(writable_file());
+  from_hf->add_option("-o,--output", hf->output, "model file to write (default and -: stdout)")
+      ->check(writable_file_or_stdout());
   from_hf->add_option("--seq", hf->seq, "tokens per sample (default: the config's context length)")
       ->check(number_in(1, 1 << 24));
   from_hf->add_option("--name", hf->name, "model name (default: the config's _name_or_path, else the file name)");
@@ -54,7 +55,8 @@ void register_model(CLI::App& app, int& exit_code) {
   CLI::App* from_trace = cmd->add_subcommand(
       "from-trace", "model file with measured compute times from a PyTorch profiler (Kineto) trace");
   from_trace->add_option("trace", trace->input, "Chrome trace JSON (torch.profiler export_chrome_trace)")->required();
-  from_trace->add_option("-o,--output", trace->output, "model file to write (default: stdout)")->check(writable_file());
+  from_trace->add_option("-o,--output", trace->output, "model file to write (default and -: stdout)")
+      ->check(writable_file_or_stdout());
   from_trace->add_option("--name", trace->name, "model name (default: the trace file's name)");
   from_trace->add_option("--batch", trace->batch, "samples per traced step and rank (times are divided by it)")
       ->check(number_in(1, 1 << 20));

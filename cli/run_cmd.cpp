@@ -71,10 +71,11 @@ void register_run(CLI::App& app, int& exit_code) {
   cmd->add_option("scenario", o->scenario, "scenario JSON file")->required();
   cmd->add_option("--backend", o->backend, "mpi (CPU ranks, Open MPI) | nccl (NVIDIA GPUs)")
       ->check(CLI::IsMember({"mpi", "nccl"}));
-  cmd->add_option("--json", o->json, "write the measured result JSON; - for standard output")->check(writable_file());
+  cmd->add_option("--json", o->json, "write the measured result JSON; - for standard output")
+      ->check(writable_file_or_stdout());
   cmd->add_option("--trace", o->trace,
                   "write a Chrome trace of the first measured steps (open in Perfetto); - for standard output")
-      ->check(writable_file());
+      ->check(writable_file_or_stdout());
   cmd->add_option("--trace-format", o->trace_format,
                   "chrome (one thread per stream) | kineto (as PyTorch's profiler writes it; commsim model from-trace)")
       ->check(CLI::IsMember({"chrome", "kineto"}));

@@ -31,12 +31,10 @@ using hw::HardwareRunResponse;
 // The measured result's JSON and trace, as `commsim simulate` writes a prediction's (the trace: the first steps of
 // rank 0, one thread per stream, so the two open side by side in Perfetto).
 void write_measured(const HardwareRunRequest& r, const SimulationRun& run) {
-  if (!r.result_file.empty()) write_json(r.result_file, run.result.to_json(), "--json");
-  if (r.trace_file.empty()) return;
-  write_json(r.trace_file,
-             r.trace_format == "kineto" ? kineto_trace(run.result, run.plan, run.topology->library())
-                                        : chrome_trace(run.result, run.plan.streams),
-             "--trace");
+  write_result_and_trace(r.result_file, r.result_file.empty() ? nlohmann::json() : run.result.to_json(), r.trace_file,
+                         r.trace_file.empty()         ? nlohmann::json()
+                         : r.trace_format == "kineto" ? kineto_trace(run.result, run.plan, run.topology->library())
+                                                      : chrome_trace(run.result, run.plan.streams));
 }
 
 // Where the table goes: standard error when --json or --trace writes its document to standard output.

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <tuple>
 
 #include "cli/commands.hpp"
 #include "sim/core/error.hpp"
@@ -25,16 +26,30 @@ struct SimulateOptions {
 
 }  // namespace
 
+// Why `path` cannot be written ("" if it can), on one line whatever the name holds.
+std::string unwritable(const std::string& path) {
+  std::error_code ec;  // a name the system cannot look up (too long) is refused below, not thrown
+  if (std::filesystem::is_directory(path, ec))
+    return InputError::one_line("cannot write " + path + ": it is a directory");
+  const std::filesystem::path dir = std::filesystem::absolute(path, ec).parent_path();
+  if (std::filesystem::is_directory(dir, ec) && access(dir.c_str(), W_OK) == 0) return "";
+  return InputError::one_line("cannot write " + path + " (" + dir.string() + " is not a writable directory)");
+}
+
 const CLI::Validator& writable_file() {
   static const CLI::Validator validator(
       [](std::string& path) -> std::string {
-        std::error_code ec;  // a name the system cannot look up (too long) is refused below, not thrown
-        if (std::filesystem::is_directory(path, ec)) return "cannot write " + path + ": it is a directory";
-        const std::filesystem::path dir = std::filesystem::absolute(path, ec).parent_path();
-        if (std::filesystem::is_directory(dir, ec) && access(dir.c_str(), W_OK) == 0) return "";
-        return "cannot write " + path + " (" + dir.string() + " is not a writable directory)";
+        if (path == "-")
+          return "- (standard output) is not an output of this option: name a file (./- for one named -)";
+        return unwritable(path);
       },
       "FILE");
+  return validator;
+}
+
+const CLI::Validator& writable_file_or_stdout() {
+  static const CLI::Validator validator(
+      [](std::string& path) -> std::string { return path == "-" ? "" : unwritable(path); }, "FILE");
   return validator;
 }
 
@@ -44,6 +59,23 @@ void write_json(const std::string& path, const nlohmann::json& doc, const std::s
     return;
   }
   write_file(path, doc.dump(2) + "\n", flag);
+}
+
+void write_result_and_trace(const std::string& json, const nlohmann::json& result, const std::string& trace,
+                            const nlohmann::json& trace_doc) {
+  std::vector<OutputText> files;
+  std::string standard_output;
+  for (const auto& [path, doc, flag] :
+       {std::tuple{&json, &result, "--json"}, std::tuple{&trace, &trace_doc, "--trace"}}) {
+    if (path->empty()) continue;
+    std::string text = doc->dump(2) + "\n";
+    if (*path == "-")
+      standard_output = std::move(text);
+    else
+      files.push_back({*path, std::move(text), flag});
+  }
+  write_files(files);
+  std::cout << standard_output << std::flush;
 }
 
 void check_json_and_trace(const std::string& json, const std::string& trace) {
@@ -100,22 +132,28 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--steps", o->steps, "number of steps (overrides the scenario)")->check(number_in(1, kMaxSteps));
   cmd->add_option("--set", o->sets, "override a scenario field: dotted.key=value (repeatable)");
   cmd->add_option("--fidelity", o->fidelity, "analytical | flow");
-  cmd->add_option("--json", o->json, "write the result JSON; - for standard output")->check(writable_file());
+  cmd->add_option("--json", o->json, "write the result JSON; - for standard output")->check(writable_file_or_stdout());
   CLI::Option* trace_file =
       cmd->add_option("--trace", o->trace, "write a Chrome trace (open in Perfetto); - for standard output")
-          ->check(writable_file());
-  cmd->add_option("--trace-steps", o->trace_steps, "steps to trace: N or FIRST:LAST (default 0:2)")->needs(trace_file);
-  cmd->add_option("--trace-ranks", o->trace_ranks,
-                  "ranks to trace, e.g. 0,5 (default: each step's critical rank, the one the simulator follows)")
-      ->needs(trace_file);
+          ->check(writable_file_or_stdout());
+  CLI::Option* trace_steps =
+      cmd->add_option("--trace-steps", o->trace_steps, "steps to trace: N or FIRST:LAST (default 0:2)")
+          ->needs(trace_file);
+  CLI::Option* trace_ranks =
+      cmd->add_option("--trace-ranks", o->trace_ranks,
+                      "ranks to trace, e.g. 0,5 (default: each step's critical rank, the one the simulator follows)")
+          ->needs(trace_file);
   cmd->add_option("--trace-format", o->trace_format, "chrome | kineto (as PyTorch's profiler writes it)")
       ->check(CLI::IsMember({"chrome", "kineto"}))
       ->needs(trace_file);
-  cmd->callback([o, &exit_code] {
+  cmd->callback([o, trace_steps, trace_ranks, &exit_code] {
     Fidelity fidelity;
     if (!parse_fidelity(o->fidelity, fidelity))
       throw InputError("--fidelity", "", "unknown fidelity \"" + o->fidelity + "\" (analytical, flow)");
     check_json_and_trace(o->json, o->trace);
+    for (const CLI::Option* given : {trace_steps, trace_ranks})
+      if (given->count() > 0 && given->as<std::string>().empty())
+        throw InputError(given->get_name(), "", "is empty (leave it out for the default)");
     TraceSelection trace = parse_trace_steps(o->trace_steps);
     if (!o->trace_ranks.empty()) trace.ranks = parse_trace_ranks(o->trace_ranks, kMaxRanks);
     if (o->trace_format == "kineto" && trace.ranks.size() > 1)
@@ -124,12 +162,10 @@ void register_simulate(CLI::App& app, int& exit_code) {
     check_trace_ranks(trace, run.plan);
     // A document on standard output keeps it to itself: the table goes to standard error.
     print_result(run, o->json == "-" || o->trace == "-" ? stderr : stdout);
-    if (!o->json.empty()) write_json(o->json, run.result.to_json(), "--json");
-    if (!o->trace.empty())
-      write_json(o->trace,
-                 o->trace_format == "kineto" ? kineto_trace(run.result, run.plan, run.topology->library())
-                                             : chrome_trace(run.result, run.plan.streams),
-                 "--trace");
+    write_result_and_trace(o->json, o->json.empty() ? nlohmann::json() : run.result.to_json(), o->trace,
+                           o->trace.empty()              ? nlohmann::json()
+                           : o->trace_format == "kineto" ? kineto_trace(run.result, run.plan, run.topology->library())
+                                                         : chrome_trace(run.result, run.plan.streams));
     exit_code = 0;
   });
 }

@@ -37,24 +37,48 @@ bool write_whole(const std::string& path, const std::string& text) {
   return !out.fail();
 }
 
-void write_output(const std::string& path, const std::string& text, const std::string& flag) {
-  const auto cannot = [&] { return InputError(flag, "", "cannot write " + path); };
+InputError cannot_write(const OutputText& o) { return InputError(o.flag, "", "cannot write " + o.path); }
+
+// Not a regular file (nor a new one): written in place, since it cannot be renamed over.
+bool written_in_place(const OutputText& o) {
   std::error_code ec;
-  const std::filesystem::file_status status = std::filesystem::status(path, ec);
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-    if (std::filesystem::is_directory(status)) throw InputError(flag, "", path + " is a directory, not a file");
-    if (!write_whole(path, text)) throw cannot();
-    return;
-  }
-  const std::string temporary = path + ".partial-" + std::to_string(getpid());
-  if (!write_whole(temporary, text)) {
-    std::filesystem::remove(temporary, ec);
-    throw cannot();
-  }
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    std::filesystem::remove(temporary, ec);
-    throw cannot();
+  const std::filesystem::file_status status = std::filesystem::status(o.path, ec);
+  if (!std::filesystem::exists(status) || std::filesystem::is_regular_file(status)) return false;
+  if (std::filesystem::is_directory(status)) throw InputError(o.flag, "", o.path + " is a directory, not a file");
+  return true;
+}
+
+std::string staged_path(const OutputText& o) { return o.path + ".partial-" + std::to_string(getpid()); }
+
+void write_outputs(const std::vector<OutputText>& outputs) {
+  std::vector<const OutputText*> staged;
+  const auto discard = [&staged] {
+    std::error_code ec;
+    for (const OutputText* o : staged) std::filesystem::remove(staged_path(*o), ec);
+  };
+  try {
+    std::vector<const OutputText*> in_place;
+    for (const OutputText& o : outputs) {
+      if (written_in_place(o)) {
+        in_place.push_back(&o);
+        continue;
+      }
+      staged.push_back(&o);
+      if (!write_whole(staged_path(o), o.text)) throw cannot_write(o);
+    }
+    for (const OutputText* o : in_place)
+      if (!write_whole(o->path, o->text)) throw cannot_write(*o);
+    for (std::size_t i = 0; i < staged.size(); ++i) {
+      std::error_code ec;
+      std::filesystem::rename(staged_path(*staged[i]), staged[i]->path, ec);
+      if (ec) {
+        staged.erase(staged.begin(), staged.begin() + static_cast<std::ptrdiff_t>(i));
+        throw cannot_write(*staged.front());
+      }
+    }
+  } catch (...) {
+    discard();
+    throw;
   }
 }
 
@@ -70,14 +94,20 @@ void note_input_file(const std::string& path) {
   if (g_recording) g_inputs.insert(canonical_or_given(path));
 }
 
+void write_files(const std::vector<OutputText>& outputs) {
+  for (const OutputText& o : outputs)
+    if (is_input(o.path))
+      throw InputError(o.flag, "",
+                       o.path + " is also an input of this command; writing it would replace what was read");
+  write_outputs(outputs);
+}
+
 void write_file(const std::string& path, const std::string& text, const std::string& flag) {
-  if (is_input(path))
-    throw InputError(flag, "", path + " is also an input of this command; writing it would replace what was read");
-  write_output(path, text, flag);
+  write_files({{path, text, flag}});
 }
 
 void rewrite_input_file(const std::string& path, const std::string& text, const std::string& flag) {
-  write_output(path, text, flag);
+  write_outputs({{path, text, flag}});
 }
 
 }  // namespace commsim

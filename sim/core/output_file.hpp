@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace commsim {
 
@@ -18,6 +19,14 @@ void note_input_file(const std::string& path);
 // those that only show when the data is flushed, and a path that is one of this process's inputs, are InputErrors
 // naming `flag` and the path.
 void write_file(const std::string& path, const std::string& text, const std::string& flag);
+
+// Several outputs of one command, whole or none: each regular file is staged beside its target, the others (a
+// device, a pipe) written, and only then are the staged files renamed into place, so that one output that cannot be
+// written leaves none of the others behind.
+struct OutputText {
+  std::string path, text, flag;
+};
+void write_files(const std::vector<OutputText>& outputs);
 
 // write_file for the one command that rewrites its own input on purpose (regress --update, the baseline).
 void rewrite_input_file(const std::string& path, const std::string& text, const std::string& flag);

@@ -28,6 +28,7 @@ std::string rank_name(int rank) { return rank < 0 ? "mean of the ranks" : "rank 
 TraceSelection parse_trace_steps(const std::string& text) {
   TraceSelection s;
   if (text.empty()) return s;
+  s.steps_given = true;
   const auto colon = text.find(':');
   const std::string what = "a step number or FIRST:LAST (e.g. 5 or 0:9)";
   s.first_step = parse_index(text.substr(0, colon), "--trace-steps", what);
@@ -57,10 +58,12 @@ std::vector<int> parse_trace_ranks(const std::string& text, int ranks) {
 }
 
 void check_trace_ranks(const TraceSelection& selection, const Plan& plan) {
-  if (selection.first_step >= plan.steps())
+  // The default range may reach past a short run; a range the user named may not.
+  const int last = selection.steps_given ? selection.last_step : selection.first_step;
+  if (last >= plan.steps())
     throw InputError("--trace-steps", "",
-                     "step " + std::to_string(selection.first_step) + " is past the run's " +
-                         std::to_string(plan.steps()) + " steps (0 to " + std::to_string(plan.steps() - 1) + ")");
+                     "step " + std::to_string(last) + " is past the run's " + std::to_string(plan.steps()) +
+                         " steps (0 to " + std::to_string(plan.steps() - 1) + ")");
   std::set<int> followed;
   for (int s = selection.first_step; s <= selection.last_step && s < static_cast<int>(plan.critical_rank.size()); ++s)
     followed.insert(plan.critical_rank[s]);

@@ -14,13 +14,14 @@ namespace commsim {
 
 struct TraceSelection {
   int first_step = 0, last_step = 2;  // inclusive; the default is the first three steps
+  bool steps_given = false;           // named by the user: then every step must be in the run, not just the first
   // Ranks to show. Empty: each step's critical rank (the one the simulator follows). The simulator computes one
   // timeline per step; a rank other than the critical one is shown only where every rank runs the same timeline
   // (no stragglers), which check_trace_ranks enforces.
   std::vector<int> ranks;
   bool traces(int step) const { return step >= first_step && step <= last_step; }
   // No step: for the callers that keep no timeline (sweep, recommend, regress), which then pay nothing for it.
-  static TraceSelection none() { return {1, 0, {}}; }
+  static TraceSelection none() { return {1, 0, false, {}}; }
 };
 
 // "N" (step N), "A:B" (steps A to B), "" (the default). Throws InputError naming --trace-steps.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "sim/collective/nccl_model.hpp"
 #include "sim/core/json_document_cache.hpp"
 #include "sim/core/json_fields.hpp"
 #include "sim/core/limits.hpp"
@@ -82,6 +83,8 @@ CommLibrary parse_library(JsonFields& top) {
   lib.version = f.string_or("version", "");
   if (lib.kind == LibraryKind::Nccl) {
     if (lib.version.empty()) f.fail("version", "an NCCL topology names its NCCL version (e.g. \"2.18\")");
+    // Checked here, not where a model first prices with it: a run that never does (flow) must refuse it too.
+    if (const std::string problem = nccl::release_problem(lib.version); !problem.empty()) f.fail("version", problem);
     const std::string arch = f.string("gpu_arch");
     if (!parse_gpu_arch(arch, lib.gpu_arch))
       f.fail("gpu_arch", "unknown GPU generation \"" + arch + "\" (volta, ampere, hopper, blackwell)");
