@@ -216,7 +216,8 @@ std::vector<Bucket> make_buckets(const Scenario& sc, const Model& model, const S
   // own collective in every step, dense ones before the ramp-up included.
   if (f.mode == FusionMode::None || sc.strategy.dgc) {
     for (int t = n - 1; t >= 0; --t) groups.push_back({t});
-  } else if (f.mode == FusionMode::Size && builder.overheads.fuses_per_cycle) {
+  } else if ((f.mode == FusionMode::Size || f.mode == FusionMode::Auto) && builder.overheads.fuses_per_cycle) {
+    // Horovod fuses by its threshold whatever names it: "auto" is 64 MB, HOROVOD_FUSION_THRESHOLD's default.
     groups = horovod_responses(sc, model, builder);
   } else if (f.mode == FusionMode::Index) {
     // MindSpore all_reduce_fusion_config: indices split the forward-ordered tensors; the last group is launched first.

@@ -184,6 +184,24 @@ TEST(FixedCosts, HorovodChecksItsThresholdBeforeAddingAndCopiesOnlyFusedResponse
   EXPECT_NEAR(copy_s(nine), 2 * 4 * 8 * kMiB / 3e18, 1e-21);  // the tests' device: memory 3e18 B/s
 }
 
+// Fusion "auto" is 64 MB (scenario-format.md), so under Horovod it is the 64 MB threshold's responses, negotiated per
+// cycle, as "size" 64 MB plans them (it was DDP's size fill, which ignores cycles: one 16 MiB bucket). With overlap
+// the gradients of l3, l2, l1, l0 are ready at 4 ms of forward + 2, 4, 6, 8 ms of backward = 6, 8, 10, 12 ms; with
+// 5 ms cycles the first three are negotiated at 10 ms (10 within the tolerance of its boundary) and l0 at 15 ms:
+// two responses, {l3, l2, l1} (12 MiB, within 64 MB) and {l0}.
+TEST(FixedCosts, HorovodFusesByItsThresholdWhenFusionIsAuto) {
+  const auto plan = [](const Json& fusion) {
+    Json doc = scenario(cluster(0), "model-4x1m.json", {{"fusion", fusion}, {"overlap", true}},
+                        {{"name", "horovod"}, {"per_bucket_us", 0}, {"cycle_ms", 5}});
+    return simulate_document(doc, write("horovod-auto.json", doc), Fidelity::Analytical);
+  };
+  const SimulationRun automatic = plan({{"mode", "auto"}}), sized = plan({{"mode", "size"}, {"size_mb", 64}});
+  ASSERT_EQ(automatic.plan.buckets.size(), 2u);
+  EXPECT_EQ(automatic.plan.buckets[0].tensors, (std::vector<int>{3, 2, 1}));
+  EXPECT_EQ(automatic.plan.buckets[1].tensors, (std::vector<int>{0}));
+  EXPECT_EQ(automatic.result.step_time_s, sized.result.step_time_s);
+}
+
 // With fp16 compression Horovod fuses and sends the compressed tensors: each 1 Mi-element gradient is 2 MiB, so a
 // 6 MB threshold takes three (2 + 2 + 2 <= 6) and leaves l0 alone. Both responses are negotiated at the 15 ms boundary
 // (no overlap) and run back to back although each waits for its cast: 6 x (6 + 2) MiB / 4 / 1e10 after 15 ms (casts
