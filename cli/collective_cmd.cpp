@@ -211,6 +211,11 @@ int run_collective(const CollectiveOptions& o) {
         throw InputError(flag, "",
                          "does not apply: " + o.topology + " is priced by NCCL's model, which has its own (use " +
                              "--fidelity flow to run the schedule)");
+  // The flow fidelity runs the algorithm's schedule: NCCL's protocols are part of its model, not of a schedule.
+  if (fidelity == Fidelity::Flow && (spec.protocol != Protocol::Auto || spec.nccl_protocols != 0))
+    throw InputError("--proto", "",
+                     "does not apply to --fidelity flow, which runs the algorithm's schedule without NCCL's protocols "
+                     "(the analytical fidelity prices them)");
   const int p = topology->ranks();
   if (fidelity != Fidelity::Analytical) check_network_size(fidelity, *topology);
   check_supported(spec, p, "--algo");
