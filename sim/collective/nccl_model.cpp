@@ -125,12 +125,16 @@ Machine machine_of(const Topology& topo, const std::vector<int>& ranks) {
     // Each local rank reaches its peer in the next node through a NIC; GPUs that share a NIC share its bandwidth.
     std::map<LinkId, double> nic_links;
     double latency_s = 0;
+    m.nic_path_GBps = std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < first.size(); ++i) {
       Route r;
       topo.route(first[i], second[i], r);
+      double path_GBps = std::numeric_limits<double>::infinity();
       for (LinkId id : r.links) {
         const LinkParams& link = topo.link(id);
+        path_GBps = std::min(path_GBps, link.effective_Bps() / 1e9);
         if (!is_network(link.link_class)) continue;
+        m.nic_path_GBps = std::min(m.nic_path_GBps, path_GBps);
         nic_links[id] = link.effective_Bps() / 1e9;
         m.gpudirect_network = link.link_class != LinkClass::Tcp;
         m.nic_path = std::max(m.nic_path, topo.nic_path(first[i] % topo.ranks_per_node()));

@@ -64,6 +64,7 @@ struct Machine {
   double nvlink_GBps = 0;          // per-GPU NVLink/NVSwitch bandwidth (NVLS), GB/s
   bool gpudirect_network = false;  // the network is reached without the CPU (RDMA/EFA/TCPX, not sockets)
   Topology::NicPath nic_path = Topology::NicPath::Pix;  // the worst rank -> NIC path (NCCL's graph typeInter)
+  double nic_path_GBps = 0;  // the slowest rank -> NIC path, the NIC's link included (NCCL's comm->minNetBw), GB/s
   double transport_latency_us = 0;  // the network transport's latency beyond InfiniBand's (EFA, TCPX, sockets)
   int channels = 0;                 // NCCL's ring/tree channel count
   // Whether NCCL's ring search keeps every channel a replay of its first (graph sameChannels, src/graph/search.cc:

@@ -166,6 +166,7 @@ void read_nvls(const nlohmann::json& c, Table& t) {
   t.nvls_chunk_bytes = nvls.at("chunk_bytes").get<Bytes>();
   t.nvls_tree_chunk_below_4_nodes = nvls.at("tree_chunk_bytes").at("below_4_nodes").get<Bytes>();
   t.nvls_tree_chunk_from_4_nodes = nvls.at("tree_chunk_bytes").at("from_4_nodes").get<Bytes>();
+  t.nvls_blackwell_multi_node_tuning = nvls.at("blackwell_multi_node_tuning").get<bool>();
 }
 
 // PAT (2.23 and later; null before).

@@ -75,6 +75,7 @@ struct Table {
   std::array<PerNodes, kArchs> nvls_channels{};  // by GPU generation and node count
   Bytes nvls_chunk_bytes = 131072;
   Bytes nvls_tree_chunk_below_4_nodes = 0, nvls_tree_chunk_from_4_nodes = 0;
+  bool nvls_blackwell_multi_node_tuning = false;  // 2.30: nvls_setup's rules for Blackwell across nodes
   bool pat = false;  // the release has PAT (its constants; then reduce-scatter and allgather list it too)
   double pat_bandwidth_factor = 1, pat_base_latency_us = 0, pat_inter_latency_divisor = 1, pat_latency_per_rank_us = 0;
   std::array<bool, kArchs> ll128_enabled{};  // by GPU generation, from "ll128_compute_capabilities"

@@ -35,7 +35,7 @@ bool nvls_supported(const Machine& m, const CommLibrary& lib, const Table& t) {
 // channels.rings_copied_up_to_nvls, 2.23-2.27 here).
 int comm_channels(const Machine& m, const CommLibrary& lib, const Table& t) {
   if (!(t.ring_channels_at_least_nvls && nvls_supported(m, lib, t))) return m.channels;
-  return std::max(m.channels, nvls_channel_count(t, lib.gpu_arch, m.nodes));
+  return std::max(m.channels, nvls_setup(t, lib.gpu_arch, m).channels);
 }
 
 // Whether NCCL enables LL128 across nodes over the machine's NIC paths (graphs[a]->typeInter; tuning.cc
@@ -324,8 +324,37 @@ double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machin
   return e.latency_us * f.latency + static_cast<double>(bytes) / (1000 * e.algbw_GBps * f.bandwidth);
 }
 
-int nvls_channel_count(const Table& t, GpuArch arch, int nodes) {
-  return static_cast<int>(t.nvls_channels[arch_index(arch)][nodes_index_of(nodes)]);
+// Before 2.30 the table's channels, NCCL_NVLS_CHUNKSIZE's 128 KiB and NVLS-tree's chunk by node count. 2.30 tunes
+// Blackwell across nodes by the nodes, GPUs per node, the slowest GPU -> NIC path (comm->minNetBw, in NCCL's GB/s:
+// 48 is a PCIe Gen5 x16 link or a 400 Gb/s NIC) and its type (src/transport/nvls.cc v2.30.7-1:164-199); NVLS-tree's
+// chunk is then the smaller of NVLS's and the tuned one (src/enqueue.cc v2.30.7-1:2281).
+NvlsSetup nvls_setup(const Table& t, GpuArch arch, const Machine& m) {
+  NvlsSetup s{static_cast<int>(t.nvls_channels[arch_index(arch)][nodes_index_of(m.nodes)]), t.nvls_chunk_bytes,
+              m.nodes >= 4 ? t.nvls_tree_chunk_from_4_nodes : t.nvls_tree_chunk_below_4_nodes};
+  if (!(t.nvls_blackwell_multi_node_tuning && arch == GpuArch::Blackwell && m.nodes > 1)) return s;
+  constexpr Bytes k64 = 65536, k128 = 131072, k256 = 262144;
+  // The topology's rates are datasheet x efficiency products that land on NCCL's figures up to rounding.
+  const auto at_least = [&m](double GBps) { return m.nic_path_GBps >= GBps * (1 - 1e-9); };
+  const int ppn = m.ranks / m.nodes;
+  const bool near_nic = m.nic_path <= Topology::NicPath::Pxb;
+  Bytes tree_max = 0;  // 0: untuned (NVLS-tree's chunk by node count, below)
+  if (m.nodes == 2 && at_least(48)) {
+    s.channels = 32, tree_max = k128;
+    if (ppn <= 4)
+      s.chunk_bytes = k256, tree_max = k256;
+    else if (ppn >= 16 || (ppn <= 8 && near_nic && !at_least(96)))
+      tree_max = k64;
+  } else if (at_least(96)) {
+    if (ppn <= 8)
+      s.channels = 24, s.chunk_bytes = k256, tree_max = k256;
+    else
+      s.channels = 32, tree_max = ppn < 32 ? k128 : k64;
+  } else if (at_least(48)) {
+    s.channels = 24, tree_max = near_nic ? k64 : k128;
+  }
+  if (tree_max == 0) tree_max = m.nodes >= 4 ? k64 : s.chunk_bytes;
+  s.tree_chunk_bytes = std::min(s.chunk_bytes, tree_max);
+  return s;
 }
 
 // The channels NCCL's plan spreads one collective over from 2.23 (src/enqueue.cc scheduleCollTasksToPlan, v2.29.7-1:
@@ -362,7 +391,7 @@ int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m
                       const CommLibrary& lib) {
   int nc = comm_channels(m, lib, t);
   if (a == kNvls || a == kNvlsTree) {
-    nc = nvls_channel_count(t, lib.gpu_arch, m.nodes);
+    nc = nvls_setup(t, lib.gpu_arch, m).channels;
     if (a == kNvls && m.nodes > 1 && t.multi_node_nvls_at_most_ring) nc = std::min(nc, m.channels);
   } else if (a == kCollNetDirect) {
     // Its own loop over the CollNet heads (one per NIC channel of the search, as the bandwidth counts them), halving
@@ -413,7 +442,8 @@ int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m
 // less than a chunk sends what it has. NVLS across nodes (with SHARP) adds network stages not counted: no fill.
 double nvls_fill_bytes(int a, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
   if (!(a == kNvls && m.nodes == 1) && a != kNvlsTree) return 0;
-  const Bytes ops = static_cast<Bytes>(nvls_channel_count(t, arch, m.nodes)) * static_cast<Bytes>(m.ranks / m.nodes);
+  const NvlsSetup setup = nvls_setup(t, arch, m);
+  const Bytes ops = static_cast<Bytes>(setup.channels) * static_cast<Bytes>(m.ranks / m.nodes);
   Bytes chunk = 0;
   int stages = 0;
   const auto shrink = [&](Bytes below_chunks_per_op, Bytes to) {
@@ -421,11 +451,11 @@ double nvls_fill_bytes(int a, Collective op, Bytes bytes, const Machine& m, cons
   };
   if (a == kNvls) {
     stages = op == Collective::AllReduce ? 3 : 2;
-    chunk = t.nvls_chunk_bytes;
+    chunk = setup.chunk_bytes;
     shrink(64, 65536), shrink(8, 32768), shrink(2, 16384);
   } else {
     stages = 4;
-    chunk = m.nodes >= 4 ? t.nvls_tree_chunk_from_4_nodes : t.nvls_tree_chunk_below_4_nodes;
+    chunk = setup.tree_chunk_bytes;
     shrink(32, 262144), shrink(16, 131072), shrink(4, 65536), shrink(1, 32768);
   }
   const double per_op = std::min(static_cast<double>(chunk), static_cast<double>(bytes) / static_cast<double>(ops));

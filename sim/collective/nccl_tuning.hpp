@@ -36,7 +36,13 @@ SizeFactors size_factors(int a, int p, Bytes bytes, const Machine& m, const Comm
 // NCCL's estimate for `bytes`: its latency and bandwidth with those factors.
 double nccl_time_us(int a, int p, const Evaluation& e, Bytes bytes, const Machine& m, const CommLibrary& lib,
                     const Table& t, Collective op);
-int nvls_channel_count(const Table& t, GpuArch arch, int nodes);
+// NVLS's channels and chunks on this machine (transport/nvls.cc ncclNvlsTuning; the table's nvls block).
+struct NvlsSetup {
+  int channels = 0;
+  Bytes chunk_bytes = 0;       // comm->nvlsChunkSize: NVLS's largest chunk
+  Bytes tree_chunk_bytes = 0;  // NVLS-tree's largest chunk (enqueue.cc calcCollChunking)
+};
+NvlsSetup nvls_setup(const Table& t, GpuArch arch, const Machine& m);
 // Channels NCCL launches for `bytes` (enqueue.cc).
 int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m, const Table& t,
                       const CommLibrary& lib);

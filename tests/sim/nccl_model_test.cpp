@@ -6,9 +6,11 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "sim/collective/nccl_printed_table.hpp"
 #include "sim/collective/nccl_table.hpp"
+#include "sim/collective/nccl_tuning.hpp"
 #include "sim/core/error.hpp"
 #include "sim/scenario/overheads.hpp"
 #include "tests/sim/test_util.hpp"
@@ -1060,6 +1062,33 @@ TEST(NcclModel, TunerRulesOverrideNcclWhereTheFitDisagrees) {
 }
 
 }  // namespace
+// NCCL 2.30 tunes NVLS on Blackwell across nodes (src/transport/nvls.cc v2.30.7-1:164-199) by the nodes, GPUs per
+// node, the slowest GPU -> NIC path (minNetBw) and its type; NVLS-tree's chunk is min(NVLS chunk, tuned largest
+// chunk) (src/enqueue.cc v2.30.7-1:2281). HGX B200 (hgx-b200.json): 8 GPUs, each with a 400 Gb/s NIC on its PCIe Gen5
+// switch (PIX), the path min(63.015 x 0.762, 50 x 0.96) = 48 GB/s, NCCL's 48 for Gen5 x16.
+//   3 nodes: not 2 nodes, not >= 96, >= 48: 24 channels, largest tree chunk 64 KiB (PIX <= PXB); chunk 128 KiB.
+//   2 nodes: 32 channels, 128 KiB, and ppn 8 <= 8 with PIX and 48 < 96: 64 KiB.
+//   2.29.7 (no tuning): 32 channels across nodes, tree chunk 128 KiB below 4 nodes.
+// A GB200 tray (gb200-host4.json), 2 nodes of 4 GPUs: 32 channels, and ppn 4 <= 4: chunk and tree chunk 256 KiB.
+// The fill NVLS-tree's pipeline adds (nvls_fill_bytes): (4 - 1) stages x chunk x channels x GPUs per node, for 1 GiB
+// (no shrinking: 1 GiB >= 32 x channels x GPUs x chunk in every case here).
+TEST(NcclModel, Nccl230TunesBlackwellNvlsAcrossNodes) {
+  const auto setup = [](const std::string& topology, int nodes, const char* release) {
+    auto t = load_topology(shipped(topology), nodes);
+    nccl::use_release(*t, release, "test", "");
+    const nccl::Machine m = nccl::machine_of(*t);
+    const nccl::detail::NvlsSetup s =
+        nccl::detail::nvls_setup(*nccl::detail::find_table(release), GpuArch::Blackwell, m);
+    const double fill = nccl::detail::nvls_fill_bytes(nccl::detail::kNvlsTree, Collective::AllReduce, Bytes{1} << 30, m,
+                                                      *nccl::detail::find_table(release), GpuArch::Blackwell);
+    return std::tuple{s.channels, s.tree_chunk_bytes, fill};
+  };
+  EXPECT_EQ(setup("hgx-b200", 3, "2.30"), std::tuple(24, Bytes{65536}, 3.0 * 65536 * 24 * 8));
+  EXPECT_EQ(setup("hgx-b200", 2, "2.30"), std::tuple(32, Bytes{65536}, 3.0 * 65536 * 32 * 8));
+  EXPECT_EQ(setup("hgx-b200", 3, "2.29.7"), std::tuple(32, Bytes{131072}, 3.0 * 131072 * 32 * 8));
+  EXPECT_EQ(setup("gb200-host4", 2, "2.30"), std::tuple(32, Bytes{262144}, 3.0 * 262144 * 32 * 4));
+}
+
 // NCCL enables LL128 across nodes only over the NIC paths it trusts (graphs[a]->typeInter): up to PXB, or PXN from sm90
 // (tuning.cc v2.26.6-1:429); from 2.27 also P2C, a GPU's path through NVLink-C2C to its Grace CPU and the PCIe NIC
 // behind it (v2.27.7-1:459-461; paths.cc v2.27.3-1:677-678 names it P2C, PHB before). A GB200 tray (gb200-host4.json:
