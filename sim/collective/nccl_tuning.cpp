@@ -32,7 +32,7 @@ bool nvls_supported(const Machine& m, const CommLibrary& lib, const Table& t) {
 
 // The channels of the communicator (comm->nChannels): the topology's, copied up to the NVLS channels where NVLS is
 // set up in the releases that copy them (graph/connect.cc, v2.23.4-1:496-498; the table's
-// channels.rings_copied_up_to_nvls, 2.23-2.27 here).
+// channels.rings_copied_up_to_nvls, 2.22-2.27 here).
 int comm_channels(const Machine& m, const CommLibrary& lib, const Table& t) {
   if (!(t.ring_channels_at_least_nvls && nvls_supported(m, lib, t))) return m.channels;
   return std::max(m.channels, nvls_setup(t, lib.gpu_arch, m).channels);
