@@ -10,6 +10,7 @@
 #include "sim/core/limits.hpp"
 #include "sim/core/units.hpp"
 #include "sim/model/model_json.hpp"
+#include "sim/step/interference.hpp"
 
 namespace commsim {
 namespace {
@@ -346,7 +347,7 @@ struct StepOf {
 
 // The SMs NCCL's kernels hold over time, to take their slowdown out of the compute that ran beside them: a kernel
 // with a grid of K blocks (args.grid[0], one per channel) holds K of the device's S SMs (deviceProperties numSms)
-// for its life, so compute beside it ran at (S - K) / S of its speed (sim/step/interference.hpp, at least 1 / S).
+// for its life, so compute beside it ran at (S - K) / S of its speed (compute_share, sim/step/interference.hpp).
 // A compute kernel's work is its time at full speed: its duration, each part weighted by that rate. What the
 // library's concurrent_slowdown adds on top (memory traffic) is not in the trace and stays in the measured times.
 // Without numSms or grids, no correction: every kernel's work is its duration.
@@ -371,7 +372,7 @@ class NcclOccupancy {
         throw InputError(
             path, "traceEvents[" + std::to_string(s.event) + "].args.grid",
             "must be [x, y, z] with x the kernel's blocks (one per NCCL channel), an integer in [1, 2^20]");
-      const int blocks = static_cast<int>(std::min<std::int64_t>(grid->at(0).get<std::int64_t>(), sms_));
+      const int blocks = static_cast<int>(grid->at(0).get<std::int64_t>());
       change[s.start_s] += blocks;
       change[s.end_s] -= blocks;
     }
@@ -388,7 +389,7 @@ class NcclOccupancy {
     double work = 0, at = s.start_s;
     for (; at < s.end_s; ++it) {
       const double to = it == held_.end() ? s.end_s : std::min(s.end_s, it->from_s);
-      work += (to - at) * (held > 0 ? static_cast<double>(std::max(1, sms_ - held)) / sms_ : 1.0);
+      work += (to - at) * (held > 0 ? compute_share(sms_, held) : 1.0);
       at = to;
       if (it == held_.end()) break;
       held = it->sms;

@@ -5,9 +5,13 @@
 
 namespace commsim {
 
+double compute_share(int sms, int channels) {
+  return channels < sms ? static_cast<double>(sms - channels) / sms : 1.0 / (channels + 1);
+}
+
 double SlowedCompute::rate() const {
   if (sms_ <= 0 || channels_ <= 0) return 1;
-  return static_cast<double>(std::max(1, sms_ - channels_)) / sms_ / (1 + concurrent_slowdown_);
+  return compute_share(sms_, channels_) / (1 + concurrent_slowdown_);
 }
 
 void SlowedCompute::start(int task, TimePs work_ps) {

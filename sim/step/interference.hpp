@@ -16,6 +16,11 @@
 
 namespace commsim {
 
+// The share of a GPU of `sms` SMs that compute keeps while collectives hold `channels` blocks (one SM each):
+// (S - K) / S; with as many blocks as SMs or more, the blocks and the compute kernel take turns, 1 / (K + 1), which
+// meets (S - K) / S at K = S - 1 and keeps the share from rising as SMs are taken away.
+double compute_share(int sms, int channels);
+
 // The running compute task of the compute stream, progressing at the rate the collectives leave it.
 class SlowedCompute final : public EventHandler {
  public:
@@ -25,8 +30,7 @@ class SlowedCompute final : public EventHandler {
   void start(int task, TimePs work_ps);
   // A collective with `channels` channels started (+) or finished (-).
   void add_channels(int channels);
-  // The fraction of full speed compute runs at now: (S - K) / S / (1 + c) beside collectives (at least 1 / S of
-  // that), 1 without.
+  // The fraction of full speed compute runs at now: compute_share / (1 + c) beside collectives, 1 without.
   double rate() const;
   void on_event(std::uint64_t version) override;
 

@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "sim/collective/nccl_model.hpp"
+#include "sim/step/interference.hpp"
 #include "sim/step/simulation.hpp"
 #include "tests/sim/test_util.hpp"
 
@@ -249,6 +250,22 @@ TEST(Transports, TcpCarriesNoMoreThanItsFlowsReach) {
   const Result filled =
       simulate(scenario(cluster(0, nullptr, {{"per_flow_Bps", 1e9}, {"flows", 12}}), "model-4x1m.json", strategy));
   EXPECT_NEAR(filled.step_time_s, line.step_time_s, 1e-12);
+}
+
+// Compute keeps (S - K) / S of the GPU beside K blocks; with K >= S the blocks and the compute kernel take turns,
+// 1 / (K + 1): 132 SMs and 24 blocks -> 108 / 132; 25 SMs and 24 blocks -> 1 / 25 = 1 / (24 + 1), the same on both
+// sides of the switch; 1 SM and 24 blocks -> 1 / 25 too (it was 1 / S = full speed, faster than with 2 SMs). Taking
+// SMs away never speeds compute up, and more blocks never do.
+TEST(ComputeShare, FallsWithEverySmTaken) {
+  EXPECT_DOUBLE_EQ(compute_share(132, 24), 108.0 / 132);
+  EXPECT_DOUBLE_EQ(compute_share(25, 24), 1.0 / 25);
+  EXPECT_DOUBLE_EQ(compute_share(24, 24), 1.0 / 25);
+  EXPECT_DOUBLE_EQ(compute_share(1, 24), 1.0 / 25);
+  for (int k = 1; k <= 64; ++k)
+    for (int s = 1; s <= 200; ++s) {
+      EXPECT_LE(compute_share(s, k), compute_share(s + 1, k)) << s << " " << k;
+      EXPECT_GE(compute_share(s, k), compute_share(s, k + 1)) << s << " " << k;
+    }
 }
 
 class Interference : public ::testing::TestWithParam<Fidelity> {};
