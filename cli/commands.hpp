@@ -32,10 +32,10 @@ void print_result(const SimulationRun& run, std::FILE* out = stdout);
 void write_json(const std::string& path, const nlohmann::json& doc, const std::string& flag);
 // simulate / run: --json and --trace name two different files (at most one of them standard output, -).
 void check_json_and_trace(const std::string& json, const std::string& trace);
-// simulate / run: the result to `json` and the trace to `trace` (either empty: not written; "-": standard output),
-// both files or neither.
-void write_result_and_trace(const std::string& json, const nlohmann::json& result, const std::string& trace,
-                            const nlohmann::json& trace_doc);
+// simulate / run: the run's result to `json` and its trace (chrome or kineto) to `trace` (either empty: not written;
+// "-": standard output), both files or neither.
+void write_result_and_trace(const SimulationRun& run, const std::string& json, const std::string& trace,
+                            const std::string& trace_format);
 // For options that name a file to write: not a directory, and its directory must exist and be writable. Checked when
 // the command line is parsed, so a bad path is reported (exit 2, one line naming the option) before anything runs.
 // "-" is refused there (it would be a file named -); writable_file_or_stdout takes it as standard output.

@@ -31,10 +31,7 @@ using hw::HardwareRunResponse;
 // The measured result's JSON and trace, as `commsim simulate` writes a prediction's (the trace: the first steps of
 // rank 0, one thread per stream, so the two open side by side in Perfetto).
 void write_measured(const HardwareRunRequest& r, const SimulationRun& run) {
-  write_result_and_trace(r.result_file, r.result_file.empty() ? nlohmann::json() : run.result.to_json(), r.trace_file,
-                         r.trace_file.empty()         ? nlohmann::json()
-                         : r.trace_format == "kineto" ? kineto_trace(run.result, run.plan, run.topology->library())
-                                                      : chrome_trace(run.result, run.plan.streams));
+  write_result_and_trace(run, r.result_file, r.trace_file, r.trace_format);
 }
 
 // Where the table goes: standard error when --json or --trace writes its document to standard output.

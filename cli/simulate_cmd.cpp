@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <tuple>
 
 #include "cli/commands.hpp"
 #include "sim/core/error.hpp"
@@ -26,6 +25,8 @@ struct SimulateOptions {
 
 }  // namespace
 
+namespace {
+
 // Why `path` cannot be written ("" if it can), on one line whatever the name holds.
 std::string unwritable(const std::string& path) {
   std::error_code ec;  // a name the system cannot look up (too long) is refused below, not thrown
@@ -35,6 +36,8 @@ std::string unwritable(const std::string& path) {
   if (std::filesystem::is_directory(dir, ec) && access(dir.c_str(), W_OK) == 0) return "";
   return InputError::one_line("cannot write " + path + " (" + dir.string() + " is not a writable directory)");
 }
+
+}  // namespace
 
 const CLI::Validator& writable_file() {
   static const CLI::Validator validator(
@@ -61,14 +64,17 @@ void write_json(const std::string& path, const nlohmann::json& doc, const std::s
   write_file(path, doc.dump(2) + "\n", flag);
 }
 
-void write_result_and_trace(const std::string& json, const nlohmann::json& result, const std::string& trace,
-                            const nlohmann::json& trace_doc) {
+void write_result_and_trace(const SimulationRun& run, const std::string& json, const std::string& trace,
+                            const std::string& trace_format) {
+  const auto trace_document = [&] {
+    return trace_format == "kineto" ? kineto_trace(run.result, run.plan, run.topology->library())
+                                    : chrome_trace(run.result, run.plan.streams);
+  };
   std::vector<OutputText> files;
   std::string standard_output;
-  for (const auto& [path, doc, flag] :
-       {std::tuple{&json, &result, "--json"}, std::tuple{&trace, &trace_doc, "--trace"}}) {
+  for (const auto& [path, flag] : {std::pair{&json, "--json"}, std::pair{&trace, "--trace"}}) {
     if (path->empty()) continue;
-    std::string text = doc->dump(2) + "\n";
+    std::string text = (path == &json ? run.result.to_json() : trace_document()).dump(2) + "\n";
     if (*path == "-")
       standard_output = std::move(text);
     else
@@ -162,10 +168,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     check_trace_ranks(trace, run.plan);
     // A document on standard output keeps it to itself: the table goes to standard error.
     print_result(run, o->json == "-" || o->trace == "-" ? stderr : stdout);
-    write_result_and_trace(o->json, o->json.empty() ? nlohmann::json() : run.result.to_json(), o->trace,
-                           o->trace.empty()              ? nlohmann::json()
-                           : o->trace_format == "kineto" ? kineto_trace(run.result, run.plan, run.topology->library())
-                                                         : chrome_trace(run.result, run.plan.streams));
+    write_result_and_trace(run, o->json, o->trace, o->trace_format);
     exit_code = 0;
   });
 }
