@@ -267,8 +267,7 @@ int compare_with_log(const CollectiveOptions& o, const std::string& algorithms, 
   const std::string& log_file = o.against;
   // Read twice, line by line (a log of many ranks can be large): the table, then the choices.
   note_input_file(log_file);
-  if (std::error_code ec; std::filesystem::is_directory(log_file, ec))
-    throw InputError(log_file, "", "is a directory, not a log");
+  if (const std::string why = not_an_input_file(log_file, "log"); !why.empty()) throw InputError(log_file, "", why);
   std::ifstream table_text(log_file), choices_text(log_file);
   if (!table_text || !choices_text) throw InputError(log_file, "", "cannot open the log");
   const nccl::TuningTable printed = nccl::read_printed_tuning_table(table_text, log_file);

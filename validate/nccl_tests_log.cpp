@@ -204,6 +204,7 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
     return doc.contains("results") ? read_nccl_tests_json(path, doc) : read_curve(path, doc);
   }
   note_input_file(path);
+  if (const std::string why = not_an_input_file(path, "log"); !why.empty()) throw InputError(path, "", why);
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open file");
   NcclTestsLog log;

@@ -141,7 +141,7 @@ Json read_json_file(const std::string& given_path) {
   const std::string path = resolve_data_path(given_path);  // the current directory first, then the data dirs
   note_input_file(path);
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, not a JSON file");
+  if (const std::string why = not_an_input_file(path, "JSON file"); !why.empty()) throw InputError(path, "", why);
   if (path.ends_with(".gz")) {
     if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "cannot open file");
     return parse_json_text(gunzipped_text(path, kMaxGunzippedBytes), path);

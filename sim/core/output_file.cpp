@@ -94,6 +94,20 @@ void note_input_file(const std::string& path) {
   if (g_recording) g_inputs.insert(canonical_or_given(path));
 }
 
+std::string not_an_input_file(const std::string& path, const std::string& kind) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);  // follows links: a link to a file is that file
+  if (!fs::exists(status) || fs::is_regular_file(status)) return "";
+  if (fs::is_directory(status)) return "is a directory, not a " + kind;
+  const char* type = fs::is_character_file(status) ? "a character device"
+                     : fs::is_block_file(status)   ? "a block device"
+                     : fs::is_fifo(status)         ? "a FIFO or pipe"
+                     : fs::is_socket(status)       ? "a socket"
+                                                   : "not a file";
+  return "is not a regular file (" + std::string(type) + "): inputs are read whole, from files only";
+}
+
 void write_files(const std::vector<OutputText>& outputs) {
   for (const OutputText& o : outputs)
     if (is_input(o.path))

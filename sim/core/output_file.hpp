@@ -13,6 +13,11 @@ namespace commsim {
 void refuse_outputs_over_inputs();
 void note_input_file(const std::string& path);
 
+// Why `path` cannot be an input file of `kind` ("JSON file", "log"), or "" when it can be opened as one: a directory,
+// and anything else that is not a regular file (a device such as /dev/zero, a FIFO, a socket), which would be read
+// without end or block. A path that does not exist gives "": the opener's message names it.
+std::string not_an_input_file(const std::string& path, const std::string& kind);
+
 // Writes `text` to `path`. A regular file (or a new one) is written to a temporary file beside it and renamed over
 // it, so that a reader, an interrupted run or a full disk leaves the old file or the new one, never half of one (the
 // temporary file is removed on failure). Anything else (/dev/stdout, a pipe) is written in place. Failures, including

@@ -5,6 +5,7 @@
 #include "sim/collective/registry.hpp"
 #include "sim/core/data_path.hpp"
 #include "sim/core/limits.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/model/device_library.hpp"
 
 namespace commsim {
@@ -34,7 +35,7 @@ std::string resolve(const std::string& file, const std::string& relative) {
 // A path the scenario names, checked here so that the error names the scenario and its field, not only the path.
 std::string existing_file(JsonFields& f, const std::string& key, const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) f.fail(key, path + " is a directory, not a JSON file");
+  if (const std::string why = not_an_input_file(path, "JSON file"); !why.empty()) f.fail(key, path + " " + why);
   if (!std::filesystem::exists(path, ec)) f.fail(key, "no such file " + path);
   return path;
 }

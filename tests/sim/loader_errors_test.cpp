@@ -1,6 +1,8 @@
 // The topology loader on bad input: one test per kind of mistake. Each must throw InputError (never crash or
 // accept), and the message must name the file and the field ("<file>: <field>: <what>"), so that the CLI's one
 // line tells the user where to look. Fixtures: tests/data/bad/*.json, each one mistake away from star4.json.
+#include <sys/stat.h>
+
 #include "sim/core/error.hpp"
 #include "tests/sim/test_util.hpp"
 
@@ -42,6 +44,20 @@ TEST(LoaderErrors, JsonSyntaxErrorNamesFileLineAndColumn) {
 TEST(LoaderErrors, MissingFile) {
   const std::string f = bad("no-such-file.json");
   EXPECT_EQ(load_error(f), f + ": cannot open file");
+}
+
+// A FIFO (a pipe, or /dev/stdin fed by one) would block the open until a writer came, and a device such as
+// /dev/zero would be read until memory ran out: both are refused before anything is opened, naming the path.
+TEST(LoaderErrors, NotARegularFile) {
+  const std::string fifo =
+      (std::filesystem::temp_directory_path() / ("commsim-fifo-" + std::to_string(getpid()) + ".json")).string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(load_error(fifo),
+            fifo + ": is not a regular file (a FIFO or pipe): inputs are read whole, from files only");
+  std::filesystem::remove(fifo);
+  EXPECT_EQ(load_error("/dev/zero"),
+            "/dev/zero: is not a regular file (a character device): inputs are read whole, "
+            "from files only");
 }
 
 TEST(LoaderErrors, MissingField) {
