@@ -76,6 +76,7 @@ int calibrate_from_nccl_tests(const CalibrateCommand& c) {
     validate::check_log_collective(log, log_op);
     logs.emplace_back(std::move(log), log_op);
   }
+  validate::check_distinct_logs(logs);
   const validate::NcclTestsLog& first = logs.front().first;
   const int nodes = c.nodes > 0 ? c.nodes : first.hosts;
   auto topology = load_topology(c.topology, nodes);

@@ -5,7 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -77,6 +79,37 @@ std::string stated_release(const std::vector<std::string>& words) {
       return words[i + 2].substr(0, words[i + 2].find('+'));
   }
   return "";
+}
+
+// A row's size or count, digits only: one beyond 64 bits is no size nccl-tests printed.
+std::uint64_t printed_number(const std::string& digits, const char* what, const std::string& file,
+                             const std::string& at) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec != std::errc() || end != digits.data() + digits.size())
+    throw InputError(file, at, std::string(what) + " " + digits + " is beyond 2^64");
+  return value;
+}
+
+constexpr const char* kCorruptResult =
+    ": nccl-tests found wrong elements in the result (corrupt data), so its time is no measurement to fit";
+
+// A row's #wrong column: nccl-tests prints the wrong elements its check found ("%6g", so 0, 12 or 1.2e+06), or N/A
+// when it checked nothing (-c 0; commsim's predictions print N/A too). Any wrong element means the collective
+// corrupted data, and its time measures a broken run: refused rather than fitted.
+void check_wrong_column(const std::string& token, const char* placement, const std::string& file,
+                        const std::string& at) {
+  if (token == "N/A") return;
+  double wrong = -1;
+  try {
+    std::size_t used = 0;
+    wrong = std::stod(token, &used);
+    if (used != token.size()) wrong = -1;
+  } catch (const std::exception&) {
+  }
+  if (!(wrong >= 0 && std::isfinite(wrong)))
+    throw InputError(file, at, std::string(placement) + " #wrong \"" + token + "\" is not a count of wrong elements");
+  if (wrong > 0) throw InputError(file, at, std::string(placement) + " #wrong is " + token + kCorruptResult);
 }
 
 }  // namespace
@@ -152,6 +185,20 @@ NcclTestsLog read_nccl_tests_json(const std::string& path, const Json& doc) {
     if (time == nullptr || !time->is_number() || !std::isfinite(time->get<double>()) || time->get<double>() <= 0)
       throw InputError(path, at + "." + placement + ".time", "must be a positive time in microseconds");
     log.rows.push_back({bytes, time->get<double>(), static_cast<int>(i)});
+    JsonFields row(r, path, at);
+    const std::uint64_t count = row.integer("count", 0, std::numeric_limits<std::int64_t>::max());
+    log.printed.push_back({bytes, count, row.string("type"), row.string("redop"), at});
+    // "nwrong" as the text's #wrong: the count of wrong elements, null when nccl-tests checked nothing.
+    for (const char* checked : {"out_of_place", "in_place"}) {
+      const Json* wrong = r.contains(checked) && r[checked].is_object() && r[checked].contains("nwrong")
+                              ? &r[checked]["nwrong"]
+                              : nullptr;
+      if (wrong == nullptr || wrong->is_null()) continue;
+      const std::string field = at + "." + checked + ".nwrong";
+      if (!wrong->is_number() || !(wrong->get<double>() >= 0))
+        throw InputError(path, field, "must be a count of wrong elements, or null");
+      if (wrong->get<double>() > 0) throw InputError(path, field, "is " + wrong->dump() + kCorruptResult);
+    }
   }
   if (log.rows.empty()) f.fail("results", "has no row with a non-zero size");
   return log;
@@ -211,6 +258,9 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
   log.file = path;
   std::set<std::string> hosts;
   std::string line;
+  // Before nccl-tests 2.x printed #wrong, the column was "error", the largest deviation from the expected result,
+  // judged against a tolerance by the "Out of bounds values" line: not a count of wrong elements.
+  bool counts_wrong = true;
   for (int number = 1; std::getline(in, line); ++number) {
     std::string value;
     for (const char* name : {"NCCL_ALGO", "NCCL_PROTO"})
@@ -233,6 +283,11 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
         throw InputError(path, "line " + std::to_string(number), "nGpus must be 1 to 1024");
       continue;
     }
+    // "#       size         count      type   redop    root     time   algbw   busbw #wrong ...": the columns.
+    if (!t.empty() && t[0] == "#" && std::find(t.begin(), t.end(), "algbw") != t.end()) {
+      counts_wrong = std::find(t.begin(), t.end(), "error") == t.end();
+      continue;
+    }
     // "#  Rank  0 Group  0 Pid 1234 on host device  0 [0x07] NVIDIA A100": one rank, on `host`.
     if (t.size() >= 4 && t[0] == "#" && t[1] == "Rank" && is_unsigned(t[2])) {
       ++log.ranks;
@@ -241,11 +296,14 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
     }
     // A result row: size count type ... then out-of-place (time algbw busbw #wrong) and in-place (the same four).
     if (t.size() < 7 || !is_unsigned(t[0]) || !is_unsigned(t[1]) || is_unsigned(t[2])) continue;
-    const Bytes bytes = std::stoull(t[0]);
+    const std::string at = "line " + std::to_string(number);
+    const Bytes bytes = printed_number(t[0], "size", path, at);
     if (bytes == 0) continue;
-    if (!log.first_row) log.first_row = NcclTestsLog::PrintedRow{bytes, std::stoull(t[1]), t[2], t[3], number};
+    log.printed.push_back({bytes, printed_number(t[1], "count", path, at), t[2], t[3], at});
     const bool both = t.size() >= 11;
     log.rows.push_back({bytes, parse_time(t[t.size() - (both ? 8 : 4)], path, number), number});
+    if (counts_wrong && both) check_wrong_column(t[t.size() - 5], "out-of-place", path, at);
+    if (counts_wrong) check_wrong_column(t.back(), both ? "in-place" : "the row's", path, at);
   }
   if (log.rows.empty()) throw InputError(path, "", "no nccl-tests result rows (size count type ... time algbw busbw)");
   log.hosts = static_cast<int>(hosts.size());
@@ -266,8 +324,8 @@ std::uint64_t element_bytes(const std::string& type) {
 }  // namespace
 
 void check_log_collective(const NcclTestsLog& log, Collective op) {
-  if (!log.first_row) return;
-  const NcclTestsLog::PrintedRow& row = *log.first_row;
+  if (log.printed.empty()) return;
+  const NcclTestsLog::PrintedRow& row = log.printed.front();
   const bool reduces = row.redop != "none";
   const std::uint64_t element = element_bytes(row.type);
   std::uint64_t per = 0;  // the count's divisor of the size in elements: 1 per buffer, ranks per rank
@@ -279,11 +337,64 @@ void check_log_collective(const NcclTestsLog& log, Collective op) {
   if (wrong.empty() && op == Collective::AllReduce && per_rank) wrong = "counts elements per rank";
   if (wrong.empty() && op != Collective::AllReduce && log.ranks > 1 && per == 1)
     wrong = "counts the whole buffer's elements";
-  if (wrong.empty()) return;
-  throw InputError(log.file, "line " + std::to_string(row.line),
-                   "this row " + wrong + ", so it is not " + std::string(to_string(op)) +
-                       "'s (nccl-tests prints redop none for all_gather, a reduction for all_reduce and "
-                       "reduce_scatter, and per-rank counts for all_gather and reduce_scatter): give the log's --op");
+  if (!wrong.empty())
+    throw InputError(log.file, row.at,
+                     "this row " + wrong + ", so it is not " + std::string(to_string(op)) +
+                         "'s (nccl-tests prints redop none for all_gather, a reduction for all_reduce and "
+                         "reduce_scatter, and per-rank counts for all_gather and reduce_scatter): give the log's --op");
+  // Every row's count, as nccl-tests derives it: size / element bytes, and / ranks for a per-rank count. A log that
+  // lists no ranks takes the first row's divisor as its rank count.
+  const std::uint64_t ranks = op == Collective::AllReduce ? 1
+                              : log.ranks > 0             ? static_cast<std::uint64_t>(log.ranks)
+                                                          : per;
+  for (const NcclTestsLog::PrintedRow& r : log.printed) {
+    const std::uint64_t bytes_per = element_bytes(r.type);
+    if (bytes_per == 0)
+      throw InputError(log.file, r.at,
+                       "type \"" + r.type +
+                           "\" is not one of nccl-tests' (int8, uint8, int32, uint32, int64, uint64, half, float, "
+                           "double, bfloat16, f8e4m3, f8e5m2), so its count cannot be checked against its size");
+    const std::string derived = std::to_string(r.bytes) + " B / " + std::to_string(bytes_per) + " B per " + r.type +
+                                (ranks > 1 ? " / " + std::to_string(ranks) + " ranks" : "");
+    if (ranks == 0 || r.bytes % (bytes_per * ranks) != 0)
+      throw InputError(log.file, r.at, "size " + derived + " is not a whole number of elements");
+    if (r.count != r.bytes / (bytes_per * ranks))
+      throw InputError(log.file, r.at,
+                       "count " + std::to_string(r.count) + " is not the size's (" + derived + " = " +
+                           std::to_string(r.bytes / (bytes_per * ranks)) + " elements)");
+  }
+}
+
+void check_distinct_logs(const std::vector<std::pair<NcclTestsLog, Collective>>& logs) {
+  // nccl-tests prints a time with 7 characters (src/util.cu getFloatStr): 2 decimals below 10^4 us, 1 below 10^5,
+  // none below 10^7, then 1.2e+07; a -J file has full precision. Two times print alike when they round alike.
+  const auto printed = [](double us) {
+    char text[32];
+    std::snprintf(text, sizeof text, us < 1e4 ? "%.2f" : us < 1e5 ? "%.1f" : us < 1e7 ? "%.0f" : "%.1e", us);
+    return std::string(text);
+  };
+  const auto same_run = [&](const NcclTestsLog& a, const NcclTestsLog& b) {
+    return a.rows.size() == b.rows.size() &&
+           std::equal(a.rows.begin(), a.rows.end(), b.rows.begin(), [&](const NcclTestsRow& x, const NcclTestsRow& y) {
+             return x.bytes == y.bytes && printed(x.time_us) == printed(y.time_us);
+           });
+  };
+  for (std::size_t j = 0; j < logs.size(); ++j)
+    for (std::size_t i = 0; i < j; ++i) {
+      const NcclTestsLog &earlier = logs[i].first, &later = logs[j].first;
+      std::error_code ec1, ec2;
+      const auto a = std::filesystem::weakly_canonical(earlier.file, ec1);
+      const auto b = std::filesystem::weakly_canonical(later.file, ec2);
+      if (!ec1 && !ec2 && a == b)
+        throw InputError(
+            "--from-nccl-tests", "",
+            later.file + " is given twice (as " + earlier.file + " before): its rows would be fitted twice");
+      if (same_run(earlier, later))
+        throw InputError(later.file, "",
+                         "has the same sizes and times as " + earlier.file +
+                             " (the same run given twice, e.g. a copy, or a text log beside its -J file): its rows "
+                             "would be fitted twice");
+    }
 }
 
 bool NcclCalibration::any_trusted() const {

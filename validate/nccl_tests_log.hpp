@@ -12,7 +12,6 @@
 #pragma once
 
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,22 +40,28 @@ struct NcclTestsLog {
   // The NCCL release the log states it ran ("2.26.2"; empty: not stated): nccl-tests' "nccl-library=" header, NCCL's
   // own "NCCL version" line, the -J file's "nccl_version", a curve's "nccl_version".
   std::string nccl_version;
-  // A text log's first result row as printed: its count, element type and reduction, which tell the collectives
-  // apart (check_log_collective).
+  // The result rows as nccl-tests printed them (a text log's or a -J file's; a published curve has none): count,
+  // element type and reduction, which tell the collectives apart and must agree with the size
+  // (check_log_collective); `at` names the row ("line 12", "results[3]").
   struct PrintedRow {
     Bytes bytes = 0;
     std::uint64_t count = 0;
-    std::string type, redop;
-    int line = 0;
+    std::string type, redop, at;
   };
-  std::optional<PrintedRow> first_row;
+  std::vector<PrintedRow> printed;
 };
 
 // Throws InputError naming the log's line when its first row cannot be `op`'s: nccl-tests prints redop "none" for
 // an all-gather and a reduction for an allreduce or a reduce-scatter; its count is elements per buffer for an
 // allreduce (size / element bytes) and per rank for an all-gather or a reduce-scatter (size / element bytes / ranks)
-// (nccl-tests src/all_reduce.cu, all_gather.cu, reduce_scatter.cu: *GetCollByteCount).
+// (nccl-tests src/all_reduce.cu, all_gather.cu, reduce_scatter.cu: *GetCollByteCount). Then every row's count must
+// be that: a row whose count disagrees with its size was not printed by nccl-tests as it stands.
 void check_log_collective(const NcclTestsLog& log, Collective op);
+
+// Throws InputError when two logs are one run: the same file twice (canonical paths; naming --from-nccl-tests), or
+// two files whose rows are the same sizes with the same times as nccl-tests prints them (a copy, or a run's text
+// log beside its -J file), which would count every row twice.
+void check_distinct_logs(const std::vector<std::pair<NcclTestsLog, Collective>>& logs);
 
 // Parses nccl-tests text output, the JSON file nccl-tests writes with -J (a .json file with "results"), or a
 // published curve (validate/nccl-tests/published/*.json: its rows, collective, nodes x GPUs and NCCL_ALGO /

@@ -383,3 +383,85 @@ TEST(NcclTestsLog, BadLogsAreExitTwoWithOneLine) {
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   }
 }
+
+// nccl-tests' #wrong counts the elements its check found wrong: any at all means the run corrupted data, in either
+// result. N/A (nothing checked, -c 0) is fine, and so is the old layout's "error" column, a deviation judged against a
+// tolerance rather than a count. The in-place 1 below is on the log's second row, line 14: 12 header lines (nThread,
+// "#", "Using devices", 8 ranks, the column names), then the 1024 B row.
+TEST(NcclTestsLog, RowsWithWrongElementsAreRefused) {
+  TempDir dir("nccl-wrong");
+  const std::string log = all_reduce_log({1024, 2048}, [](Bytes) { return 10.0; });
+  const std::size_t row_end = log.find('\n', log.find("        2048"));
+  ASSERT_NE(row_end, std::string::npos);
+  const auto read_error = [&](const std::string& text) -> std::string {
+    std::ofstream(dir.file("a.log")) << text;
+    try {
+      validate::read_nccl_tests_log(dir.file("a.log"));
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::string wrong = log;
+  wrong.replace(row_end - 1, 1, "1");  // the in-place #wrong of the 2048 B row: 0 -> 1
+  const std::string message = read_error(wrong);
+  EXPECT_NE(message.find("line 14: in-place #wrong is 1"), std::string::npos) << message;
+  std::string unchecked = log;
+  unchecked.replace(row_end - 1, 1, "N/A");
+  EXPECT_EQ(read_error(unchecked), "");
+  std::string old_layout = wrong;  // nccl-tests before #wrong: "error" columns, here a deviation of 1
+  for (std::size_t at; (at = old_layout.find("#wrong")) != std::string::npos;) old_layout.replace(at, 6, " error");
+  EXPECT_EQ(read_error(old_layout), "");
+}
+
+// The count nccl-tests prints is the size in elements: per buffer for all_reduce_perf (1024 B / 4 B = 256), per rank
+// for all_gather_perf (1024 B / 4 B / 8 ranks = 32). Rows whose count is the size's pass; one that is not is named.
+TEST(NcclTestsLog, EveryRowsCountMustBeItsSize) {
+  TempDir dir("nccl-count");
+  std::string gather = all_reduce_log({1024, 2048}, [](Bytes) { return 10.0; });
+  const auto replace = [&gather](const std::string& from, const std::string& to) {
+    ASSERT_NE(gather.find(from), std::string::npos) << from;
+    gather.replace(gather.find(from), from.size(), to);
+  };
+  replace("        1024          256     float     sum", "        1024           32     float    none");
+  replace("        2048          512     float     sum", "        2048           64     float    none");
+  std::ofstream(dir.file("ag.log")) << gather;
+  EXPECT_NO_THROW(
+      validate::check_log_collective(validate::read_nccl_tests_log(dir.file("ag.log")), Collective::AllGather));
+  replace("        2048           64", "        2048          256");  // the whole buffer's count, on the second row
+  std::ofstream(dir.file("ag.log")) << gather;
+  try {
+    validate::check_log_collective(validate::read_nccl_tests_log(dir.file("ag.log")), Collective::AllGather);
+    ADD_FAILURE() << "a count of 256 for 2048 B of an all-gather on 8 ranks was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 14: count 256 is not the size's (2048 B / 4 B per float / 8 ranks = 64"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// One run given twice would weigh every size twice. A -J file's times have full precision and the text log of the
+// same run prints them to 0.01 us below 10^4 us (nccl-tests getFloatStr), so 42.5049 us and "42.50" are one time;
+// a second run that differs by 0.01 us in one size is another run and is fitted with the first.
+TEST(NcclTestsLog, OneRunGivenTwiceIsRefused) {
+  TempDir dir("nccl-twice");
+  std::ofstream(dir.file("a.log")) << all_reduce_log({1048576}, [](Bytes) { return 42.5; });
+  const std::string json = R"({"args": ["all_reduce_perf"], "env": [], "config": {"nthreads": 1, "ngpus": 8},
+    "devices": [{"hostname": "node1"}], "results": [{"size": 1048576, "count": 262144, "type": "float",
+    "redop": "sum", "root": "    -1", "out_of_place": {"time": TIME, "nwrong": 0}, "in_place": null}]})";
+  const auto json_with = [&](const std::string& time) {
+    std::string text = json;
+    text.replace(text.find("TIME"), 4, time);
+    std::ofstream(dir.file("a.json")) << text;
+    return validate::read_nccl_tests_log(dir.file("a.json"));
+  };
+  const validate::NcclTestsLog text = validate::read_nccl_tests_log(dir.file("a.log"));
+  try {
+    validate::check_distinct_logs({{text, Collective::AllReduce}, {json_with("42.5049"), Collective::AllReduce}});
+    ADD_FAILURE() << "a text log and its -J file were fitted as two runs";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(dir.file("a.json") + ": has the same sizes and times as", 0), 0u) << e.what();
+  }
+  EXPECT_NO_THROW(
+      validate::check_distinct_logs({{text, Collective::AllReduce}, {json_with("42.51"), Collective::AllReduce}}));
+}
