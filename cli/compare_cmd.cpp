@@ -33,6 +33,7 @@ Json variant_document(const Json& variant, std::size_t i, const std::string& fil
                       std::string& description) {
   JsonFields v(variant, file, "variants[" + std::to_string(i) + "]");
   name = v.string("name");
+  if (name.empty()) v.fail("name", "must not be empty");  // its row would have no label (as suites refuse it)
   description = v.string_or("description", "");
   Json document = previous;
   if (v.has("base")) {
