@@ -53,6 +53,13 @@ Fusion parse_fusion(JsonFields f) {
     fusion.mode = FusionMode::Auto;
   else
     f.fail("mode", "unknown fusion mode \"" + mode + "\" (none, size, index, auto)");
+  // Another mode's field is known, not unknown: `--set strategy.fusion.mode=none` keeps the block's size_mb, and
+  // the message should say that it no longer applies rather than that it does not exist.
+  static constexpr std::pair<const char*, const char*> kFieldMode[] = {
+      {"size_mb", "size"}, {"first_bucket_mb", "size"}, {"indices", "index"}};
+  for (const auto& [field, owner] : kFieldMode)
+    if (f.has(field) && mode != owner)
+      f.fail(field, "does not apply with mode \"" + mode + "\" (only with mode \"" + owner + "\")");
   if (fusion.mode == FusionMode::Size) {
     fusion.size_mb = f.positive("size_mb");
     fusion.first_bucket_mb = f.positive_or("first_bucket_mb", fusion.size_mb);
