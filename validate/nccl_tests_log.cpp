@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "reports/collective_table.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_fields.hpp"
 #include "sim/core/output_file.hpp"
@@ -101,13 +102,8 @@ void check_wrong_column(const std::string& token, const char* placement, const s
                         const std::string& at) {
   if (token == "N/A") return;
   double wrong = -1;
-  try {
-    std::size_t used = 0;
-    wrong = std::stod(token, &used);
-    if (used != token.size()) wrong = -1;
-  } catch (const std::exception&) {
-  }
-  if (!(wrong >= 0 && std::isfinite(wrong)))
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), wrong);
+  if (ec != std::errc() || end != token.data() + token.size() || !(wrong >= 0 && std::isfinite(wrong)))
     throw InputError(file, at, std::string(placement) + " #wrong \"" + token + "\" is not a count of wrong elements");
   if (wrong > 0) throw InputError(file, at, std::string(placement) + " #wrong is " + token + kCorruptResult);
 }
@@ -366,17 +362,13 @@ void check_log_collective(const NcclTestsLog& log, Collective op) {
 }
 
 void check_distinct_logs(const std::vector<std::pair<NcclTestsLog, Collective>>& logs) {
-  // nccl-tests prints a time with 7 characters (src/util.cu getFloatStr): 2 decimals below 10^4 us, 1 below 10^5,
-  // none below 10^7, then 1.2e+07; a -J file has full precision. Two times print alike when they round alike.
-  const auto printed = [](double us) {
-    char text[32];
-    std::snprintf(text, sizeof text, us < 1e4 ? "%.2f" : us < 1e5 ? "%.1f" : us < 1e7 ? "%.0f" : "%.1e", us);
-    return std::string(text);
-  };
-  const auto same_run = [&](const NcclTestsLog& a, const NcclTestsLog& b) {
+  // nccl-tests prints a time in 7 characters (reports::nccl_tests_number); a -J file has full precision. Two times
+  // print alike when they round alike.
+  const auto same_run = [](const NcclTestsLog& a, const NcclTestsLog& b) {
     return a.rows.size() == b.rows.size() &&
-           std::equal(a.rows.begin(), a.rows.end(), b.rows.begin(), [&](const NcclTestsRow& x, const NcclTestsRow& y) {
-             return x.bytes == y.bytes && printed(x.time_us) == printed(y.time_us);
+           std::equal(a.rows.begin(), a.rows.end(), b.rows.begin(), [](const NcclTestsRow& x, const NcclTestsRow& y) {
+             return x.bytes == y.bytes &&
+                    reports::nccl_tests_number(x.time_us, 7) == reports::nccl_tests_number(y.time_us, 7);
            });
   };
   for (std::size_t j = 0; j < logs.size(); ++j)
