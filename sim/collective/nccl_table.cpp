@@ -127,9 +127,13 @@ void read_core(const nlohmann::json& c, Table& t) {
     t.channel_split.min_traffic_per_channel = split.at("min_traffic_per_channel_bytes").get<Bytes>();
     t.channel_split.ll_traffic_factor = split.at("ll_traffic_factor").get<Bytes>();
     const std::string share = split.at("traffic_per_channel").get<std::string>();
-    COMMSIM_CHECK(share == "at least the minimum" || share == "rounded up to 16 bytes",
-                  "libraries/nccl.json: channel_split.traffic_per_channel is neither rule");
-    t.channel_split.share_rounded_to_16 = share == "rounded up to 16 bytes";
+    using Share = ChannelSplit::Share;
+    const std::map<std::string, Share> shares = {{"at least the minimum", Share::AtLeastTheMinimum},
+                                                 {"rounded up to 16 bytes", Share::RoundedUpTo16},
+                                                 {"at least the minimum, in 16-byte cells", Share::FirstForm}};
+    const auto rule = shares.find(share);
+    COMMSIM_CHECK(rule != shares.end(), "libraries/nccl.json: channel_split.traffic_per_channel is no known rule");
+    t.channel_split.share = rule->second;
   }
   t.net_overhead_intel_us = number("net_overhead_us", "intel");
   t.net_overhead_amd_us = number("net_overhead_us", "amd");

@@ -33,11 +33,16 @@ inline int nodes_index_of(int nodes) { return nodes <= 2 ? nodes - 1 : 2; }
 // How a version prices NVLS (nccl_model.hpp, libraries/nccl.json "nvls").
 enum class NvlsBandwidth { Intra, MinIntraInter, Efficiency };
 
-// How NCCL's plan spreads one collective over its channels, from 2.23 (libraries/nccl.json "channel_split").
+// How NCCL's plan spreads one collective over its channels, from 2.22 (libraries/nccl.json "channel_split").
 struct ChannelSplit {
-  Bytes min_traffic_per_channel = 0;  // the traffic of one cell; 0: before 2.23, the thread thresholds alone
+  enum class Share : std::uint8_t {
+    AtLeastTheMinimum,  // traffic / channels, at least one cell of the minimal traffic (2.23 - 2.28)
+    RoundedUpTo16,      // traffic / channels rounded up to 16 bytes (2.29)
+    FirstForm,          // 2.22: at least the minimum, cut in 16-byte cells, the first channel's share rounded down
+  };
+  Bytes min_traffic_per_channel = 0;  // 2.23+: the traffic of one cell, 2.22: a share's least; 0: before 2.22
   Bytes ll_traffic_factor = 1;        // an LL collective's traffic counts this many times (4 from 2.26)
-  bool share_rounded_to_16 = false;   // a channel's share: rounded up to 16 bytes (2.29), else at least one cell
+  Share share = Share::AtLeastTheMinimum;
 };
 
 struct Table {

@@ -357,22 +357,47 @@ NvlsSetup nvls_setup(const Table& t, GpuArch arch, const Machine& m) {
   return s;
 }
 
-// The channels NCCL's plan spreads one collective over from 2.23 (src/enqueue.cc scheduleCollTasksToPlan, v2.29.7-1:
-// 571-690; the rules of each release in libraries/nccl.json "channel_split"): the operation's traffic (bytes x 2 for
-// allreduce, x ranks of one rank's share for allgather and reduce-scatter, x 1 otherwise; an LL operation's x the
-// release's LL factor) is cut into cells of the minimal traffic per channel, and each channel takes its share of the
-// traffic in cells, the first as many as the rest: so a collective of less traffic than nc cells takes fewer channels
-// than the nc it may use.
-int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, const ChannelSplit& split) {
+// The channels NCCL's plan spreads one collective over from 2.22 (src/enqueue.cc scheduleCollTasksToPlan; the rules
+// of each release in libraries/nccl.json "channel_split"): the operation's traffic (bytes x 2 for allreduce, x ranks
+// of one rank's share for allgather and reduce-scatter, x 1 otherwise; an LL operation's x the release's LL factor)
+// is shared among the `nc` channels the thread thresholds left, in cells, the first channel taking as many as the
+// rest: so a collective of less traffic than nc cells takes fewer channels than the nc it may use. From 2.23
+// (v2.29.7-1:571-690) a cell carries the minimal traffic per channel and every share is a whole number of cells
+// rounded up. 2.22 (v2.22.3-1:583-700) cuts 16-byte cells, shares at least 512 bytes of traffic, rounds the first
+// channel's share down and the others' up, and past `comm_max` channels (NCCL's nChannels or nvlsChannels) spreads
+// what the first leaves over the others.
+int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, int comm_max, const ChannelSplit& split) {
   const auto div_up = [](Bytes x, Bytes y) { return (x + y - 1) / y; };
   const Bytes min_traffic = split.min_traffic_per_channel;
   const bool gather = op == Collective::AllGather || op == Collective::ReduceScatter;
   Bytes per_byte = op == Collective::AllReduce ? 2 : gather ? static_cast<Bytes>(ranks) : 1;
   const Bytes task_bytes = gather ? bytes / static_cast<Bytes>(ranks) : bytes;  // NCCL's count: one rank's share
   if (p == proto_index(Protocol::LL)) per_byte *= split.ll_traffic_factor;
+  if (split.share == ChannelSplit::Share::FirstForm) {
+    const Bytes traffic_per_channel = std::max(min_traffic, task_bytes * per_byte / static_cast<Bytes>(nc));
+    const Bytes cells = std::max<Bytes>(1, div_up(task_bytes, 16)), cell_traffic = 16 * per_byte;
+    Bytes per_channel = std::min(cells, div_up(traffic_per_channel, cell_traffic));
+    Bytes first = comm_max == 1 ? cells : std::min(cells, traffic_per_channel / cell_traffic);
+    auto middle = static_cast<std::int64_t>((cells - first) / per_channel);
+    Bytes last = (cells - first) % per_channel;
+    if (comm_max < (first != 0) + middle + (last != 0)) {  // overflowed: the rest over the channels there are
+      middle = comm_max - 2;
+      per_channel = (cells - first) / static_cast<Bytes>(middle + 1);
+      last = per_channel + (cells - first) % static_cast<Bytes>(middle + 1);
+    }
+    if (last == 0 && middle != 0) last = per_channel, --middle;
+    if (first == 0) {  // the first channel took nothing: the next one is the first
+      if (middle == 0)
+        first = std::exchange(last, 0);
+      else
+        first = per_channel, --middle;
+    }
+    return static_cast<int>((first != 0) + middle + (last != 0));
+  }
   const Bytes traffic = std::max(min_traffic, task_bytes * per_byte);
   const Bytes share = traffic / static_cast<Bytes>(nc);
-  const Bytes traffic_per_channel = split.share_rounded_to_16 ? div_up(share, 16) * 16 : std::max(min_traffic, share);
+  const Bytes traffic_per_channel =
+      split.share == ChannelSplit::Share::RoundedUpTo16 ? div_up(share, 16) * 16 : std::max(min_traffic, share);
   const Bytes cell_bytes = div_up(div_up(min_traffic, per_byte), 16) * 16;
   const Bytes cells = std::max<Bytes>(1, div_up(task_bytes, cell_bytes));  // an empty operation still takes one
   const Bytes cells_per_channel = std::min(cells, div_up(traffic_per_channel, cell_bytes * per_byte));
@@ -384,14 +409,16 @@ int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, const
 // Channels NCCL launches for `bytes` (enqueue.cc topoGetAlgoInfo): NVLS its own channels (from 2.28 across nodes no
 // more than the ring's); ring, tree and CollNet chain fewer while each thread would get less than its threshold, with
 // fewer Simple ring threads where the ring graph inside a node is slow (the table's slow_ring_simple_threads) and
-// CollNet's own threads and threshold; CollNet direct by its own loop; PAT all; from 2.23 no more than the traffic
+// CollNet's own threads and threshold; CollNet direct by its own loop; PAT all; from 2.22 no more than the traffic
 // fills (traffic_channels), except CollNet's and multi-node NVLS's, which take all their channels (enqueue.cc
 // isCollnet).
 int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m, const Table& t,
                       const CommLibrary& lib) {
   int nc = comm_channels(m, lib, t);
+  int comm_max = nc;  // NCCL's comm->nChannels, or nvlsChannels for NVLS: what the plan may spread over
   if (a == kNvls || a == kNvlsTree) {
     nc = nvls_setup(t, lib.gpu_arch, m).channels;
+    comm_max = nc;
     if (a == kNvls && m.nodes > 1 && t.multi_node_nvls_at_most_ring) nc = std::min(nc, m.channels);
   } else if (a == kCollNetDirect) {
     // Its own loop over the CollNet heads (one per NIC channel of the search, as the bandwidth counts them), halving
@@ -426,7 +453,7 @@ int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m
   }
   const bool collnet_kind = a == kCollNetDirect || a == kCollNetChain || (a == kNvls && m.nodes > 1);
   if (t.channel_split.min_traffic_per_channel > 0 && !collnet_kind)
-    nc = traffic_channels(p, op, bytes, m.ranks, nc, t.channel_split);
+    nc = traffic_channels(p, op, bytes, m.ranks, nc, comm_max, t.channel_split);
   return nc;
 }
 

@@ -252,6 +252,40 @@ TEST(NcclModel, EachReleaseSpreadsAnLlCollectiveByItsOwnRule) {
   EXPECT_EQ(channels("2.29.7"), 16);
 }
 
+// NCCL 2.22 spreads a collective in 16-byte cells, each channel's share of the traffic at least 512 bytes, the first
+// channel's share rounded down to whole cells and the others' up (src/enqueue.cc v2.22.3-1:583-700).
+// NVLS allreduce on one DGX H100 (16 NVLS channels, no thread trimming), traffic 2 x bytes, cells of 32 bytes of
+// traffic: 1 KiB: share max(512, 2048 / 16) = 512 = 16 cells; 64 cells = 16 + 3 x 16, the last full one counted as
+// the last: 4 channels. 2 KiB: 128 cells, 8 channels. 4 KiB: share 8192 / 16 = 512, 256 cells: 16.
+// 4100 bytes: share 8200 / 16 = 512, 257 cells = 16 + 15 x 16 + 1 would take 17 channels, past the 16 there are:
+// the 241 after the first spread over the other 15: 16.
+// Ring LL128 allgather of 128 000 B on 4 DGX H100 (32 ranks, the 24 channels the thread thresholds leave): one rank's
+// 4000 B, traffic x 32 = 128 000, share 128 000 / 24 = 5333; cells of 16 x 32 = 512 bytes of traffic, 250 of them;
+// the first channel floor(5333 / 512) = 10, the others ceil = 11: 240 = 21 x 11 + 9, so 1 + 21 + 1 = 23.
+// 2.23's rule gives 8 there (cells of 16 KiB of traffic = 512 B of data, 8 of them, one a channel), 2.21 all 24.
+TEST(NcclModel, Nccl222SpreadsTrafficInSixteenByteCells) {
+  auto one_node = load_topology(shipped("dgx-h100"), 1);
+  nccl::use_release(*one_node, "2.22.3", "test", "");
+  const auto nvls_channels = [&](Bytes bytes) {
+    return nccl::predict_with(allreduce(bytes), *one_node, Algorithm::Nvls, Protocol::Simple, {}).channels;
+  };
+  EXPECT_EQ(nvls_channels(1024), 4);
+  EXPECT_EQ(nvls_channels(2048), 8);
+  EXPECT_EQ(nvls_channels(4096), 16);
+  EXPECT_EQ(nvls_channels(4100), 16);
+
+  auto four_nodes = load_topology(shipped("dgx-h100"), 4);
+  CollectiveSpec gather = allreduce(128000);
+  gather.op = Collective::AllGather;
+  const auto ring_ll128_channels = [&](const char* release) {
+    nccl::use_release(*four_nodes, release, "test", "");
+    return nccl::predict_with(gather, *four_nodes, Algorithm::Ring, Protocol::LL128, {}).channels;
+  };
+  EXPECT_EQ(ring_ll128_channels("2.22.3"), 23);
+  EXPECT_EQ(ring_ll128_channels("2.23.4"), 8);
+  EXPECT_EQ(ring_ll128_channels("2.21.5"), 24);
+}
+
 // The Simple cell of one collective and algorithm in NCCL's tuning table of a topology priced as `release`.
 nccl::TuningCell simple_cell(Topology& topology, const char* release, const std::string& collective,
                              const std::string& algorithm) {
