@@ -361,11 +361,11 @@ NvlsSetup nvls_setup(const Table& t, GpuArch arch, const Machine& m) {
 // of each release in libraries/nccl.json "channel_split"): the operation's traffic (bytes x 2 for allreduce, x ranks
 // of one rank's share for allgather and reduce-scatter, x 1 otherwise; an LL operation's x the release's LL factor)
 // is shared among the `nc` channels the thread thresholds left, in cells, the first channel taking as many as the
-// rest: so a collective of less traffic than nc cells takes fewer channels than the nc it may use. From 2.23
-// (v2.29.7-1:571-690) a cell carries the minimal traffic per channel and every share is a whole number of cells
-// rounded up. 2.22 (v2.22.3-1:583-700) cuts 16-byte cells, shares at least 512 bytes of traffic, rounds the first
-// channel's share down and the others' up, and past `comm_max` channels (NCCL's nChannels or nvlsChannels) spreads
-// what the first leaves over the others.
+// rest: so a collective of less traffic than nc cells takes fewer channels than the nc it may use, and one of more
+// traffic than its shares hold one more, up to `comm_max` (NCCL's nChannels or nvlsChannels), past which what the
+// first channel leaves is spread over the others. From 2.23 (v2.29.7-1:571-690) a cell carries the minimal traffic per
+// channel and every share is a whole number of cells rounded up; 2.22 (v2.22.3-1:583-700) cuts 16-byte cells, shares
+// at least 512 bytes of traffic and rounds the first channel's share down.
 int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, int comm_max, const ChannelSplit& split) {
   const auto div_up = [](Bytes x, Bytes y) { return (x + y - 1) / y; };
   const Bytes min_traffic = split.min_traffic_per_channel;
@@ -373,37 +373,33 @@ int traffic_channels(int p, Collective op, Bytes bytes, int ranks, int nc, int c
   Bytes per_byte = op == Collective::AllReduce ? 2 : gather ? static_cast<Bytes>(ranks) : 1;
   const Bytes task_bytes = gather ? bytes / static_cast<Bytes>(ranks) : bytes;  // NCCL's count: one rank's share
   if (p == proto_index(Protocol::LL)) per_byte *= split.ll_traffic_factor;
-  if (split.share == ChannelSplit::Share::FirstForm) {
-    const Bytes traffic_per_channel = std::max(min_traffic, task_bytes * per_byte / static_cast<Bytes>(nc));
-    const Bytes cells = std::max<Bytes>(1, div_up(task_bytes, 16)), cell_traffic = 16 * per_byte;
-    Bytes per_channel = std::min(cells, div_up(traffic_per_channel, cell_traffic));
-    Bytes first = comm_max == 1 ? cells : std::min(cells, traffic_per_channel / cell_traffic);
-    auto middle = static_cast<std::int64_t>((cells - first) / per_channel);
-    Bytes last = (cells - first) % per_channel;
-    if (comm_max < (first != 0) + middle + (last != 0)) {  // overflowed: the rest over the channels there are
-      middle = comm_max - 2;
-      per_channel = (cells - first) / static_cast<Bytes>(middle + 1);
-      last = per_channel + (cells - first) % static_cast<Bytes>(middle + 1);
-    }
-    if (last == 0 && middle != 0) last = per_channel, --middle;
-    if (first == 0) {  // the first channel took nothing: the next one is the first
-      if (middle == 0)
-        first = std::exchange(last, 0);
-      else
-        first = per_channel, --middle;
-    }
-    return static_cast<int>((first != 0) + middle + (last != 0));
-  }
-  const Bytes traffic = std::max(min_traffic, task_bytes * per_byte);
+  const bool first_form = split.share == ChannelSplit::Share::FirstForm;
+  // The traffic a channel takes, and the cell it is cut in.
+  const Bytes traffic = first_form ? task_bytes * per_byte : std::max(min_traffic, task_bytes * per_byte);
   const Bytes share = traffic / static_cast<Bytes>(nc);
   const Bytes traffic_per_channel =
       split.share == ChannelSplit::Share::RoundedUpTo16 ? div_up(share, 16) * 16 : std::max(min_traffic, share);
-  const Bytes cell_bytes = div_up(div_up(min_traffic, per_byte), 16) * 16;
+  const Bytes cell_bytes = first_form ? 16 : div_up(div_up(min_traffic, per_byte), 16) * 16;
   const Bytes cells = std::max<Bytes>(1, div_up(task_bytes, cell_bytes));  // an empty operation still takes one
-  const Bytes cells_per_channel = std::min(cells, div_up(traffic_per_channel, cell_bytes * per_byte));
-  const Bytes rest = cells - cells_per_channel;  // after the first channel's
-  const Bytes used = 1 + rest / cells_per_channel + (rest % cells_per_channel != 0 ? 1 : 0);
-  return static_cast<int>(std::min<Bytes>(used, static_cast<Bytes>(nc)));
+  const Bytes cell_traffic = cell_bytes * per_byte;
+  // NCCL's split of the cells: the first channel's share (rounded down in 2.22), whole shares, the rest.
+  Bytes per_channel = std::min(cells, div_up(traffic_per_channel, cell_traffic));
+  Bytes first = comm_max == 1 ? cells : first_form ? std::min(cells, traffic_per_channel / cell_traffic) : per_channel;
+  auto middle = static_cast<std::int64_t>((cells - first) / per_channel);
+  Bytes last = (cells - first) % per_channel;
+  if (comm_max < (first != 0) + middle + (last != 0)) {  // overflowed: the rest over the channels there are
+    middle = comm_max - 2;
+    per_channel = (cells - first) / static_cast<Bytes>(middle + 1);
+    last = per_channel + (cells - first) % static_cast<Bytes>(middle + 1);
+  }
+  if (last == 0 && middle != 0) last = per_channel, --middle;
+  if (first == 0) {  // the first channel took nothing: the next one is the first
+    if (middle == 0)
+      first = std::exchange(last, 0);
+    else
+      first = per_channel, --middle;
+  }
+  return static_cast<int>((first != 0) + middle + (last != 0));
 }
 
 // Channels NCCL launches for `bytes` (enqueue.cc topoGetAlgoInfo): NVLS its own channels (from 2.28 across nodes no
