@@ -286,6 +286,22 @@ TEST(NcclModel, Nccl222SpreadsTrafficInSixteenByteCells) {
   EXPECT_EQ(ring_ll128_channels("2.21.5"), 24);
 }
 
+// A collective whose cells overrun its shares takes one channel more than the thread thresholds left, as NCCL's plan
+// does (the cells past nc x the share go to the next channel, up to comm->nChannels). Ring Simple allreduce on one
+// DGX A100, NCCL 2.26 (24 channels, 512 threads x 64 bytes = 32 KiB a channel): 294 912 B = 9 x 32 KiB keeps 9
+// channels; traffic 2 x 294 912, a share of 65 536 = 4 cells of 16 KiB of traffic (8 KiB of data); 36 cells on 9
+// channels. 294 916 B: still 9 by the threads (under 10 x 32 KiB), the share floor(589 832 / 9) = 65 536 = 4 cells,
+// but ceil(294 916 / 8192) = 37 cells: 9 channels of 4 and one of 1, 10 channels.
+TEST(NcclModel, CellsPastTheSharesTakeOneChannelMore) {
+  auto t = dgx_a100_one_node();
+  nccl::use_release(*t, "2.26.2", "test", "");
+  const auto channels = [&](Bytes bytes) {
+    return nccl::predict_with(allreduce(bytes), *t, Algorithm::Ring, Protocol::Simple, {}).channels;
+  };
+  EXPECT_EQ(channels(294912), 9);
+  EXPECT_EQ(channels(294916), 10);
+}
+
 // The Simple cell of one collective and algorithm in NCCL's tuning table of a topology priced as `release`.
 nccl::TuningCell simple_cell(Topology& topology, const char* release, const std::string& collective,
                              const std::string& algorithm) {
