@@ -166,11 +166,14 @@ void register_calibrate(CLI::App& app, int& exit_code) {
       cmd->add_option("--backend", c->backend, "mpi (CPU ranks, Open MPI)")->check(CLI::IsMember({"mpi", "nccl"}));
   CLI::Option* cluster = cmd->add_flag("--cluster", c->cluster,
                                        "measure inside an emulated cluster of the topology (needs CAP_NET_ADMIN)");
-  cmd->add_option("-o,--output", c->out, "calibrated topology to write (default: TOPOLOGY-STEM-calibrated.json)");
+  cmd->add_option("-o,--output", c->out, "calibrated topology to write (default: TOPOLOGY-STEM-calibrated.json)")
+      ->check(writable_file());
   CLI::Option* bench = cmd->add_option(
       "--bench", c->bench, "fit these `commsim bench --json` files (merged: median per size) instead of measuring");
-  CLI::Option* bench_out = cmd->add_option(
-      "--bench-out", c->bench_out, "where to keep the merged microbenchmark JSON (default: OUTPUT with .bench.json)");
+  CLI::Option* bench_out =
+      cmd->add_option("--bench-out", c->bench_out,
+                      "where to keep the merged microbenchmark JSON (default: OUTPUT with .bench.json)")
+          ->check(writable_file());
   CLI::Option* max_bytes =
       cmd->add_option("--max-bytes", c->max_bytes, "largest microbenchmark size (default 16M)")->check(byte_size());
   CLI::Option* repeats =
