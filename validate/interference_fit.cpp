@@ -1,6 +1,7 @@
 #include "validate/interference_fit.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 
@@ -24,7 +25,9 @@ InterferenceFit fit_interference(const Json& doc, const std::string& file, const
     if (!rows[i].is_object()) throw InputError(file, where, "must be an object");
     const Json* blocks = rows[i].contains("blocks") ? &rows[i].at("blocks") : nullptr;
     const Json* value = rows[i].contains(key) ? &rows[i].at(key) : nullptr;
-    if (!blocks || !blocks->is_number_integer() || blocks->get<int>() < 0 || blocks->get<int>() >= fit.sms)
+    // Compared as 64 bits: a count past int's range must not wrap into [0, sms) (4294967297 read as 1 block).
+    if (!blocks || !blocks->is_number_integer() || blocks->get<std::int64_t>() < 0 ||
+        blocks->get<std::int64_t>() >= fit.sms)
       throw InputError(file, where + ".blocks", "must be an integer in [0, sms)");
     if (!value || !value->is_number() || !(value->get<double>() > 0))
       throw InputError(file, where + "." + key, "missing or not a positive number (is the workload's name right?)");
