@@ -7,6 +7,7 @@
 
 #include "sim/core/host.hpp"
 #include "sim/core/json_fields.hpp"
+#include "sim/core/limits.hpp"
 #include "sim/core/statistics.hpp"
 
 namespace commsim::validate {
@@ -109,11 +110,11 @@ CollectiveFit fit_collective(const Json& bench, const std::string& bench_file,
   CollectiveFit c;
   if (!bench.contains("allreduce") || !bench["allreduce"].is_object()) return c;
   const Json& ar = bench["allreduce"];
-  if (ar.value("impl", "") != "schedule") {
+  JsonFields a(ar, bench_file, "allreduce");
+  if (a.string_or("impl", "") != "schedule") {
     c.why_not = "the allreduce sweep ran Open MPI's own MPI_Allreduce (--impl native), not the simulator's ring";
     return c;
   }
-  JsonFields a(ar, bench_file, "allreduce");
   const Json& samples = a.array("samples");
   double relative_variance_sum = 0;
   int sizes_with_runs = 0;
@@ -429,6 +430,10 @@ Calibration calibrate(const Json& topology, const std::string& topology_file, co
     throw InputError(topology_file, "link_classes",
                      "missing: calibration needs a topology with link_classes (not an astra_sim one)");
   JsonFields b(bench, bench_file, "");
+  // Checked before anything reads them: a mistyped field is bad input naming it (not a JSON library exception), and
+  // ranks past int's range would wrap (2^33 + 8 read as 8); a bench runs on at least 2 ranks.
+  b.integer_or("ranks", 0, 2, kMaxRanks);
+  for (const char* key : {"host", "commsim_version", "backend", "network"}) b.string_or(key, "");
   const Json& pings = b.array("pingpong");
   if (pings.empty()) throw InputError(bench_file, "pingpong", "no ping-pong measurements");
   for (std::size_t i = 0; i < pings.size(); ++i)
