@@ -28,6 +28,13 @@ void emit(const Model& m, const ModelOptions& o) {
               static_cast<double>(m.parameters()) / 1e6, m.tensors.size(), m.layers.size(), o.output.c_str());
 }
 
+// --name "" would be taken as no name and silently become the default one.
+CLI::Validator non_empty_name() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string { return name.empty() ? "is empty (leave it out for the default)" : ""; },
+      "NAME");
+}
+
 }  // namespace
 
 void register_model(CLI::App& app, int& exit_code) {
@@ -45,7 +52,8 @@ void register_model(CLI::App& app, int& exit_code) {
       ->check(writable_file_or_stdout());
   from_hf->add_option("--seq", hf->seq, "tokens per sample (default: the config's context length)")
       ->check(number_in(1, 1 << 24));
-  from_hf->add_option("--name", hf->name, "model name (default: the config's _name_or_path, else the file name)");
+  from_hf->add_option("--name", hf->name, "model name (default: the config's _name_or_path, else the file name)")
+      ->check(non_empty_name());
   from_hf->callback([hf, &exit_code] {
     emit(model_from_hf_config(hf->input, {hf->seq, hf->name}), *hf);
     exit_code = 0;
@@ -57,7 +65,7 @@ void register_model(CLI::App& app, int& exit_code) {
   from_trace->add_option("trace", trace->input, "Chrome trace JSON (torch.profiler export_chrome_trace)")->required();
   from_trace->add_option("-o,--output", trace->output, "model file to write (default and -: stdout)")
       ->check(writable_file_or_stdout());
-  from_trace->add_option("--name", trace->name, "model name (default: the trace file's name)");
+  from_trace->add_option("--name", trace->name, "model name (default: the trace file's name)")->check(non_empty_name());
   from_trace->add_option("--batch", trace->batch, "samples per traced step and rank (times are divided by it)")
       ->check(number_in(1, 1 << 20));
   from_trace->callback([trace, &exit_code] {
