@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 
+#include "sim/collective/nccl_table.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/limits.hpp"
 #include "sim/core/text.hpp"
@@ -65,6 +66,14 @@ std::optional<std::uint64_t> number_in(std::string_view text, std::uint64_t max)
   return value;
 }
 
+// NCCL's names of one algorithm across releases ("RING", "Ring"; "NVLS_TREE", "NVLSTree"): letters, any case.
+std::string letters_lowercase(std::string_view name) {
+  std::string letters;
+  std::copy_if(name.begin(), name.end(), std::back_inserter(letters),
+               [](unsigned char c) { return std::isalnum(c) != 0; });
+  return lowercase(letters);
+}
+
 // "AllReduce: 4194304 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..7}" anywhere in `line` (after NCCL's
 // prefix). nullopt when the line holds no " Bytes -> Algo " (no choice); an InputError naming `where` when it does but
 // is not such a choice (a size or channel beyond what NCCL prints, a field missing).
@@ -98,6 +107,16 @@ std::optional<PrintedChoice> parse_choice(const std::string& line, const std::st
   std::string proto_word, channels;
   if (!(rest >> c.algorithm >> proto_word >> c.protocol >> channels) || proto_word != "proto")
     throw malformed("no \"<algorithm> proto <protocol> channel...\" after the size");
+  // A name NCCL does not print would be reported as commsim's choice differing (exit 1), not as a line NCCL wrote.
+  const auto named = [](const std::string& printed, const auto& names) {
+    return std::any_of(names.begin(), names.end(),
+                       [&](std::string_view known) { return letters_lowercase(known) == letters_lowercase(printed); });
+  };
+  if (!named(c.algorithm, detail::kAlgoKeys))
+    throw malformed("the algorithm \"" + c.algorithm +
+                    "\", not one of NCCL's (TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT)");
+  if (!named(c.protocol, kNcclProtocolNames))
+    throw malformed("the protocol \"" + c.protocol + "\", not one of NCCL's (LL, LL128, SIMPLE)");
   static constexpr std::string_view kChannels = "channel{Lo..Hi}={";
   const std::size_t dots = channels.find("..", kChannels.size());
   // Channel ids are below NCCL's MAXCHANNELS (64).
@@ -110,14 +129,6 @@ std::optional<PrintedChoice> parse_choice(const std::string& line, const std::st
   if (!lo || !hi || *hi < *lo) throw malformed("the channels \"" + channels + "\", not {lo..hi} within 0..63");
   c.channels = static_cast<int>(*hi - *lo + 1);
   return c;
-}
-
-// NCCL's names of one algorithm across releases ("RING", "Ring"; "NVLS_TREE", "NVLSTree"): letters, any case.
-std::string letters_lowercase(std::string_view name) {
-  std::string letters;
-  std::copy_if(name.begin(), name.end(), std::back_inserter(letters),
-               [](unsigned char c) { return std::isalnum(c) != 0; });
-  return lowercase(letters);
 }
 
 }  // namespace
