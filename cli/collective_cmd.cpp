@@ -258,6 +258,24 @@ int run_collective(const CollectiveOptions& o) {
   return prediction.complete() ? 0 : 128 + stopped_by_signal;
 }
 
+// A log that states the NCCL release it ran (its "NCCL version" line, nccl-tests' nccl-library= header; the last one,
+// as calibrate reads it) is compared with that release's table and choices, as calibrate prices each log with its own
+// release; a --nccl-version that says another release contradicts the log.
+void price_as_the_log_states(const CollectiveOptions& o, Topology& topology) {
+  note_input_file(o.against);
+  if (const std::string why = not_an_input_file(o.against, "log"); !why.empty()) throw InputError(o.against, "", why);
+  std::ifstream log(o.against);
+  if (!log) throw InputError(o.against, "", "cannot open the log");
+  std::string stated;
+  for (std::string line; std::getline(log, line);)
+    if (std::string release = nccl::release_stated_in(line); !release.empty()) stated = std::move(release);
+  if (stated.empty()) return;
+  if (!o.nccl_version.empty() && o.nccl_version != stated)
+    throw InputError(o.against, "NCCL version",
+                     "the log ran NCCL " + stated + ", --nccl-version says " + o.nccl_version + ": give one of them");
+  nccl::use_release(topology, stated, o.against, "NCCL version");
+}
+
 // --tuning-table --against LOG: the table NCCL printed in LOG, cell by cell against commsim's, and each choice NCCL
 // printed there (2.25 and later: algorithm, protocol and channels per size) against commsim's under the same
 // --algo / --proto / --channels. Exit 0 when everything matches (cells round to NCCL's printed value), 1 when something
@@ -265,9 +283,7 @@ int run_collective(const CollectiveOptions& o) {
 int compare_with_log(const CollectiveOptions& o, const std::string& algorithms, const std::string& protocols,
                      const nccl::TuningTable& ours, const Topology& topology, const std::string& machine) {
   const std::string& log_file = o.against;
-  // Read twice, line by line (a log of many ranks can be large): the table, then the choices.
-  note_input_file(log_file);
-  if (const std::string why = not_an_input_file(log_file, "log"); !why.empty()) throw InputError(log_file, "", why);
+  // Read twice more, line by line (a log of many ranks can be large): the table, then the choices.
   std::ifstream table_text(log_file), choices_text(log_file);
   if (!table_text || !choices_text) throw InputError(log_file, "", "cannot open the log");
   const nccl::TuningTable printed = nccl::read_printed_tuning_table(table_text, log_file);
@@ -312,6 +328,7 @@ int print_tuning_table(const CollectiveOptions& o, bool algo_given, bool proto_g
   if (topology->library().kind != LibraryKind::Nccl)
     throw InputError("--tuning-table", "", "the tuning table is NCCL's: " + o.topology + " names no NCCL library");
   if (!o.nccl_version.empty()) nccl::use_release(*topology, o.nccl_version, "--nccl-version", "");
+  if (!o.against.empty()) price_as_the_log_states(o, *topology);
   const std::string algorithms = algo_given && o.algo != "auto" ? o.algo : "";
   const std::string protocols = proto_given && o.proto != "auto" ? o.proto : "";
   const nccl::TuningTable table = nccl::tuning_table(*topology, algorithms, protocols, o.channels);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "reports/collective_table.hpp"
+#include "sim/collective/nccl_printed_table.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/json_fields.hpp"
 #include "sim/core/output_file.hpp"
@@ -54,32 +55,6 @@ double parse_time(const std::string& token, const std::string& file, int line) {
   } catch (const std::exception&) {
   }
   throw InputError(file, "line " + std::to_string(line), "\"" + token + "\" is not a positive time in microseconds");
-}
-
-// NCCL_VERSION_CODE as "major.minor.patch": major x 10000 + minor x 100 + patch from 2.9 on, major x 1000 + minor x
-// 100 + patch before (NVIDIA/nccl src/nccl.h.in:26, NCCL_VERSION); empty when `code` is no version.
-std::string version_of_code(long long code) {
-  if (code <= 0) return "";
-  const long long major = code >= 20900 ? code / 10000 : code / 1000, rest = code >= 20900 ? code % 10000 : code % 1000;
-  return std::to_string(major) + "." + std::to_string(rest / 100) + "." + std::to_string(rest % 100);
-}
-
-// The release a text log line states: "# nccl-tests version 2.17.6 nccl-headers=22704 nccl-library=22603"
-// (nccl-tests src/util.cu writeDeviceReport; the library is what ran) or NCCL's own "NCCL version 2.26.2+cuda12.8"
-// (NCCL_DEBUG=VERSION or INFO). Empty when the line states none.
-std::string stated_release(const std::vector<std::string>& words) {
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    const std::string& w = words[i];
-    const std::string prefix = "nccl-library=";
-    if (w.rfind(prefix, 0) == 0) {
-      const std::string code = w.substr(prefix.size());
-      if (is_unsigned(code) && code.size() <= 9) return version_of_code(std::stoll(code));  // 9 digits: no overflow
-    }
-    if (w == "NCCL" && i + 2 < words.size() && words[i + 1] == "version" && !words[i + 2].empty() &&
-        std::isdigit(static_cast<unsigned char>(words[i + 2][0])) != 0)
-      return words[i + 2].substr(0, words[i + 2].find('+'));
-  }
-  return "";
 }
 
 // A row's size or count, digits only: one beyond 64 bits is no size nccl-tests printed.
@@ -145,7 +120,7 @@ NcclTestsLog read_nccl_tests_json(const std::string& path, const Json& doc) {
     // nccl-tests writes 0 when ncclGetVersion gave nothing: the release is then not stated.
     if (!version->is_number_integer() || version->get<long long>() < 0)
       f.fail("nccl_version", "must be NCCL_VERSION_CODE, an integer >= 0 (e.g. 22602)");
-    log.nccl_version = version_of_code(version->get<long long>());
+    log.nccl_version = nccl::version_of_code(version->get<long long>());
   }
   for (const Json& entry : f.array("env")) {
     if (!entry.is_string()) f.fail("env", "must be a list of \"NAME=value\" strings");
@@ -265,7 +240,7 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
     std::istringstream words(line);
     std::vector<std::string> t;
     for (std::string w; words >> w;) t.push_back(w);
-    if (std::string release = stated_release(t); !release.empty()) {
+    if (std::string release = nccl::release_stated_in(line); !release.empty()) {
       log.nccl_version = std::move(release);
       continue;
     }

@@ -133,6 +133,31 @@ std::optional<PrintedChoice> parse_choice(const std::string& line, const std::st
 
 }  // namespace
 
+std::string version_of_code(long long code) {
+  if (code <= 0) return "";
+  const long long major = code >= 20900 ? code / 10000 : code / 1000, rest = code >= 20900 ? code % 10000 : code % 1000;
+  return std::to_string(major) + "." + std::to_string(rest / 100) + "." + std::to_string(rest % 100);
+}
+
+std::string release_stated_in(const std::string& line) {
+  std::istringstream in(line);
+  const std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    static constexpr std::string_view kLibrary = "nccl-library=";
+    if (w.rfind(kLibrary, 0) == 0) {
+      const std::string code = w.substr(kLibrary.size());
+      const bool digits = !code.empty() && code.size() <= 9 &&  // 9 digits: no overflow
+                          std::all_of(code.begin(), code.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+      if (digits) return version_of_code(std::stoll(code));
+    }
+    if (w == "NCCL" && i + 2 < words.size() && words[i + 1] == "version" && !words[i + 2].empty() &&
+        std::isdigit(static_cast<unsigned char>(words[i + 2][0])) != 0)
+      return words[i + 2].substr(0, words[i + 2].find('+'));
+  }
+  return "";
+}
+
 TuningTable read_printed_tuning_table(std::istream& log, const std::string& file) {
   std::vector<std::vector<std::string>> blocks;                      // algorithm names per block
   std::vector<std::map<std::string, std::vector<TuningCell>>> rows;  // per block: collective -> cells

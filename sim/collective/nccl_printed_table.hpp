@@ -11,6 +11,15 @@
 
 namespace commsim::nccl {
 
+// NCCL_VERSION_CODE as "major.minor.patch": major x 10000 + minor x 100 + patch from 2.9 on, major x 1000 + minor x
+// 100 + patch before (NVIDIA/nccl src/nccl.h.in:26, NCCL_VERSION); empty when `code` is no version.
+std::string version_of_code(long long code);
+
+// The NCCL release one line of a log states: "# nccl-tests version 2.17.6 nccl-headers=22704 nccl-library=22603"
+// (nccl-tests src/util.cu writeDeviceReport; the library is what ran) or NCCL's own "NCCL version 2.26.2+cuda12.8"
+// (NCCL_DEBUG=VERSION or INFO). Empty when the line states none.
+std::string release_stated_in(const std::string& line);
+
 // The first table of the log: its "Algorithm |" blocks (three algorithms each), one "Collective | lat/bw | ..." row
 // per collective, up to the first line that is not part of the table (a second communicator's table is not read).
 // NCCL's line prefix ("host:pid:tid [rank] NCCL INFO") may be there or not; "Protocol" and "Max NThreads" lines are
