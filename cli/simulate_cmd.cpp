@@ -29,6 +29,7 @@ namespace {
 
 // Why `path` cannot be written ("" if it can), on one line whatever the name holds.
 std::string unwritable(const std::string& path) {
+  if (path.empty()) return "names no file";
   std::error_code ec;  // a name the system cannot look up (too long) is refused below, not thrown
   if (std::filesystem::is_directory(path, ec))
     return InputError::one_line("cannot write " + path + ": it is a directory");
