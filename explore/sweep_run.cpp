@@ -126,9 +126,10 @@ void create_output_dir(const std::string& dir) {
 void write_sweep_outputs(const Sweep& sweep, const std::string& out) {
   std::fputs(sweep_table(sweep).c_str(), stdout);
   const std::string dir = (std::filesystem::path(out) / "").string();
-  write_file(dir + "sweep.csv", sweep_csv(sweep), "-o");
-  write_file(dir + "sweep.json", sweep_json(sweep).dump(2) + "\n", "-o");
-  write_file(dir + "sweep.html", sweep_html(sweep), "-o");
+  // All three or none: one that cannot be written leaves none of the others behind.
+  write_files({{dir + "sweep.csv", sweep_csv(sweep), "-o"},
+               {dir + "sweep.json", sweep_json(sweep).dump(2) + "\n", "-o"},
+               {dir + "sweep.html", sweep_html(sweep), "-o"}});
   std::printf("%zu configurations%s, fidelity %s: wrote %ssweep.csv, %ssweep.json, %ssweep.html\n", sweep.rows.size(),
               sweep.partial() ? (" of " + std::to_string(sweep.grid_size) + " (partial)").c_str() : "",
               sweep.fidelity.c_str(), dir.c_str(), dir.c_str(), dir.c_str());
