@@ -33,6 +33,7 @@ Baseline load_baseline(const std::string& path, bool updating) {
     JsonFields f(list[i], path, "scenarios[" + std::to_string(i) + "]");
     BaselineEntry e;
     e.name = f.string("name");
+    if (e.name.empty()) f.fail("name", "must not be empty");  // its row and its lines would have no label
     if (!names.insert(e.name).second) f.fail("name", "\"" + e.name + "\" appears twice");
     e.scenario = f.string("scenario");
     e.scenario_path = resolve_data_path((fs::path(path).parent_path() / e.scenario).lexically_normal().string());
