@@ -184,7 +184,7 @@ void register_regress(CLI::App& app, int& exit_code) {
   cmd->add_option("--baseline", o->baseline, "baseline JSON file (see baselines/ci.json)")->required();
   CLI::Option* tol = cmd->add_option("--tolerance", o->tolerance,
                                      "allowed slowdown in percent (default: the baseline's tolerance_pct)")
-                         ->check(number_in(0, 1000));
+                         ->check(number_in(0, explore::kMaxTolerancePct));
   cmd->add_flag("--update", o->update, "store the step times of this commsim in the baseline instead of comparing");
   cmd->add_option("--junit", o->junit, "write JUnit XML for CI systems")->check(writable_file());
   cmd->add_option("--measured", o->measured,

@@ -24,8 +24,7 @@ Baseline load_baseline(const std::string& path, bool updating) {
     top.fail("commsim_version", "baseline is from commsim " + b.commsim_version + ", this is commsim " +
                                     COMMSIM_VERSION + ": re-run with --update to rebase it");
   b.description = top.string_or("description", "");
-  b.tolerance_pct = top.number_or("tolerance_pct", 1);
-  if (b.tolerance_pct < 0) top.fail("tolerance_pct", "must be >= 0");
+  b.tolerance_pct = top.has("tolerance_pct") ? top.number_within("tolerance_pct", 0, kMaxTolerancePct) : 1;
   const Json& list = top.array("scenarios");
   if (list.empty()) top.fail("scenarios", "lists no scenario");
   std::set<std::string> names;

@@ -30,6 +30,9 @@ struct BaselineEntry {
   double step_time_spread_s = 0;  // hardware: half the interquartile range of the steady steps
 };
 
+// The largest tolerance, in percent, a baseline file or --tolerance may give.
+inline constexpr double kMaxTolerancePct = 1000;
+
 struct Baseline {
   std::string file;
   std::string commsim_version;
