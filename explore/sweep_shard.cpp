@@ -1,9 +1,12 @@
 #include "explore/sweep_shard.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <regex>
+#include <type_traits>
 
 #include "sim/core/json_fields.hpp"
 
@@ -24,10 +27,26 @@ std::string shard_name(std::size_t index, std::size_t count) {
   return std::to_string(index) + "/" + std::to_string(count);
 }
 
-// A field of a shard file, with nlohmann's type errors turned into one line naming the file and the field.
+// A field of a shard file, with nlohmann's type errors turned into one line naming the file and the field. The
+// integer fields are counts and row numbers: a whole number >= 0 that fits T (a fraction or a negative number was
+// converted, -2 to a row 18446744073709551614 and 0.5 to row 0).
 template <typename T>
 T field(const Json& doc, const std::string& key, const std::string& file) {
   if (!doc.contains(key)) throw InputError(file, key, "missing");
+  if constexpr (std::is_integral_v<T>) {
+    constexpr auto max = static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+    const Json& value = doc.at(key);
+    const bool fits = value.is_number_unsigned()  ? value.get<std::uint64_t>() <= max
+                      : value.is_number_integer() ? value.get<std::int64_t>() >= 0 &&
+                                                        static_cast<std::uint64_t>(value.get<std::int64_t>()) <= max
+                                                  : false;
+    if (!fits)
+      throw InputError(
+          file, key,
+          std::string("must be a whole number ") +
+              (max == std::numeric_limits<std::uint64_t>::max() ? ">= 0" : "in [0, " + std::to_string(max) + "]") +
+              ", got " + value.dump());
+  }
   try {
     return doc.at(key).get<T>();
   } catch (const nlohmann::json::exception&) {
@@ -218,7 +237,11 @@ Sweep merge_shards(const std::vector<std::string>& folders) {
 
   // Count before allocating the grid: a file cannot make this process hold more rows than the files contain.
   std::size_t records_total = 0;
-  for (const ShardFile& f : files) records_total += field<Json>(f.doc, "rows", f.path).size();
+  for (const ShardFile& f : files) {
+    const Json records = field<Json>(f.doc, "rows", f.path);
+    if (!records.is_array()) throw InputError(f.path, "rows", "must be an array");
+    records_total += records.size();
+  }
   if (records_total < grid_size)
     throw InputError("--merge", "",
                      "rows are missing: the shards hold " + std::to_string(records_total) + " of the " +
@@ -227,7 +250,6 @@ Sweep merge_shards(const std::vector<std::string>& folders) {
   std::vector<Evaluation> rows(grid_size);
   for (const ShardFile& f : files) {
     const Json records = field<Json>(f.doc, "rows", f.path);
-    if (!records.is_array()) throw InputError(f.path, "rows", "must be an array");
     for (std::size_t k = 0; k < records.size(); ++k) {
       const std::string where = "rows[" + std::to_string(k) + "]";
       auto [row, e] = parse_row_record(records[k], f.path, where);
