@@ -73,7 +73,7 @@ int run_compare(const CompareOptions& o) {
   JsonFields top(spec, o.file, "");
   const std::string title = top.string("name");
   top.string_or("description", "");
-  const std::string scenario_path = (std::filesystem::path(o.file).parent_path() / top.string("scenario")).string();
+  const std::string scenario_path = resolve_beside(o.file, top.string("scenario"));
   if (!is_regular_file(scenario_path)) top.fail("scenario", "no such file " + scenario_path);
   const Json base_document = read_json_file(scenario_path);
   const Json& variants = top.array("variants");

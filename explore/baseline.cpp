@@ -35,7 +35,7 @@ Baseline load_baseline(const std::string& path, bool updating) {
     if (e.name.empty()) f.fail("name", "must not be empty");  // its row and its lines would have no label
     if (!names.insert(e.name).second) f.fail("name", "\"" + e.name + "\" appears twice");
     e.scenario = f.string("scenario");
-    e.scenario_path = resolve_data_path((fs::path(path).parent_path() / e.scenario).lexically_normal().string());
+    e.scenario_path = resolve_beside(path, e.scenario);
     if (!is_regular_file(e.scenario_path)) f.fail("scenario", "no such file " + e.scenario_path);
     if (const Json* sets = f.raw_optional("set")) {
       if (!sets->is_array()) f.fail("set", "must be an array of \"key=value\" strings");

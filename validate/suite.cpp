@@ -10,16 +10,6 @@
 #include "sim/step/simulation.hpp"
 
 namespace commsim::validate {
-namespace {
-
-std::string resolve(const std::string& file, const std::string& relative) {
-  const std::filesystem::path p(relative);
-  if (p.is_absolute()) return relative;
-  return resolve_data_path((std::filesystem::path(file).parent_path() / p).lexically_normal().string());
-}
-
-}  // namespace
-
 std::vector<std::string> Suite::set_arguments(const SuiteEntry& e, int steps) {
   std::vector<std::string> out;
   for (const auto& [key, value] : e.set.items()) out.push_back(key + "=" + value.dump());
@@ -58,7 +48,7 @@ SuiteEntry read_entry(const Json& entry, const std::string& path, const std::str
   e.name = f.string("name");
   if (e.name.empty()) f.fail("name", "must not be empty");
   if (!names.insert(e.name).second) f.fail("name", "duplicate scenario name \"" + e.name + "\"");
-  e.scenario = resolve(path, f.string("scenario"));
+  e.scenario = resolve_beside(path, f.string("scenario"));
   if (const Json* set = f.raw_optional("set")) {
     if (!set->is_object()) f.fail("set", "must be an object {\"dotted.key\": value}");
     for (const auto& [key, value] : set->items())

@@ -39,6 +39,12 @@ std::string resolve_data_path(const std::string& path) {
   return path;
 }
 
+std::string resolve_beside(const std::string& file, const std::string& relative) {
+  const fs::path p(relative);
+  if (p.is_absolute()) return relative;
+  return resolve_data_path((fs::path(file).parent_path() / p).lexically_normal().string());
+}
+
 bool path_exists(const std::string& path) {
   std::error_code ec;
   return std::filesystem::exists(path, ec);

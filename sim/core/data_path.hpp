@@ -20,6 +20,10 @@ std::vector<std::string> data_dirs();
 // The file `path` names under the rule above.
 std::string resolve_data_path(const std::string& path);
 
+// A path named inside `file` (a scenario's topology, a suite's or a compare file's scenario): an absolute one as given;
+// a relative one from the file's folder, then under the rule above (so that an installed file finds its neighbours).
+std::string resolve_beside(const std::string& file, const std::string& relative);
+
 // Whether `path` names something that exists / a regular file, answered without throwing: a name the system cannot
 // look up at all (longer than a file name may be, a loop of links) is simply not there, and the caller's error
 // names it (std::filesystem's one-argument forms throw there).

@@ -25,13 +25,6 @@ namespace {
 // Split indices point into a model's tensor list; no model has a million parameter tensors.
 constexpr std::int64_t kMaxFusionIndex = 1 << 20;
 
-std::string resolve(const std::string& file, const std::string& relative) {
-  std::filesystem::path p(relative);
-  if (p.is_absolute()) return relative;
-  // Relative to the scenario; where that is not in the current directory, in the data dirs (sim/core/data_path.hpp).
-  return resolve_data_path((std::filesystem::path(file).parent_path() / p).lexically_normal().string());
-}
-
 // A path the scenario names, checked here so that the error names the scenario and its field, not only the path.
 std::string existing_file(JsonFields& f, const std::string& key, const std::string& path) {
   std::error_code ec;
@@ -288,7 +281,7 @@ Scenario parse_scenario(const Json& document, const std::string& file) {
   s.file = file;
   s.name = top.string("name");
   top.string_or("description", "");
-  s.topology_path = existing_file(top, "topology", resolve(file, top.string("topology")));
+  s.topology_path = existing_file(top, "topology", resolve_beside(file, top.string("topology")));
   s.nodes = static_cast<int>(top.integer_or("nodes", 0, 1, kMaxNodes));
   // A release such as 2.20 is a JSON number once --set parses it, and 2.20 reads back as 2.2: asked for as a string.
   if (const Json* release = top.raw_optional("nccl_version"); release != nullptr && !release->is_string())
@@ -297,7 +290,7 @@ Scenario parse_scenario(const Json& document, const std::string& file) {
   s.nccl_version = top.string_or("nccl_version", "");
   if (top.has("nccl_version") && s.nccl_version.empty())
     top.fail("nccl_version", "must name a release such as \"2.26.2\"");
-  s.model_path = existing_file(top, "model", resolve(file, top.string("model")));
+  s.model_path = existing_file(top, "model", resolve_beside(file, top.string("model")));
   {
     JsonFields d = top.object("device");
     s.device = parse_device(d);  // explicit numbers, or a device of the library (sim/model/device_library.hpp)

@@ -25,6 +25,9 @@ grep -q 'step time' simulate.txt || { echo "simulate: no step time"; exit 1; }
 mkdir out
 "$prefix/bin/commsim" simulate scenarios/resnet50-dgx-a100.json --trace out/step.json >/dev/null
 test -s out/step.json
+# A relative path inside a file is looked up beside it too: the compare file names its scenario that way.
+"$prefix/bin/commsim" compare scenarios/demo-techniques.json >compare.txt
+grep -q '^baseline ' compare.txt || { echo "compare: its scenario was not found beside it"; exit 1; }
 # The rule's order: the current directory, then $COMMSIM_DATA_DIR, then the install. dgx-a100.json with 3 nodes
 # (24 ranks) instead of the shipped 4 (32 ranks) tells which file was read.
 mkdir -p "$work/data/topologies" "$work/empty"
