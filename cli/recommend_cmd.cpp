@@ -207,7 +207,9 @@ void register_recommend(CLI::App& app, int& exit_code) {
       "--allow-lossy", o->allow_lossy,
       "also search DGC sparsity, Local SGD k and low-precision communication (they change convergence); one is "
       "printed only when it wins by more than the prediction's band");
-  cmd->add_option("--budget", o->budget, "most configurations to evaluate in the search (default 200)")
+  cmd->add_option("--budget", o->budget,
+                  "most configurations each search evaluates (default 200; --allow-lossy runs two: with and without "
+                  "the lossy settings)")
       ->check(number_in(1));
   cmd->add_option("--fidelity", o->fidelity,
                   "fidelity of the final ranking: analytical | flow (the search is analytical)");
