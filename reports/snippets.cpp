@@ -30,7 +30,15 @@ std::string paddle_snippet(const Strategy& s, int nodes, int ranks) {
       "strategy = fleet.DistributedStrategy()\n";
   if (size_fusion(s)) out += "strategy.fuse_grad_size_in_MB = " + number(s.fusion.size_mb) + "\n";
   out += "strategy.nccl_comm_num = " + std::to_string(s.nccl_comm_num) + "\n";
-  out += std::string("strategy.sync_nccl_allreduce = ") + (s.overlap ? "False" : "True") + "\n";
+  // sync_nccl_allreduce is not the overlap of compute and communication, which Paddle does by default (the seed
+  // paddle-overlap.txt): True (its default) has each allreduce's host thread wait for its stream
+  // (all_reduce_op_handle.cc SyncNCCLAllReduce), so that several communicators do not overlap one another
+  // (graph_execution_optimizer.py warns of it); commsim's streams always run concurrently, as with False.
+  out += "strategy.sync_nccl_allreduce = False\n";
+  if (!s.overlap)
+    out +=
+        "# every allreduce after backward (overlap false) has no DistributedStrategy switch: Paddle overlaps "
+        "them with backward\n";
   if (s.use_hierarchical_allreduce) {
     out += "strategy.use_hierarchical_allreduce = True\n";
     // Paddle reads inter_nranks as the ranks per group (gen_nccl_id_op.cc: inter_trainer_id = trainer_id %

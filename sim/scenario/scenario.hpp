@@ -71,7 +71,7 @@ struct Stragglers {
 
 struct Strategy {
   Fusion fusion;
-  bool overlap = true;    // false: Paddle sync_nccl_allreduce, all communication after backward
+  bool overlap = true;    // false: all communication after backward (the seed's serial mode, not a Paddle knob)
   int nccl_comm_num = 1;  // communication streams
   Algorithm algorithm = Algorithm::Ring;
   bool use_hierarchical_allreduce = false;

@@ -262,6 +262,23 @@ TEST(Snippets, HierarchyGroupsInEitherSpellingPrintAsPaddlesGroupSize) {
             std::string::npos);
 }
 
+// Paddle overlaps backward and communication by default (paddle-overlap.txt); sync_nccl_allreduce = True, its
+// default, makes each allreduce's host thread wait for its stream, so that several communicators do not overlap
+// (graph_execution_optimizer.py). commsim's streams always run concurrently: False whatever `overlap` says, and no
+// switch is invented for overlap = false, which Paddle cannot be told.
+TEST(Snippets, PaddleSyncNcclAllreduceIsNotTheOverlapSwitch) {
+  Strategy s;
+  s.nccl_comm_num = 2;
+  EXPECT_NE(paddle_snippet(s, 2, 16).find("strategy.sync_nccl_allreduce = False\n"), std::string::npos);
+  EXPECT_EQ(paddle_snippet(s, 2, 16).find("has no DistributedStrategy switch"), std::string::npos);
+  s.overlap = false;
+  const std::string serial = paddle_snippet(s, 2, 16);
+  EXPECT_NE(serial.find("strategy.sync_nccl_allreduce = False\n"), std::string::npos);
+  EXPECT_EQ(serial.find("sync_nccl_allreduce = True"), std::string::npos);
+  EXPECT_NE(serial.find("# every allreduce after backward (overlap false) has no DistributedStrategy switch"),
+            std::string::npos);
+}
+
 TEST(Snippets, CompressionNamesOnlySwitchesThatExist) {
   // fp16: DDP's fp16_compress_hook, Horovod's Compression.fp16, Paddle's fp16_allreduce all exist.
   Strategy s;

@@ -509,8 +509,8 @@ TEST(NcclTranslate, PiecesRunOnTheirOwnRangeOfTheBuffer) {
   expect_well_formed(l, step, l.plan.step_plans[0]);
 }
 
-// overlap = false (Paddle sync_nccl_allreduce): every bucket waits for the end of backward (the first layer's
-// backward, the last compute task).
+// overlap = false (the serial mode of paddle-overlap.txt): every bucket waits for the end of backward (the first
+// layer's backward, the last compute task).
 TEST(NcclTranslate, NoOverlapWaitsForTheWholeBackward) {
   const Loaded l = load({"strategy.overlap=false"});
   const StepPlan& ps = l.plan.step_plans[0];
