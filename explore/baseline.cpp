@@ -57,6 +57,9 @@ Baseline load_baseline(const std::string& path, bool updating) {
       f.fail("step_time_s", "missing or not > 0: run commsim regress --baseline " + path + " --update to store it");
     e.step_time_spread_s = f.number_or("step_time_spread_s", 0);
     if (e.step_time_spread_s < 0) f.fail("step_time_spread_s", "must be >= 0");
+    // A simulation has no run-to-run spread: a stored one would be ignored by the check and dropped by --update.
+    if (e.backend == "sim" && f.raw_optional("step_time_spread_s"))
+      f.fail("step_time_spread_s", "is a measurement's spread: a simulated entry (backend sim) has none");
     f.reject_unknown();
     b.entries.push_back(e);
   }

@@ -1,6 +1,7 @@
 #include "reports/snippets.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "reports/format.hpp"
 
@@ -16,6 +17,15 @@ std::string py_list(const std::vector<double>& v) {
 
 bool size_fusion(const Strategy& s) { return s.fusion.mode == FusionMode::Size || s.fusion.mode == FusionMode::Auto; }
 
+// Paddle's fuse_grad_size_in_MB and MindSpore's comm_fusion "size" config are whole MB (an int: Paddle's setter
+// ignores any other value with a warning; the seed mindspore-comm-fusion.md gives the config's type as int): the
+// nearest one, at least 1, and a comment naming the size commsim priced when that differs.
+std::string whole_mb(double size_mb, std::string& note) {
+  const double whole = std::max(1.0, std::round(size_mb));
+  if (whole != size_mb) note = "# " + number(size_mb) + " MB simulated; the setting takes whole MB\n";
+  return number(whole);
+}
+
 }  // namespace
 
 int hierarchy_leaders(const Strategy& s, int nodes, int ranks) {
@@ -28,7 +38,10 @@ std::string paddle_snippet(const Strategy& s, int nodes, int ranks) {
   std::string out =
       "import paddle.distributed.fleet as fleet\n"
       "strategy = fleet.DistributedStrategy()\n";
-  if (size_fusion(s)) out += "strategy.fuse_grad_size_in_MB = " + number(s.fusion.size_mb) + "\n";
+  if (size_fusion(s)) {
+    std::string note;
+    out += "strategy.fuse_grad_size_in_MB = " + whole_mb(s.fusion.size_mb, note) + "\n" + note;
+  }
   out += "strategy.nccl_comm_num = " + std::to_string(s.nccl_comm_num) + "\n";
   // sync_nccl_allreduce is not the overlap of compute and communication, which Paddle does by default (the seed
   // paddle-overlap.txt): True (its default) has each allreduce's host thread wait for its stream
@@ -71,7 +84,7 @@ std::string paddle_snippet(const Strategy& s, int nodes, int ranks) {
 }
 
 std::string mindspore_snippet(const Strategy& s) {
-  std::string fusion;
+  std::string fusion, size_note;
   if (s.fusion.mode == FusionMode::None) {
     fusion = "{\"openstate\": False}";
   } else if (s.fusion.mode == FusionMode::Index) {
@@ -81,12 +94,12 @@ std::string mindspore_snippet(const Strategy& s) {
   } else if (s.fusion.mode == FusionMode::Auto) {
     fusion = "{\"allreduce\": {\"mode\": \"auto\", \"config\": None}}";
   } else {
-    fusion = "{\"allreduce\": {\"mode\": \"size\", \"config\": " + number(s.fusion.size_mb) + "}}";
+    fusion = "{\"allreduce\": {\"mode\": \"size\", \"config\": " + whole_mb(s.fusion.size_mb, size_note) + "}}";
   }
   std::string out =
       "import mindspore as ms\n"
       "ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, comm_fusion=" +
-      fusion + ")\n";
+      fusion + ")\n" + size_note;
   // gradient_fp32_sync=False (allreduce in the gradients' dtype) is listed for the auto-parallel modes only.
   if (s.comm_dtype != CommDtype::Fp32)
     out +=

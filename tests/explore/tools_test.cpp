@@ -279,6 +279,25 @@ TEST(Snippets, PaddleSyncNcclAllreduceIsNotTheOverlapSwitch) {
             std::string::npos);
 }
 
+// Paddle's fuse_grad_size_in_MB and MindSpore's comm_fusion size config take whole MB (an int; Paddle ignores any
+// other value): 0.5 MB is written as 1 (the nearest whole MB, at least 1) and 2.6 MB as 3, each with a comment naming
+// the size simulated; 25 MB is written as it is, with no comment.
+TEST(Snippets, FusionSizesAreWholeMegabytesWhereTheFrameworkTakesAnInt) {
+  Strategy s;
+  s.fusion.mode = FusionMode::Size;
+  s.fusion.size_mb = 0.5;
+  EXPECT_NE(paddle_snippet(s, 2, 16).find("strategy.fuse_grad_size_in_MB = 1\n# 0.5 MB simulated; the setting takes "
+                                          "whole MB\n"),
+            std::string::npos);
+  s.fusion.size_mb = 2.6;
+  const std::string mindspore = mindspore_snippet(s);
+  EXPECT_NE(mindspore.find("\"config\": 3}}"), std::string::npos);
+  EXPECT_NE(mindspore.find("# 2.6 MB simulated; the setting takes whole MB\n"), std::string::npos);
+  s.fusion.size_mb = 25;
+  EXPECT_EQ(paddle_snippet(s, 2, 16).find("MB simulated"), std::string::npos);
+  EXPECT_EQ(mindspore_snippet(s).find("MB simulated"), std::string::npos);
+}
+
 TEST(Snippets, CompressionNamesOnlySwitchesThatExist) {
   // fp16: DDP's fp16_compress_hook, Horovod's Compression.fp16, Paddle's fp16_allreduce all exist.
   Strategy s;
