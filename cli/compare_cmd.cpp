@@ -72,6 +72,7 @@ int run_compare(const CompareOptions& o) {
   const Json spec = read_json_file(o.file);
   JsonFields top(spec, o.file, "");
   const std::string title = top.string("name");
+  if (title.empty()) top.fail("name", "must not be empty (it is the table's title)");
   top.string_or("description", "");
   const std::string scenario_path = resolve_beside(o.file, top.string("scenario"));
   if (!is_regular_file(scenario_path)) top.fail("scenario", "no such file " + scenario_path);
