@@ -103,6 +103,11 @@ void check_one_complete_sweep(const std::vector<ShardFile>& files) {
       throw InputError(
           f.path, "shards",
           std::to_string(f.shard.count) + " shards, but " + first.path + " has " + std::to_string(first.shard.count));
+    // The hash stands for these; the merge reads them from the first file, so a file that says otherwise is refused
+    // rather than merged under the first one's labels.
+    for (const char* key : {"scenario", "fidelity", "vary"})
+      if (field<Json>(f.doc, key, f.path) != field<Json>(first.doc, key, first.path))
+        throw InputError(f.path, key, "differs from " + first.path + "'s, which has the same sweep_hash");
   }
   std::map<std::size_t, std::string> seen;
   for (const ShardFile& f : files) {
