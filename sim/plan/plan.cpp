@@ -74,6 +74,8 @@ CollectiveSpec StepBuilder::collective(Collective op, Bytes bytes, Algorithm alg
   c.algorithm = algorithm;
   c.bytes = bytes;
   c.channels = sc.strategy.channels > 0 ? sc.strategy.channels : topo.default_channels();
+  // On an NCCL topology the channels are NCCL's (NCCL_MIN/MAX_NCHANNELS), as collective --channels sets them.
+  if (topo.library().kind == LibraryKind::Nccl) c.nccl_channels = sc.strategy.channels;
   c.hierarchy_groups = sc.strategy.hierarchical_allreduce_leaders;
   c.ranks_per_node = topo.ranks_per_node();
   // Gamma: a reduction reads two operands and writes one at memory speed.
