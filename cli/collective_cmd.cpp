@@ -216,6 +216,12 @@ int run_collective(const CollectiveOptions& o) {
     throw InputError("--proto", "",
                      "does not apply to --fidelity flow, which runs the algorithm's schedule without NCCL's protocols "
                      "(the analytical fidelity prices them)");
+  // The host threads' issue time is a term of NCCL's analytical model only: elsewhere the value would be ignored.
+  if (o.gpus_per_thread > 1 && (!nccl || fidelity == Fidelity::Flow))
+    throw InputError("--gpus-per-thread", "",
+                     !nccl ? "applies to NCCL's model: " + o.topology + " names no NCCL library"
+                           : std::string("does not apply to --fidelity flow, which runs the algorithm's schedule "
+                                         "without NCCL's issue time (the analytical fidelity prices it)"));
   const int p = topology->ranks();
   if (fidelity != Fidelity::Analytical) check_network_size(fidelity, *topology);
   check_supported(spec, p, "--algo");
