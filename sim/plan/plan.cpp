@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 
+#include "sim/collective/nccl_model.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/limits.hpp"
 #include "sim/core/units.hpp"
@@ -303,6 +304,20 @@ void check_settings(const Scenario& sc, const Topology& topo, int ranks) {
   probe.hierarchy_groups = sc.strategy.hierarchical_allreduce_leaders;
   probe.ranks_per_node = topo.ranks_per_node();
   check_supported(probe, ranks, sc.file + ": strategy");
+  // An NCCL algorithm the machine cannot run (NVLS without NVSwitch SHARP, CollNet without SHARP) is the
+  // scenario's setting, named here rather than by the first collective that tries it.
+  probe.op = sc.strategy.sharding.stage > 0 ? Collective::ReduceScatter : Collective::AllReduce;
+  probe.bytes = Bytes{1} << 20;
+  const Algorithm a = sc.strategy.algorithm;
+  const bool nccls_own = a == Algorithm::Ring || a == Algorithm::Tree || library_only(a);
+  if (nccls_own && uses_library_model(probe, topo)) {
+    const std::vector<nccl::Estimate> runs = nccl::candidates(probe, topo);
+    if (std::none_of(runs.begin(), runs.end(), [&](const nccl::Estimate& e) { return e.algorithm == a; }))
+      throw InputError(sc.file, "strategy.algorithm",
+                       "NCCL runs no " + std::string(to_string(probe.op)) + " with " + std::string(to_string(a)) +
+                           " on " + topo.name() + " (" + std::to_string(ranks) + " ranks, " +
+                           std::to_string(topo.nodes()) + " nodes)");
+  }
   for (auto& [rank, factor] : sc.strategy.stragglers.slow_ranks)
     if (rank >= ranks)
       throw InputError(sc.file, "strategy.stragglers.slow_ranks." + std::to_string(rank),
