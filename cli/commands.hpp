@@ -41,6 +41,9 @@ void write_result_and_trace(const SimulationRun& run, const std::string& json, c
 // "-" is refused there (it would be a file named -); writable_file_or_stdout takes it as standard output.
 const CLI::Validator& writable_file();
 const CLI::Validator& writable_file_or_stdout();
+// For options that name a folder to write into (sweep -o, validate --report): "-" is refused (it would be a folder
+// named -), and so is an empty name (which would silently become the default folder).
+const CLI::Validator& output_folder();
 // "8", "64K", "256M", "1G" (binary multiples, as nccl-tests reads -e; a fraction such as "0.5M" too) -> bytes, in
 // [8, kMaxBytes]; otherwise an InputError naming --max-bytes. byte_size() checks an option with it at parse time.
 std::uint64_t parse_byte_size(const std::string& text);

@@ -51,6 +51,17 @@ const CLI::Validator& writable_file() {
   return validator;
 }
 
+const CLI::Validator& output_folder() {
+  static const CLI::Validator validator(
+      [](std::string& dir) -> std::string {
+        if (dir.empty()) return "names no folder";
+        return dir == "-" ? "- (standard output) is not an output of this option: name a folder (./- for one named -)"
+                          : "";
+      },
+      "DIR");
+  return validator;
+}
+
 const CLI::Validator& writable_file_or_stdout() {
   static const CLI::Validator validator(
       [](std::string& path) -> std::string { return path == "-" ? "" : unwritable(path); }, "FILE");

@@ -85,14 +85,7 @@ void register_sweep(CLI::App& app, int& exit_code) {
   CLI::Option* steps = cmd->add_option("--steps", o->request.steps, "number of steps (overrides the scenario)")
                            ->check(number_in(1, kMaxSteps));
   CLI::Option* fidelity = cmd->add_option("--fidelity", o->request.fidelity, "analytical | flow");
-  cmd->add_option("-o,--output", o->out, "output directory (default: sweep)")
-      ->check(CLI::Validator(
-          [](std::string& dir) -> std::string {
-            return dir == "-"
-                       ? "- (standard output) is not an output of this option: name a folder (./- for one named -)"
-                       : "";
-          },
-          "DIR"));
+  cmd->add_option("-o,--output", o->out, "output directory (default: sweep)")->check(output_folder());
   CLI::Option* jobs = cmd->add_option("--jobs", o->jobs,
                                       "parallel simulations (default: all cores; under mpirun: "
                                       "the cores shared among the ranks of this host)")

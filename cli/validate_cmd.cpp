@@ -62,7 +62,8 @@ void register_validate(CLI::App& app, int& exit_code) {
   trace_option->excludes(
       cmd->add_option("--calibration", o->calibrations,
                       "calibrated topology from `commsim calibrate` (repeatable; missing ones are calibrated now)"));
-  trace_option->excludes(cmd->add_option("--report", o->report_dir, "report folder (default: validation-SUITE)"));
+  trace_option->excludes(
+      cmd->add_option("--report", o->report_dir, "report folder (default: validation-SUITE)")->check(output_folder()));
   trace_option->excludes(cmd->add_flag("--cluster", o->cluster,
                                        "run on the emulated cluster (network namespaces, tc; needs CAP_NET_ADMIN)"));
   trace_option->excludes(

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "sim/core/json_fields.hpp"
+#include "sim/core/text.hpp"
 
 namespace commsim::explore {
 
@@ -19,7 +20,7 @@ constexpr std::size_t kMaxShards = 1000000;
 
 // A whole number of at most 9 digits, or nothing.
 std::optional<std::size_t> small_count(const std::string& text) {
-  if (text.empty() || text.size() > 9 || !std::all_of(text.begin(), text.end(), ::isdigit)) return std::nullopt;
+  if (text.size() > 9 || !is_unsigned(text)) return std::nullopt;
   return std::stoul(text);
 }
 

@@ -22,10 +22,6 @@
 namespace commsim::validate {
 namespace {
 
-bool is_unsigned(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-}
-
 // "NCCL INFO NCCL_ALGO set by environment to Ring": the value after "to", lower-cased.
 bool environment_value(const std::string& line, const std::string& variable, std::string& value) {
   const std::string marker = variable + " set by environment to ";
@@ -240,7 +236,7 @@ NcclTestsLog read_nccl_tests_log(const std::string& path) {
     std::istringstream words(line);
     std::vector<std::string> t;
     for (std::string w; words >> w;) t.push_back(w);
-    if (std::string release = nccl::release_stated_in(line); !release.empty()) {
+    if (std::string release = nccl::release_stated_in(t); !release.empty()) {
       log.nccl_version = std::move(release);
       continue;
     }

@@ -141,15 +141,17 @@ std::string version_of_code(long long code) {
 
 std::string release_stated_in(const std::string& line) {
   std::istringstream in(line);
-  const std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+  return release_stated_in(
+      std::vector<std::string>{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()});
+}
+
+std::string release_stated_in(const std::vector<std::string>& words) {
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     static constexpr std::string_view kLibrary = "nccl-library=";
     if (w.rfind(kLibrary, 0) == 0) {
       const std::string code = w.substr(kLibrary.size());
-      const bool digits = !code.empty() && code.size() <= 9 &&  // 9 digits: no overflow
-                          std::all_of(code.begin(), code.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-      if (digits) return version_of_code(std::stoll(code));
+      if (is_unsigned(code) && code.size() <= 9) return version_of_code(std::stoll(code));  // 9 digits: no overflow
     }
     if (w == "NCCL" && i + 2 < words.size() && words[i + 1] == "version" && !words[i + 2].empty() &&
         std::isdigit(static_cast<unsigned char>(words[i + 2][0])) != 0)

@@ -19,6 +19,7 @@ std::string version_of_code(long long code);
 // (nccl-tests src/util.cu writeDeviceReport; the library is what ran) or NCCL's own "NCCL version 2.26.2+cuda12.8"
 // (NCCL_DEBUG=VERSION or INFO). Empty when the line states none.
 std::string release_stated_in(const std::string& line);
+std::string release_stated_in(const std::vector<std::string>& words);  // the line's words
 
 // The first table of the log: its "Algorithm |" blocks (three algorithms each), one "Collective | lat/bw | ..." row
 // per collective, up to the first line that is not part of the table (a second communicator's table is not read).

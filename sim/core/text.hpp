@@ -1,4 +1,4 @@
-// Case-insensitive names: NCCL and nccl-tests print one name in several spellings across releases ("RING", "Ring").
+// Words as NCCL and nccl-tests print them: one name in several spellings across releases ("RING", "Ring"), counts.
 #pragma once
 
 #include <algorithm>
@@ -18,5 +18,10 @@ inline std::string with_case(std::string_view text, bool upper) {
 }
 inline std::string lowercase(std::string_view text) { return with_case(text, false); }
 inline std::string uppercase(std::string_view text) { return with_case(text, true); }
+
+// Digits only, at least one: a count or a code as NCCL and nccl-tests print them.
+inline bool is_unsigned(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
 
 }  // namespace commsim
