@@ -15,6 +15,7 @@
 #include "tests/validate/test_helpers.hpp"
 
 using namespace commsim;
+using commsim::validate::test_support::input_error_of;
 using commsim::validate::test_support::TempDir;
 
 namespace {
@@ -155,15 +156,9 @@ TEST(NcclTestsLog, ParsesTheJsonNcclTestsWrites) {
     "ngpus": 1}, "devices": [], "results": []})";
   std::ofstream(dir.file("no_time.json")) << R"({"args": ["all_gather_perf"], "env": [], "config": {"nthreads": 1,
     "ngpus": 1}, "devices": [{"hostname": "a"}], "results": [{"size": 64, "out_of_place": {"alg_bw": 1}}]})";
-  // The error of reading `file`: an InputError (anything else, or none, fails the test).
-  auto error_of = [&](const std::string& file) -> std::string {
-    try {
-      validate::read_nccl_tests_log(dir.file(file));
-    } catch (const InputError& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << file << " was read without an error";
-    return "";
+  // The error of reading `file` ("" when it is read without one, which the EXPECTs below fail on).
+  auto error_of = [&](const std::string& file) {
+    return input_error_of([&] { validate::read_nccl_tests_log(dir.file(file)); });
   };
   EXPECT_NE(error_of("alltoall.json").find("args[0]"), std::string::npos);
   EXPECT_NE(error_of("no_time.json").find("results[0].out_of_place.time"), std::string::npos);
@@ -393,14 +388,9 @@ TEST(NcclTestsLog, RowsWithWrongElementsAreRefused) {
   const std::string log = all_reduce_log({1024, 2048}, [](Bytes) { return 10.0; });
   const std::size_t row_end = log.find('\n', log.find("        2048"));
   ASSERT_NE(row_end, std::string::npos);
-  const auto read_error = [&](const std::string& text) -> std::string {
+  const auto read_error = [&](const std::string& text) {
     std::ofstream(dir.file("a.log")) << text;
-    try {
-      validate::read_nccl_tests_log(dir.file("a.log"));
-    } catch (const InputError& e) {
-      return e.what();
-    }
-    return "";
+    return input_error_of([&] { validate::read_nccl_tests_log(dir.file("a.log")); });
   };
   std::string wrong = log;
   wrong.replace(row_end - 1, 1, "1");  // the in-place #wrong of the 2048 B row: 0 -> 1
@@ -430,14 +420,12 @@ TEST(NcclTestsLog, EveryRowsCountMustBeItsSize) {
       validate::check_log_collective(validate::read_nccl_tests_log(dir.file("ag.log")), Collective::AllGather));
   replace("        2048           64", "        2048          256");  // the whole buffer's count, on the second row
   std::ofstream(dir.file("ag.log")) << gather;
-  try {
+  const std::string message = input_error_of([&] {
     validate::check_log_collective(validate::read_nccl_tests_log(dir.file("ag.log")), Collective::AllGather);
-    ADD_FAILURE() << "a count of 256 for 2048 B of an all-gather on 8 ranks was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("line 14: count 256 is not the size's (2048 B / 4 B per float / 8 ranks = 64"),
-              std::string::npos)
-        << e.what();
-  }
+  });
+  EXPECT_NE(message.find("line 14: count 256 is not the size's (2048 B / 4 B per float / 8 ranks = 64"),
+            std::string::npos)
+      << message;
 }
 
 // One run given twice would weigh every size twice. A -J file's times have full precision and the text log of the
@@ -456,12 +444,10 @@ TEST(NcclTestsLog, OneRunGivenTwiceIsRefused) {
     return validate::read_nccl_tests_log(dir.file("a.json"));
   };
   const validate::NcclTestsLog text = validate::read_nccl_tests_log(dir.file("a.log"));
-  try {
+  const std::string message = input_error_of([&] {
     validate::check_distinct_logs({{text, Collective::AllReduce}, {json_with("42.5049"), Collective::AllReduce}});
-    ADD_FAILURE() << "a text log and its -J file were fitted as two runs";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind(dir.file("a.json") + ": has the same sizes and times as", 0), 0u) << e.what();
-  }
+  });
+  EXPECT_EQ(message.rfind(dir.file("a.json") + ": has the same sizes and times as", 0), 0u) << message;
   EXPECT_NO_THROW(
       validate::check_distinct_logs({{text, Collective::AllReduce}, {json_with("42.51"), Collective::AllReduce}}));
 }

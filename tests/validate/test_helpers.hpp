@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sim/core/error.hpp"
+
 namespace commsim::validate::test_support {
 
 // A fresh folder under the system temp dir, removed by the destructor.
@@ -25,6 +27,16 @@ struct TempDir {
   }
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
+
+// The message of the InputError `f` throws; "" when it throws none (any other exception fails the test).
+inline std::string input_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 inline void write(const std::string& path, const nlohmann::json& doc) { std::ofstream(path) << doc.dump(2) << "\n"; }
 inline void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
