@@ -134,6 +134,13 @@ std::string describe(const Calibration& cal) {
                                 : "not used: " + cf.why_not) +
            "\n";
   }
+  const ConcurrentFit& cc = cal.concurrent;
+  if (cc.present) {
+    out += "  collectives beside each other (" + std::to_string(cc.streams) + " streams, " +
+           std::to_string(cc.points.size()) + " sizes): step delay " + fixed(cc.step_delay_s * 1e6, 1) +
+           " us, predicted sizes' median error " + fixed(100 * cc.predicted_median_abs_rel, 1) + " %; " +
+           (cc.trusted ? "USED for the topology (library.concurrent_step_delay_us)" : "not used: " + cc.why_not) + "\n";
+  }
   out += "  reduction (gamma): " +
          (cal.reduce_Bps > 0 ? fixed(cal.reduce_Bps / 1e9, 2) + " GB/s" : std::string("not measured")) + "\n";
   out += "  DGC local work: " +

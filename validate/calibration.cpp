@@ -196,13 +196,16 @@ Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::stri
       samples[k]["runs_seconds_per_repetition"] = t;
     }
   }
-  if (merged.contains("allreduce")) {
-    Json& samples = merged["allreduce"]["samples"];
+  for (const std::string sweep : {"allreduce", "allreduce_concurrent"}) {
+    if (!merged.contains(sweep)) continue;
+    Json& samples = merged[sweep]["samples"];
     for (std::size_t k = 0; k < samples.size(); ++k) {
       std::vector<double> t;
       for (std::size_t r = 0; r < runs.size(); ++r) {
-        const Json& s = runs[r].at("allreduce").at("samples").at(k);
-        check_same(r, "allreduce.samples[" + std::to_string(k) + "].bytes", samples[k]["bytes"], s.at("bytes"));
+        if (!runs[r].contains(sweep))
+          throw InputError(files[r], sweep, "missing, but " + files[0] + " has it: not runs of one bench");
+        const Json& s = runs[r].at(sweep).at("samples").at(k);
+        check_same(r, sweep + ".samples[" + std::to_string(k) + "].bytes", samples[k]["bytes"], s.at("bytes"));
         t.push_back(s.at("seconds_per_repetition").get<double>());
       }
       samples[k]["seconds_per_repetition"] = median(t);
@@ -223,8 +226,9 @@ Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::stri
   }
   merged["merged_from"] = files;
   merged["merge"] =
-      "ping-pong: the fastest run per class and size (what the link can do, without interference); allreduce: the "
-      "median run per size (what a collective costs on this host as it is); reduction and DGC rates: the median";
+      "ping-pong: the fastest run per class and size (what the link can do, without interference); allreduce (one "
+      "stream and concurrent): the median run per size (what a collective costs on this host as it is); reduction and "
+      "DGC rates: the median";
   return merged;
 }
 
@@ -399,6 +403,15 @@ Json calibration_evidence(const Calibration& cal, const Json& classes, const Jso
       {"trusted", cal.trusted()}};
 }
 
+// A trusted two-stream fit goes to the library block (an MPI bench's topology names "mpi", or none: then it is added).
+void set_concurrent_step_delay(Json& out, const Calibration& cal) {
+  out["sources"]["calibration"]["concurrent"] = concurrent_evidence(cal.concurrent);
+  if (!cal.concurrent.trusted) return;
+  if (!out.contains("library"))
+    out["library"] = {{"name", "mpi"}, {"source", "the MPI backend (Open MPI) that ran the bench [calibration]"}};
+  out["library"]["concurrent_step_delay_us"] = cal.concurrent.step_delay_s * 1e6;
+}
+
 // The calibrated topology: the input with the fitted classes replaced and the evidence under sources.calibration.
 Json calibrated_topology(const Json& topology, const Calibration& cal, const Json& bench, const TrustLimits& limits) {
   const Provenance& pv = cal.provenance;
@@ -416,6 +429,7 @@ Json calibrated_topology(const Json& topology, const Calibration& cal, const Jso
   }
   if (!out.contains("sources") || !out["sources"].is_object()) out["sources"] = Json::object();
   out["sources"]["calibration"] = calibration_evidence(cal, classes, bench, limits);
+  set_concurrent_step_delay(out, cal);
   return out;
 }
 
@@ -450,6 +464,13 @@ Calibration calibrate(const Json& topology, const std::string& topology_file, co
   cal.collective = fit_collective(bench, bench_file, cal.classes, cal.reduce_Bps, kCollectiveLimits, options);
   cal.collective_used = model == CalibrationModel::Collective && cal.collective.trusted;
   if (cal.collective_used) apply_collective(cal);
+  cal.concurrent = fit_concurrent(bench, bench_file, cal.collective, cal.collective_used, cal.reduce_Bps);
+  const bool other_library = topology.contains("library") &&
+                             !(topology["library"].is_object() && topology["library"].value("name", "") == "mpi");
+  if (cal.concurrent.trusted && other_library) {
+    cal.concurrent.trusted = false;  // the field is an mpi library's
+    cal.concurrent.why_not = "the topology's library is not mpi: its collectives are priced by its own model";
+  }
   cal.provenance = provenance_of(bench, bench_file, topology, topology_file);
   cal.calibrated_topology = calibrated_topology(topology, cal, bench, limits);
   return cal;

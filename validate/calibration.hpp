@@ -70,6 +70,31 @@ struct CollectiveFit {
   std::string why_not;
 };
 
+// The bench's sweep of allreduces on two streams at once (`allreduce_concurrent`, hw/mpi/bench.cpp) fitted with the
+// simulator's price of collectives that run beside each other: every transfer of each carries, beside its bytes,
+// what its path moves in a step delay d (CommLibrary::concurrent_step_delay_s: time the shared network loses per
+// transfer). In the flow fidelity, k rings of S bytes on p ranks started together step in lockstep and share every
+// hop, so together they take
+//   t_k(S) = 2(p-1)(alpha + k d) + k 2(p-1)/p S / beta + (p-1)/p S / gamma
+// (alpha, beta, gamma: the collective fit's step latency and bandwidth, and the reduction rate; each rank reduces
+// its streams' pieces at once, as the simulator does). d = the median over the fitted sizes (every other one, from
+// the smallest) of (measured - t_k(S) at d = 0) / (2k(p-1)), at least 0; the other sizes are predictions. The fit is
+// used when their median |relative error| is within the collective fit's band.
+struct ConcurrentPoint {
+  double bytes = 0, measured_s = 0, model_s = 0;  // model: t_k(S) with the fitted d
+  bool fitted = false;                            // a fitted size (else a prediction)
+};
+
+struct ConcurrentFit {
+  bool present = false;  // the bench has the sweep and the collective fit is used
+  int streams = 0;       // k
+  double step_delay_s = 0;
+  std::vector<ConcurrentPoint> points;  // size order
+  double predicted_median_abs_rel = 0;
+  bool trusted = false;
+  std::string why_not;
+};
+
 struct Provenance {
   std::string host, date, commsim_version, backend, network, bench_file, topology_file, topology_name;
   bool cluster = false;  // the bench ran in an emulated cluster (not loopback)
@@ -86,6 +111,7 @@ struct Calibration {
   CalibrationModel model = CalibrationModel::Collective;
   bool collective_used = false;  // Collective asked for and the fit trusted
   CollectiveFit collective;
+  ConcurrentFit concurrent;  // in the calibrated topology's library when trusted and the collective fit is used
   std::vector<ClassCalibration> classes;
   double reduce_Bps = 0;  // gamma: local float reduction a[i] += b[i], bytes of vector per second (0 = not measured)
   double dgc_Bps = 0;     // a rank's DGC work, bytes of fp32 gradient per second (0 = not measured)
@@ -100,6 +126,13 @@ struct Calibration {
 Calibration calibrate(const Json& topology, const std::string& topology_file, const Json& bench,
                       const std::string& bench_file, CalibrationModel model = CalibrationModel::Collective,
                       const TrustLimits& limits = {}, const PiecewiseOptions& options = {});
+
+// Fits d to the bench's `allreduce_concurrent` (bad structure: InputError naming `bench_file` and the field).
+ConcurrentFit fit_concurrent(const Json& bench, const std::string& bench_file, const CollectiveFit& collective,
+                             bool collective_used, double reduce_Bps);
+
+// sources.calibration.concurrent of the calibrated topology.
+Json concurrent_evidence(const ConcurrentFit& fit);
 
 // Several bench reports of the same topology merged into one. Ping-pong: per class and size the FASTEST run — the
 // link's capability, free of interference from whatever else runs on the host (best-of-N, as latency benchmarks
@@ -128,6 +161,8 @@ struct CalibrationSummary {
   std::vector<ClassLine> lines;
   bool collective_used = false;
   double collective_step_latency_s = 0, collective_beta_Bps = 0, collective_r2 = 0;
+  bool concurrent_used = false;  // the two-stream fit's step delay is in the topology's library
+  double concurrent_step_delay_s = 0, concurrent_predicted_error = 0;
 };
 // The summary of a calibrated topology document (`file` names it). Throws InputError when it is not one.
 CalibrationSummary summarise_calibration(const Json& document, const std::string& file);

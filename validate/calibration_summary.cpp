@@ -44,6 +44,12 @@ void read_summary_fields(const Json& doc, const Json& cal, CalibrationSummary& s
     s.collective_beta_Bps = cf.value("beta_Bps", 0.0);
     if (cf.contains("fit")) s.collective_r2 = cf["fit"].value("r2", 0.0);
   }
+  if (cal.contains("concurrent")) {
+    const Json& cc = cal.at("concurrent");
+    s.concurrent_step_delay_s = cc.value("step_delay_s", 0.0);
+    s.concurrent_used = doc.contains("library") && doc.at("library").contains("concurrent_step_delay_us");
+    s.concurrent_predicted_error = cc.value("predicted_median_abs_rel_error", 0.0);
+  }
 }
 
 }  // namespace

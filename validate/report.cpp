@@ -259,6 +259,11 @@ Rows calibration_rows(const Validation& v) {
                            fixed(c.collective_step_latency_s * 1e6, 1) + " per ring step",
                            fixed(c.collective_beta_Bps / 1e6, 1), fixed(c.collective_r2, 4),
                            c.collective_used ? "used (model collective)" : "not used", ""});
+    if (c.concurrent_step_delay_s > 0)
+      line_rows.push_back({c.topology_name, "two-stream sweep",
+                           fixed(c.concurrent_step_delay_s * 1e6, 1) + " per transfer beside another", "-", "-",
+                           c.concurrent_used ? "used (library.concurrent_step_delay_us)" : "not used",
+                           "predicted sizes' median error " + fixed(100 * c.concurrent_predicted_error, 1) + " %"});
   }
   return line_rows;
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -33,6 +34,9 @@ constexpr std::size_t kDgcElements = std::size_t{1} << 20;  // 4 MiB of fp32 gra
 // (the candidates of 1 % are few), and the simulator prices the per-pair work apart.
 constexpr double kDgcSparsity = 0.99;
 constexpr int kMaxRepetitions = 10000;
+// The smallest size of the concurrent-streams sweep, and its stream count: two streams, as nccl_comm_num = 2.
+constexpr std::uint64_t kConcurrentMinBytes = 64ull << 10;
+constexpr int kConcurrentStreams = 2;
 
 constexpr double kSettleSeconds = 0.02;  // untimed round trips before a ping-pong sweep (see ping_pong)
 
@@ -120,9 +124,11 @@ RankProgram ring_allreduce_program(const Topology& topology, std::uint64_t count
   return rank_program(schedule, rank);
 }
 
-void print_allreduce_header(const BenchOptions& o, int ranks) {
-  std::printf("# allreduce (%s), nccl-tests format; busbw = algbw x 2(n-1)/n, n = %d\n",
-              o.impl == CollectiveImpl::Native ? "Open MPI's MPI_Allreduce" : "the simulator's ring schedule", ranks);
+void print_allreduce_header(const BenchOptions& o, int ranks, int streams) {
+  std::printf("# allreduce (%s)%s, nccl-tests format; busbw = algbw x 2(n-1)/n, n = %d\n",
+              o.impl == CollectiveImpl::Native ? "Open MPI's MPI_Allreduce" : "the simulator's ring schedule",
+              streams == 1 ? "" : (" on " + std::to_string(streams) + " streams at once, size per stream").c_str(),
+              ranks);
   std::printf("#%12s %13s %9s %7s %11s %8s %8s %7s\n", "size", "count", "type", "redop", "time", "algbw", "busbw",
               "#wrong");
   std::printf("#%12s %13s %9s %7s %11s %8s %8s %7s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
@@ -136,14 +142,16 @@ struct AllreduceMeasure {
 };
 
 // The first run checks verifiable inputs (and warms up); the second times one repetition to choose the count.
-AllreduceMeasure measure_allreduce(const std::function<void()>& once, std::vector<float>& vector, std::uint64_t count,
-                                   std::uint64_t bytes, int rank, int ranks, double target_s) {
+AllreduceMeasure measure_allreduce(const std::function<void()>& once, std::vector<std::vector<float>>& vectors,
+                                   std::uint64_t count, std::uint64_t bytes, int rank, int ranks, double target_s) {
   const Verifiable v{ranks, CommDtype::Fp32, 1};
   AllreduceMeasure m;
-  for (std::uint64_t i = 0; i < count; ++i) vector[i] = v.value(rank, i, bytes);
+  for (std::vector<float>& vector : vectors)
+    for (std::uint64_t i = 0; i < count; ++i) vector[i] = v.value(rank, i, bytes);
   once();
   std::uint64_t wrong = 0;
-  for (std::uint64_t i = 0; i < count; ++i) wrong += static_cast<double>(vector[i]) != v.sum(i, bytes);
+  for (const std::vector<float>& vector : vectors)
+    for (std::uint64_t i = 0; i < count; ++i) wrong += static_cast<double>(vector[i]) != v.sum(i, bytes);
   COMMSIM_MPI_CHECK(MPI_Reduce(&wrong, &m.wrong, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD));
   COMMSIM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   double start = MPI_Wtime();
@@ -174,37 +182,53 @@ nlohmann::json allreduce_sample(std::uint64_t bytes, std::uint64_t count, const 
           {"wrong", m.wrong}};
 }
 
-// Allreduce over all ranks, 8 B up to the cap: each size checked once, then timed (slowest rank).
-nlohmann::json allreduce_sweep(const Topology& topology, const BenchOptions& o, int rank, int ranks) {
-  StreamComms comms = StreamComms::create(MPI_COMM_WORLD, topology.ranks_per_node());  // the default groups: nodes
+// Allreduce over all ranks on `streams` communication streams at once, each its own communicator and thread as the
+// MPI executor runs a step's streams: a repetition is one allreduce of the size on every stream, from 8 B (one
+// stream) or kConcurrentMinBytes (several: a thread is started per repetition, ~20 us, below the collectives' time
+// from there on) up to the cap; each size checked once, then timed (slowest rank).
+nlohmann::json allreduce_sweep(const Topology& topology, const BenchOptions& o, int rank, int ranks, int streams) {
+  std::vector<StreamComms> comms;
+  for (int s = 0; s < streams; ++s)
+    comms.push_back(StreamComms::create(MPI_COMM_WORLD, topology.ranks_per_node()));  // the default groups: nodes
   const std::uint64_t largest = std::max<std::uint64_t>(8, o.max_bytes);
-  std::vector<float> vector(largest / sizeof(float)), staging;
+  std::vector<std::vector<float>> vectors(static_cast<std::size_t>(streams),
+                                          std::vector<float>(largest / sizeof(float))),
+      staging(static_cast<std::size_t>(streams));
   nlohmann::json samples = nlohmann::json::array();
-  if (rank == 0) print_allreduce_header(o, ranks);
-  for (std::uint64_t bytes = 8; bytes <= largest; bytes *= 2) {
+  if (rank == 0) print_allreduce_header(o, ranks, streams);
+  for (std::uint64_t bytes = streams == 1 ? 8 : kConcurrentMinBytes; bytes <= largest; bytes *= 2) {
     const std::uint64_t count = bytes / sizeof(float);
     RankProgram program;
     if (o.impl == CollectiveImpl::Schedule) {
       program = ring_allreduce_program(topology, count, rank);
-      staging.resize(program.staging_elements);
+      for (std::vector<float>& s : staging) s.resize(program.staging_elements);
     }
-    auto once = [&] {
+    auto on_stream = [&](std::size_t s) {
       if (o.impl == CollectiveImpl::Schedule) {
-        execute_program(program, comms.world, CommDtype::Fp32, vector.data(), staging.data());
+        execute_program(program, comms[s].world, CommDtype::Fp32, vectors[s].data(), staging[s].data());
       } else {
-        native_allreduce(comms, CommDtype::Fp32, vector.data(), count, false);
+        native_allreduce(comms[s], CommDtype::Fp32, vectors[s].data(), count, false);
       }
     };
-    const AllreduceMeasure m = measure_allreduce(once, vector, count, bytes, rank, ranks, o.target_s);
+    auto once = [&] {
+      std::vector<std::thread> others;
+      for (std::size_t s = 1; s < comms.size(); ++s) others.emplace_back(on_stream, s);
+      on_stream(0);
+      for (std::thread& t : others) t.join();
+    };
+    const AllreduceMeasure m = measure_allreduce(once, vectors, count, bytes, rank, ranks, o.target_s);
     if (rank == 0) samples.push_back(allreduce_sample(bytes, count, m, ranks));
   }
-  comms.free();
-  return {{"op", "allreduce"},
-          {"impl", o.impl == CollectiveImpl::Native ? "native" : "schedule"},
-          {"type", "float"},
-          {"redop", "sum"},
-          {"repetition", "one allreduce; time = slowest rank"},
-          {"samples", samples}};
+  for (StreamComms& c : comms) c.free();
+  nlohmann::json sweep = {{"op", "allreduce"},
+                          {"impl", o.impl == CollectiveImpl::Native ? "native" : "schedule"},
+                          {"type", "float"},
+                          {"redop", "sum"},
+                          {"repetition", streams == 1 ? "one allreduce; time = slowest rank"
+                                                      : "one allreduce on each stream at once; time = slowest rank"},
+                          {"samples", samples}};
+  if (streams > 1) sweep["streams"] = streams;
+  return sweep;
 }
 
 // How long `work` takes a rank when every rank runs it at the same time, as in a training step: on a host whose
@@ -353,7 +377,9 @@ nlohmann::json run_bench(const Topology& topology, const BenchOptions& options) 
   COMMSIM_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
   nlohmann::json report = {{"backend", "mpi"}, {"ranks", ranks}, {"topology", topology.name()}};
   report["pingpong"] = ping_pongs(topology, options, rank, ranks);
-  report["allreduce"] = allreduce_sweep(topology, options, rank, ranks);
+  report["allreduce"] = allreduce_sweep(topology, options, rank, ranks, 1);
+  if (options.max_bytes >= kConcurrentMinBytes)
+    report["allreduce_concurrent"] = allreduce_sweep(topology, options, rank, ranks, kConcurrentStreams);
   nlohmann::json gamma = reduction(options);  // every rank takes part
   nlohmann::json dgc = dgc_local_work(options, ranks);
   if (rank == 0) {

@@ -29,8 +29,10 @@ struct Steps {
   TimePs hop_time(const PathCost& c, bool same_node, Bytes bytes) const {
     const double share =
         same_node ? channels : std::max(1.0, std::ceil(static_cast<double>(channels) / spec.ranks_per_node));
-    // The engine enters a flow after its latency, then drains it at its rate: the same two roundings here.
-    return add_ps(seconds_to_ps(c.latency_s), transfer_ps(static_cast<double>(bytes), c.bottleneck_Bps / share));
+    // The engine enters a flow after its latency, then drains it at its rate: the same two roundings here. A hop's
+    // delay is bytes its path moves in that time, carried beside the hop's own.
+    const double carried = static_cast<double>(bytes) + spec.hop_delay_s * c.bottleneck_Bps;
+    return add_ps(seconds_to_ps(c.latency_s), transfer_ps(carried, c.bottleneck_Bps / share));
   }
   TimePs reduce(Bytes bytes) const {
     return spec.reduce_Bps > 0 ? transfer_ps(static_cast<double>(bytes), spec.reduce_Bps) : 0;

@@ -77,6 +77,9 @@ struct CollectiveSpec {
   // collective (bit i: NCCL's i-th algorithm or protocol; nccl::parse_nccl_list); 0 = all of them. They narrow
   // what `algorithm` / `protocol` = Auto may choose.
   unsigned nccl_algorithms = 0, nccl_protocols = 0;
+  // Closed forms: every hop also carries what its path moves in this time (the step simulator's price of a
+  // collective that runs beside another, CommLibrary::concurrent_step_delay_s, as its flow fidelity prices it).
+  double hop_delay_s = 0;
 };
 
 // Every field of a CollectiveSpec, in one ordered value: the key of any cache of what a spec costs or generates
@@ -96,6 +99,7 @@ struct CollectiveKey {
   int nccl_channels;
   int gpus_per_thread;
   unsigned nccl_algorithms, nccl_protocols;
+  double hop_delay_s;
   auto operator<=>(const CollectiveKey&) const = default;
 };
 CollectiveKey collective_key(const CollectiveSpec& spec);

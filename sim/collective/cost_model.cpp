@@ -102,7 +102,8 @@ Algorithm choose_algorithm(const CollectiveSpec& spec, const Topology& topology,
 CollectiveKey collective_key(const CollectiveSpec& s) {
   return {s.op,         s.algorithm, s.protocol,         s.bytes,           s.ranks,           s.channels,
           s.chunks,     s.root,      s.hierarchy_groups, s.reduce_Bps,      s.ranks_per_node,  s.offset,
-          s.unit_bytes, s.aggregate, s.nccl_channels,    s.gpus_per_thread, s.nccl_algorithms, s.nccl_protocols};
+          s.unit_bytes, s.aggregate, s.nccl_channels,    s.gpus_per_thread, s.nccl_algorithms, s.nccl_protocols,
+          s.hop_delay_s};
 }
 
 double step_closed_form_seconds(const CollectiveSpec& spec, const Topology& topology) {

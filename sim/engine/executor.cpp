@@ -47,7 +47,8 @@ void ScheduleRun::start() {
 void ScheduleRun::issue(OpId id) {
   const Op& op = schedule_.ops[id];
   if (op.kind == OpKind::Transfer) {
-    network_.start(op.src, op.dst, static_cast<double>(op.bytes), this, id,
+    const double extra = extra_bytes_ != nullptr ? (*extra_bytes_)(op.src, op.dst) : 0;
+    network_.start(op.src, op.dst, static_cast<double>(op.bytes) + extra, this, id,
                    schedule_.copies.empty() ? 0 : schedule_.copies[id]);
   } else if (op.kind == OpKind::Delay) {
     queue_.schedule(add_ps(queue_.now(), static_cast<TimePs>(op.bytes)), this, id);

@@ -21,6 +21,12 @@ class ScheduleRun final : public TransferListener, public EventHandler {
   TimePs started_at() const { return started_at_; }
   TimePs finished_at() const { return finished_at_; }
 
+  // From now on, every transfer this run issues from src to dst carries (*extra_bytes)(src, dst) bytes beside its
+  // own (the step simulator's price of a collective running beside another: CommLibrary::concurrent_step_delay_s);
+  // nullptr = none. The function must outlive the run's transfers.
+  using ExtraBytes = std::function<double(int src, int dst)>;
+  void set_extra_bytes(const ExtraBytes* extra_bytes) { extra_bytes_ = extra_bytes; }
+
   void on_transfer_done(std::uint64_t op) override { complete(static_cast<OpId>(op)); }
   void on_event(std::uint64_t op) override { complete(static_cast<OpId>(op)); }
 
@@ -39,6 +45,7 @@ class ScheduleRun final : public TransferListener, public EventHandler {
   std::size_t remaining_ = 0;
   TimePs started_at_ = 0;
   TimePs finished_at_ = 0;
+  const ExtraBytes* extra_bytes_ = nullptr;
 };
 
 // Convenience: simulate one schedule alone from time 0; returns its duration in seconds.

@@ -12,9 +12,11 @@
 namespace commsim {
 
 // Processor sharing of the network's bandwidth among concurrent collectives in analytical fidelity: each of n
-// active collectives drains its bandwidth term at 1/n of full speed (latency terms overlap freely).
+// active collectives drains its bandwidth term at 1/n of full speed (latency terms overlap freely). A job of task
+// kNoTask is time the network loses: it takes its share like the others and reports nothing when done.
 class SharedBandwidth final : public EventHandler {
  public:
+  static constexpr int kNoTask = -1;
   SharedBandwidth(EventQueue& q, std::function<void(int)> done) : queue_(q), done_(std::move(done)) {}
   void add(int task, TimePs work) {
     advance();
@@ -31,7 +33,8 @@ class SharedBandwidth final : public EventHandler {
       else
         ++it;
     reschedule();
-    for (int t : finished) done_(t);
+    for (int t : finished)
+      if (t != kNoTask) done_(t);
   }
 
  private:

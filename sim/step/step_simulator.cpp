@@ -276,20 +276,47 @@ class StepRunner final : public EventHandler {
     const Task& t = step_->tasks[id];
     kernel_start_[id] = queue_.now();
     if (topo_.library().sms > 0) compute_.add_channels(channels_[id] = channels_of(t.collective));
+    running_.insert(id);
+    const bool beside_another = running_.size() >= 2 && step_delay_s_ > 0;
     if (fidelity_ == Fidelity::Analytical) {
       auto [latency, total] = closed_form(t.collective);
       bandwidth_work_[id] = total - latency;
       queue_.schedule(add_ps(queue_.now(), latency), this, event(id, kLatencyOver));
+      // The hops' delays of the collectives beside each other, each counted once: time the shared network loses
+      // (a job of no collective's). The one that ran alone until now is counted whole.
+      if (beside_another)
+        for (int other : running_)
+          if (other == id || running_.size() == 2) shared_.add(SharedBandwidth::kNoTask, hop_delays(other));
     } else {
       const Schedule& schedule = schedule_for(t.collective);
       runs_.push_back(std::make_unique<ScheduleRun>(schedule, t.collective.reduce_Bps, *network_, queue_,
                                                     [this, id] { collective_done(id); }));
+      if (beside_another) set_running_extra_bytes(&contended_extra_bytes_);
       runs_.back()->start();
     }
+  }
+  // Analytical: what the step delays of one hop add to collective `task` (CommLibrary::concurrent_step_delay_s).
+  TimePs hop_delays(int task) {
+    CollectiveSpec delayed = step_->tasks[task].collective;
+    delayed.hop_delay_s = step_delay_s_;
+    return closed_form(delayed).second - closed_form(step_->tasks[task].collective).second;
+  }
+  // Flow: every running collective's transfers from now on carry `extra` bytes beside their own (nullptr: none).
+  void set_running_extra_bytes(const ScheduleRun::ExtraBytes* extra) {
+    for (const std::unique_ptr<ScheduleRun>& run : runs_)
+      if (!run->done()) run->set_extra_bytes(extra);
+  }
+  // Beside another collective, a transfer also carries what its path moves in the step delay.
+  double path_delay_bytes(int src, int dst) {
+    auto [it, added] = path_Bps_.try_emplace({src, dst}, 0.0);
+    if (added) it->second = topo_.path_cost(src, dst).bottleneck_Bps;
+    return step_delay_s_ * it->second;
   }
   // The collective's transfers are over: it frees its SMs; the stream still pays the fixed cost after it.
   void collective_done(int id) {
     kernel_end_[id] = queue_.now();
+    running_.erase(id);
+    if (running_.size() == 1 && fidelity_ == Fidelity::Flow) set_running_extra_bytes(nullptr);
     if (channels_[id] > 0) compute_.add_channels(-channels_[id]), channels_[id] = 0;
     const double after_s = step_->tasks[id].overhead_after_s;
     if (after_s > 0)
@@ -389,6 +416,12 @@ class StepRunner final : public EventHandler {
   const UnrolledSteps* ordered_ = nullptr;                  // forward_order: the steps and layers of the tasks
   std::vector<std::set<std::tuple<int, int, int>>> ready_;  // forward_order, per stream: (step, layer, task)
   double factor_ = 1;
+  const double step_delay_s_ = topo_.library().concurrent_step_delay_s;
+  std::set<int> running_;  // the collectives whose transfers run now
+  std::map<std::pair<int, int>, double> path_Bps_;
+  const ScheduleRun::ExtraBytes contended_extra_bytes_ = [this](int src, int dst) {
+    return path_delay_bytes(src, dst);
+  };
   std::vector<int> pending_;
   std::vector<TimePs> start_, end_;
   TimePs step_start_ = 0;

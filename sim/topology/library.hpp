@@ -39,6 +39,12 @@ struct CommLibrary {
   int sms = 0;                     // streaming multiprocessors per GPU: a collective's channels take SMs from compute
                                    // (sim/step/interference.hpp); 0 = not stated, compute is not slowed
   double concurrent_slowdown = 0;  // compute's further slowdown beside a running collective (interference.hpp)
+  // An MPI library: the time the network loses to each transfer of a collective that runs beside another (the
+  // transfer carries what its path moves in that time beside its bytes): measured, not explained, on the emulated
+  // cluster, where two streams' collectives move their bytes more slowly together than one at a time, the more so
+  // the smaller the pieces. `commsim calibrate` fits it from the bench's two-stream sweep (docs/calibration.md).
+  // 0 = concurrent collectives lose nothing but their share of the links.
+  double concurrent_step_delay_s = 0;
   // Fitted scales by "collective/algorithm/protocol" (e.g. "allreduce/ring/ll128"), from `commsim calibrate
   // --from-nccl-tests`; they replace the library table's fitted scales for this GPU generation.
   std::map<std::string, ModelScale> fitted;

@@ -96,6 +96,8 @@ CommLibrary parse_library(JsonFields& top) {
     lib.nvls = f.boolean_or("nvls", false);
     if (lib.nvls && lib.gpu_arch < GpuArch::Hopper) f.fail("nvls", "NVLink SHARP needs Hopper or later");
     lib.collnet = f.boolean_or("collnet", false);
+    if (f.has("concurrent_step_delay_us"))
+      f.fail("concurrent_step_delay_us", "is an mpi library's (NCCL's collectives are priced by NCCL's model)");
     lib.sms = static_cast<int>(f.integer_or("sms", 0, 1, 1024));
     lib.concurrent_slowdown = f.number_or("concurrent_slowdown", 0);
     if (!(lib.concurrent_slowdown >= 0 && lib.concurrent_slowdown < 1))
@@ -117,6 +119,8 @@ CommLibrary parse_library(JsonFields& top) {
         f.fail("fitted_launch_us_per_gpu", "must be in [0, 1000) microseconds");
       lib.fitted_gpus_per_thread = static_cast<int>(f.integer_or("fitted_gpus_per_thread", 0, 1, 1024));
     }
+  } else if (f.has("concurrent_step_delay_us")) {
+    lib.concurrent_step_delay_s = f.number_within("concurrent_step_delay_us", 0, kMaxLinkLatencySeconds * 1e6) * 1e-6;
   }
   f.string("source");  // where the version and the machine facts come from
   f.reject_unknown();

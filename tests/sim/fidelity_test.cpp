@@ -312,5 +312,28 @@ TEST_P(Interference, OverlappedStepIsSlowerByTheSmsTheChannelsTake) {
 
 INSTANTIATE_TEST_SUITE_P(BothFidelities, Interference, ::testing::Values(Fidelity::Analytical, Fidelity::Flow));
 
+// Collectives beside each other (CommLibrary::concurrent_step_delay_s = d): each of their transfers carries what its
+// path moves in d. model-16x1m without overlap: the 16 buckets of 1 MiB are all ready after backward; on 2 streams
+// they run in 8 pairs started together. In the flow fidelity the pair's two rings step in lockstep and share every
+// hop (the cluster's links carry one hop of a ring each way): a hop of 2 (1 MiB / 4 + d x 1e10 B/s) / 1e10 B/s, so
+// with d = 100 us the pair takes 6 x (52.43 + 200) us, 1.2 ms more than without, and the step 8 x 1.2 = 9.6 ms
+// more. On one stream no collective runs beside another: nothing changes. The analytical fidelity prices the pairs'
+// delays as time its shared network loses, so its step grows too.
+TEST(ConcurrentCollectives, StepDelayCostsTwoStreamsNotOne) {
+  const Json with_delay = {{"name", "mpi"}, {"source", "test"}, {"concurrent_step_delay_us", 100}};
+  const Json without_delay = {{"name", "mpi"}, {"source", "test"}};
+  const auto step_s = [](const Json& library, int streams, Fidelity fidelity) {
+    const Json strategy = {{"fusion", {{"mode", "size"}, {"size_mb", 1}}},
+                           {"overlap", false},
+                           {"nccl_comm_num", streams},
+                           {"algorithm", "ring"}};
+    return simulate(scenario(cluster(0, library), "model-16x1m.json", strategy), fidelity).step_time_s;
+  };
+  EXPECT_NEAR(step_s(with_delay, 2, Fidelity::Flow) - step_s(without_delay, 2, Fidelity::Flow), 8 * 6 * 200e-6, 1e-9);
+  for (const Fidelity fidelity : {Fidelity::Analytical, Fidelity::Flow})
+    EXPECT_EQ(step_s(with_delay, 1, fidelity), step_s(without_delay, 1, fidelity)) << to_string(fidelity);
+  EXPECT_GT(step_s(with_delay, 2, Fidelity::Analytical), step_s(without_delay, 2, Fidelity::Analytical) + 1e-3);
+}
+
 }  // namespace
 }  // namespace commsim

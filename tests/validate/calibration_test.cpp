@@ -6,6 +6,7 @@
 
 #include "sim/collective/collective.hpp"
 #include "sim/core/json_fields.hpp"
+#include "sim/engine/executor.hpp"
 #include "sim/topology/topology.hpp"
 #include "tests/validate/test_helpers.hpp"
 
@@ -244,4 +245,94 @@ TEST(Calibration, MergeTakesFastestPingPongAndMedianAllreduce) {
   runs[2]["ranks"] = 8;
   runs[2].erase("dgc");  // a run of an older bench, without the DGC rate: named, not a JSON library error
   EXPECT_THROW(merge_bench_runs(runs, {"a.json", "b.json", "c.json"}), InputError);
+}
+
+namespace {
+
+// The bench's two-stream sweep (64 KiB - 16 MiB) of two rings started together, as the simulator prices them with a
+// step delay d: t_2(S) = 14 (alpha + 2 d) + 2 x 14/8 S / beta + 7/8 S / gamma (p = 8; validate/calibration.hpp),
+// times `off` on the predicted sizes (every other one from 128 KiB).
+Json concurrent_sweep(double alpha_step_s, double beta_Bps, double gamma_Bps, double delay_s, double off = 1) {
+  Json samples = Json::array();
+  bool predicted = false;
+  for (double s = 65536; s <= 16.0 * 1024 * 1024; s *= 2, predicted = !predicted) {
+    const double t = 14 * (alpha_step_s + 2 * delay_s) + 2 * 14.0 / 8 * s / beta_Bps + 7.0 / 8 * s / gamma_Bps;
+    samples.push_back({{"bytes", s}, {"seconds_per_repetition", predicted ? t * off : t}, {"repetitions", 1}});
+  }
+  return {{"op", "allreduce"}, {"impl", "schedule"}, {"streams", 2}, {"samples", samples}};
+}
+
+}  // namespace
+
+// The sweep made from the model with d = 200 us gives d back, every size to rounding, and the calibrated topology's
+// library (added as mpi: the emulated cluster's names none) carries it. On that topology two rings of 1 MiB started
+// together on the flow network, each transfer carrying what its path moves in d (as the step simulator runs them
+// beside each other), share every hop: a tcp hop of a step takes h = alpha + 2 (S/8 + d beta) / beta = 500 us +
+// 2 (1872.5 + 200) us = 4645 us. The flow runs the 14 tcp hops of each node back to back, hiding the reductions
+// (t_2's gamma term, 0.31 ms, which the closed form's step-by-step pricing keeps): the piece a tcp sender forwards
+// next came over shm while its previous tcp hop ran, reduced twice and one shm hop later (2 x 44 us + 952 us < h).
+// So they take 14 h = 65.03 ms.
+TEST(Calibration, ConcurrentSweepGivesTheStepDelay) {
+  const Json topology = read_json_file(kTopology);
+  Json bench = test_support::bench_report([](double b) { return 1e-6 + b / 5e9; },
+                                          [](double b) { return 40e-6 + b / 112.5e6; }, 3e9);
+  test_support::add_ring_sweep(bench, 8, 500e-6, 70e6, 3e9);
+  bench["allreduce_concurrent"] = concurrent_sweep(500e-6, 70e6, 3e9, 200e-6);
+  const Calibration cal = calibrate(topology, kTopology, bench, "bench.json");
+  ASSERT_TRUE(cal.concurrent.trusted) << cal.concurrent.why_not;
+  EXPECT_NEAR(cal.concurrent.step_delay_s, 200e-6, 1e-12);
+  for (const ConcurrentPoint& pt : cal.concurrent.points) EXPECT_NEAR(pt.model_s, pt.measured_s, 1e-12);
+  const Json& library = cal.calibrated_topology["library"];
+  EXPECT_EQ(library["name"], "mpi");
+  EXPECT_NEAR(library["concurrent_step_delay_us"].get<double>(), 200, 1e-6);
+
+  Json document = cal.calibrated_topology;
+  document["link_classes"]["tcp"].erase("burst_bytes");  // the model has no token bucket: the NIC runs at its rate
+  document["link_classes"]["tcp"].erase("burst_Bps");
+  TempDir dir("concurrent");
+  test_support::write(dir.file("cal.json"), document);
+  const auto topo = load_topology(dir.file("cal.json"));
+  EXPECT_NEAR(topo->library().concurrent_step_delay_s, 200e-6, 1e-15);
+  CollectiveSpec spec;
+  spec.algorithm = Algorithm::Ring;
+  spec.bytes = 1 << 20;
+  spec.ranks_per_node = topo->ranks_per_node();
+  spec.reduce_Bps = 3e9;
+  Schedule schedule;
+  std::vector<OpId> frontier(topo->ranks(), kNoOp);
+  generate(spec, *topo, schedule, frontier);
+  EventQueue queue;
+  const auto network = make_flow_network(*topo, queue);
+  const ScheduleRun::ExtraBytes extra = [&](int src, int dst) {
+    return topo->library().concurrent_step_delay_s * topo->path_cost(src, dst).bottleneck_Bps;
+  };
+  ScheduleRun a(schedule, spec.reduce_Bps, *network, queue, nullptr),
+      b(schedule, spec.reduce_Bps, *network, queue, nullptr);
+  a.set_extra_bytes(&extra);
+  b.set_extra_bytes(&extra);
+  a.start();
+  b.start();
+  queue.run();
+  const double expected_s = 14 * (500e-6 + 2 * (1048576.0 / 8 / 70e6 + 200e-6));
+  EXPECT_NEAR(ps_to_seconds(std::max(a.finished_at(), b.finished_at())), expected_s, expected_s * 1e-6);
+}
+
+// Predicted sizes 30 % slower than the model: their median error (1/1.3 - 1 = -23 %) exceeds the collective fit's
+// band (~0 on an exact sweep), so the delay is not used and the topology keeps no library block; without the
+// collective fit (model links) there is nothing to compare with.
+TEST(Calibration, ConcurrentFitRefusedWhenItsPredictionsMiss) {
+  const Json topology = read_json_file(kTopology);
+  Json bench = test_support::bench_report([](double b) { return 1e-6 + b / 5e9; },
+                                          [](double b) { return 40e-6 + b / 112.5e6; }, 3e9);
+  test_support::add_ring_sweep(bench, 8, 500e-6, 70e6, 3e9);
+  bench["allreduce_concurrent"] = concurrent_sweep(500e-6, 70e6, 3e9, 200e-6, 1.3);
+  const Calibration cal = calibrate(topology, kTopology, bench, "bench.json");
+  EXPECT_TRUE(cal.concurrent.present);
+  EXPECT_FALSE(cal.concurrent.trusted);
+  EXPECT_NEAR(cal.concurrent.predicted_median_abs_rel, 1 - 1 / 1.3, 1e-9);
+  EXPECT_NE(cal.concurrent.why_not.find("exceeds the collective fit's band"), std::string::npos);
+  EXPECT_FALSE(cal.calibrated_topology.contains("library"));
+  const Calibration links = calibrate(topology, kTopology, bench, "bench.json", CalibrationModel::Links);
+  EXPECT_FALSE(links.concurrent.present);
+  EXPECT_NE(links.concurrent.why_not.find("collective fit is not used"), std::string::npos);
 }
