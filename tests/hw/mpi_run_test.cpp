@@ -414,7 +414,8 @@ TEST(MpiCluster, UpThenDownLeavesNothing) {
 }
 
 // The microbenchmarks on 2 loopback ranks up to 64 KiB: a shared-memory ping-pong, an allreduce sweep 8 B .. 64 KiB
-// (14 doublings) with no wrong element, and a positive reduction rate -- all in the JSON calibration reads.
+// (14 doublings) with no wrong element, the two-stream sweep's one size (it starts at 64 KiB) with both streams'
+// results right, and a positive reduction rate -- all in the JSON calibration reads.
 TEST(MpiBench, LoopbackSamplesReachTheJson) {
   const std::string json = temp_file("bench.json");
   const Output o = run(commsim({"bench", "--backend", "mpi", "topologies/emulated-cpu-cluster.json", "--nodes", "1",
@@ -426,6 +427,10 @@ TEST(MpiBench, LoopbackSamplesReachTheJson) {
   EXPECT_EQ(r["pingpong"][0]["link_class"], "shm");
   EXPECT_EQ(r["allreduce"]["samples"].size(), 14u);
   for (const auto& s : r["allreduce"]["samples"]) EXPECT_EQ(s["wrong"], 0);
+  EXPECT_EQ(r["allreduce_concurrent"]["streams"], 2);
+  ASSERT_EQ(r["allreduce_concurrent"]["samples"].size(), 1u);
+  EXPECT_EQ(r["allreduce_concurrent"]["samples"][0]["bytes"], 65536);
+  EXPECT_EQ(r["allreduce_concurrent"]["samples"][0]["wrong"], 0);
   EXPECT_GT(r["reduction"]["reduce_Bps"].get<double>(), 0.0);
   fs::remove(json);
 }
