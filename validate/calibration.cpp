@@ -165,18 +165,33 @@ bool Calibration::trusted() const {
   return std::all_of(classes.begin(), classes.end(), [](const ClassCalibration& c) { return c.trusted; });
 }
 
-Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::string>& files) {
-  if (runs.empty()) throw InputError("merge_bench_runs", "", "no runs");
-  if (runs.size() == 1) return runs[0];
+namespace {
+
+Json merge_checked_runs(const std::vector<Json>& runs, const std::vector<std::string>& files) {
   Json merged = runs[0];
   auto check_same = [&](std::size_t r, const std::string& field, const Json& a, const Json& b) {
     if (a != b)
       throw InputError(files[r], field,
                        "differs from " + files[0] + " (" + a.dump() + " vs " + b.dump() + "): not runs of one bench");
   };
+  // How many entries an array of a run has (-1: not an array), so that runs of different sweeps are named, not
+  // indexed past their end.
+  auto count = [](const Json& run, const Json::json_pointer& at) {
+    return run.contains(at) && run.at(at).is_array() ? static_cast<std::int64_t>(run.at(at).size()) : -1;
+  };
   for (std::size_t r = 1; r < runs.size(); ++r) {
     check_same(r, "ranks", runs[0].value("ranks", Json()), runs[r].value("ranks", Json()));
     check_same(r, "topology", runs[0].value("topology", Json()), runs[r].value("topology", Json()));
+    std::vector<std::pair<std::string, std::string>> arrays = {
+        // (JSON pointer, field)
+        {"/pingpong", "pingpong"},
+        {"/allreduce/samples", "allreduce.samples"},
+        {"/allreduce_concurrent/samples", "allreduce_concurrent.samples"}};
+    for (std::int64_t i = 0; i < count(runs[0], Json::json_pointer("/pingpong")); ++i)
+      arrays.emplace_back("/pingpong/" + std::to_string(i) + "/samples", "pingpong[" + std::to_string(i) + "].samples");
+    for (const auto& [at, field] : arrays)
+      check_same(r, field + " (entries)", count(runs[0], Json::json_pointer(at)),
+                 count(runs[r], Json::json_pointer(at)));
   }
   // Per (class, size) and per allreduce size: the median over the runs.
   for (std::size_t i = 0; i < merged["pingpong"].size(); ++i) {
@@ -230,6 +245,20 @@ Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::stri
       "stream and concurrent): the median run per size (what a collective costs on this host as it is); reduction and "
       "DGC rates: the median";
   return merged;
+}
+
+}  // namespace
+
+Json merge_bench_runs(const std::vector<Json>& runs, const std::vector<std::string>& files) {
+  if (runs.empty()) throw InputError("merge_bench_runs", "", "no runs");
+  if (runs.size() == 1) return runs[0];
+  try {
+    return merge_checked_runs(runs, files);
+  } catch (const Json::exception& e) {  // a field of one sample missing or mistyped: the calibration reads each later
+    std::string names;
+    for (const std::string& f : files) names += (names.empty() ? "" : ", ") + f;
+    throw InputError(files[0], "", "the bench runs " + names + " cannot be merged: " + e.what());
+  }
 }
 
 namespace {

@@ -1,6 +1,9 @@
 // fit_concurrent (validate/calibration.hpp): the two-stream sweep's step delay.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include "sim/core/json_fields.hpp"
 #include "sim/core/statistics.hpp"
@@ -10,7 +13,7 @@ namespace commsim::validate {
 
 namespace {
 
-// t_k(S) at step delay d (concurrent_fit.hpp).
+// t_k(S) at step delay d (validate/calibration.hpp, ConcurrentFit).
 double together_s(const CollectiveFit& one, int streams, double reduce_Bps, double bytes, double delay_s) {
   const double p = one.ranks, steps = 2 * (p - 1);
   return steps * (one.alpha_step_s + streams * delay_s) + streams * steps / p * bytes / one.beta_Bps +
@@ -32,7 +35,7 @@ ConcurrentFit fit_concurrent(const Json& bench, const std::string& bench_file, c
   const Json& samples = f.array("samples");
   for (std::size_t i = 0; i < samples.size(); ++i) {
     JsonFields s(samples[i], bench_file, "allreduce_concurrent.samples[" + std::to_string(i) + "]");
-    fit.points.push_back({s.positive("bytes"), s.positive("seconds_per_repetition"), 0, i % 2 == 0});
+    fit.points.push_back({s.positive("bytes"), s.positive("seconds_per_repetition"), 0, false});
   }
   if (!collective_used) {
     fit.why_not = "the collective fit is not used, so there is no single-stream model to compare with";
@@ -40,7 +43,7 @@ ConcurrentFit fit_concurrent(const Json& bench, const std::string& bench_file, c
   }
   std::stable_sort(fit.points.begin(), fit.points.end(),
                    [](const ConcurrentPoint& a, const ConcurrentPoint& b) { return a.bytes < b.bytes; });
-  for (std::size_t i = 0; i < fit.points.size(); ++i) fit.points[i].fitted = i % 2 == 0;
+  for (std::size_t i = 0; i < fit.points.size(); ++i) fit.points[i].fitted = i % 2 == 0;  // from the smallest
   const std::size_t fitted = (fit.points.size() + 1) / 2;
   if (fit.points.size() - fitted < 2) {
     fit.why_not = std::to_string(fit.points.size()) + " sizes, need at least 4 (2 fitted, 2 predicted)";
