@@ -243,6 +243,24 @@ void BM_ClosedFormRingAllReduce(benchmark::State& state) {
 }
 BENCHMARK(BM_ClosedFormRingAllReduce)->ArgName("nodes")->Arg(128)->Arg(16384)->Unit(benchmark::kMicrosecond);
 
+// The same with nothing cached: the ring's hop classes found afresh at every call (set_library renews the
+// topology's instance id, which keys the closed forms' caches).
+void BM_ClosedFormRingAllReduceCold(benchmark::State& state) {
+  const std::unique_ptr<Topology> t = load_topology(kDgxA100, static_cast<int>(state.range(0)));
+  const CollectiveSpec spec = ring_allreduce(*t, t->default_channels());
+  double seconds = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    t->set_library(t->library());
+    state.ResumeTiming();
+    seconds = closed_form_seconds(spec, *t);
+    benchmark::DoNotOptimize(seconds);
+  }
+  state.counters["gpus"] = t->ranks();
+  state.counters["simulated_ms"] = seconds * 1e3;
+}
+BENCHMARK(BM_ClosedFormRingAllReduceCold)->ArgName("nodes")->Arg(128)->Arg(16384)->Unit(benchmark::kMicrosecond);
+
 // (d): args {nodes, fidelity (0 analytical, 1 flow)}.
 void BM_Gpt3TrainingStep(benchmark::State& state) {
   const std::string scenario = std::string(COMMSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-dgx-a100.json";
