@@ -6,6 +6,7 @@
 
 #include "sim/collective/hop_classes.hpp"
 #include "sim/collective/registry.hpp"
+#include "sim/collective/ring_link_shares.hpp"
 #include "sim/core/error.hpp"
 
 namespace commsim::closed_form {
@@ -14,6 +15,22 @@ TimePs ring_over(const Steps& s, const Topology& t, const std::vector<int>& orde
   const int p = static_cast<int>(order.size());
   return s.ring(order.size(), bytes, rs, ag,
                 [&](Bytes piece) { return walk(s, t, order, piece, [&](auto v) { ring_positions(p, v); }); });
+}
+TimePs shared_ring_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool rs,
+                        bool ag) {
+  const auto p = static_cast<std::int64_t>(order.size());
+  const RingLayout ring{t, p, s.spec.ranks_per_node, s.channels, [&](std::int64_t j) { return order[j]; }};
+  std::vector<double> shared(order.size());
+  for_each_shared_rate(ring, 0, p, [&](std::int64_t i, double rate) { shared[i] = rate; });
+  return s.ring(order.size(), bytes, rs, ag, [&](Bytes piece) {
+    TimePs worst = 0;
+    for (std::int64_t i = 0; i < p; ++i) {
+      const int a = order[i], b = order[(i + 1) % p];
+      if (a == b) continue;
+      worst = std::max(worst, s.hop_time(t.path_cost(a, b), t.node_of(a) == t.node_of(b), piece, shared[i]));
+    }
+    return worst;
+  });
 }
 TimePs chain_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool reducing) {
   const int p = static_cast<int>(order.size());

@@ -4,7 +4,8 @@
 // slowest hop costs (latency + bytes / bottleneck bandwidth), rounded to the engine's picosecond quantum exactly as
 // the engine rounds. Channels: a ring's channels all pass through every rank, so they share each rank's intra-node
 // links (bandwidth / channels); across nodes each channel leaves through a different GPU and NIC (rotated order),
-// so NIC links are shared only when channels outnumber the ranks of a node.
+// so NIC links are shared only when channels outnumber the ranks of a node. The ring over the topology's own order
+// counts instead the edges of all channels that cross each link of a hop (ring_link_shares.hpp, `shared_Bps`).
 //
 // Every formula here is non-decreasing in the slowest hop, so the largest of one formula over several groups of the
 // same size is the formula at the slowest hop of all the groups together: that is what lets the fast path price the
@@ -25,14 +26,16 @@ struct Steps {
   const CollectiveSpec& spec;
   int channels;
 
-  // One hop of `bytes` over a path of cost c, inside a node or not.
-  TimePs hop_time(const PathCost& c, bool same_node, Bytes bytes) const {
+  // One hop of `bytes` over a path of cost c, inside a node or not; `shared_Bps` > 0: the rate the channels leave
+  // it on its links (ring_link_shares.hpp) instead of the bottleneck over the share above.
+  TimePs hop_time(const PathCost& c, bool same_node, Bytes bytes, double shared_Bps = 0) const {
     const double share =
         same_node ? channels : std::max(1.0, std::ceil(static_cast<double>(channels) / spec.ranks_per_node));
     // The engine enters a flow after its latency, then drains it at its rate: the same two roundings here. A hop's
     // delay is bytes its path moves in that time, carried beside the hop's own.
     const double carried = static_cast<double>(bytes) + spec.hop_delay_s * c.bottleneck_Bps;
-    return add_ps(seconds_to_ps(c.latency_s), transfer_ps(carried, c.bottleneck_Bps / share));
+    const double rate = shared_Bps > 0 ? shared_Bps : c.bottleneck_Bps / share;
+    return add_ps(seconds_to_ps(c.latency_s), transfer_ps(carried, rate));
   }
   TimePs reduce(Bytes bytes) const {
     return spec.reduce_Bps > 0 ? transfer_ps(static_cast<double>(bytes), spec.reduce_Bps) : 0;

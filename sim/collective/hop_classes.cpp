@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "sim/collective/ring_link_shares.hpp"
+
 namespace commsim::closed_form {
 namespace {
 
@@ -26,7 +28,7 @@ std::vector<std::pair<int, int>> representatives(const Topology& topo, Enumerate
 
 TimePs slowest(const Steps& steps, const HopClasses& classes, Bytes bytes) {
   TimePs worst = 0;
-  for (const HopClass& c : classes) worst = std::max(worst, steps.hop_time(c.cost, c.same_node, bytes));
+  for (const HopClass& c : classes) worst = std::max(worst, steps.hop_time(c.cost, c.same_node, bytes, c.shared_Bps));
   return worst;
 }
 
@@ -138,6 +140,59 @@ bool regular_column_hops(const Topology& topo, HopCollector& out) {
     for (auto [na, nb] : pairs)
       out.add(order[static_cast<std::size_t>(na) * rpn + j], order[static_cast<std::size_t>(nb) * rpn + j]);
   return true;
+}
+
+HopClasses ring_shared_classes(const Topology& topo, int ranks_per_node, int channels) {
+  const std::int64_t p = topo.ranks();
+  HopClasses classes;
+  // Hops from .. to - 1 of the ring.
+  auto add = [&](const RingLayout& ring, std::int64_t from, std::int64_t to) {
+    for_each_shared_rate(ring, from, to, [&](std::int64_t i, double rate) {
+      const int a = ring.rank_at(i), b = ring.rank_at((i + 1) % p);
+      if (a == b) return;
+      const HopClass hop{topo.path_cost(a, b), topo.node_of(a) == topo.node_of(b), rate};
+      for (const HopClass& c : classes)
+        if (c.same_node == hop.same_node && c.cost.latency_s == hop.cost.latency_s &&
+            c.cost.bottleneck_Bps == hop.cost.bottleneck_Bps && c.shared_Bps == hop.shared_Bps)
+          return;
+      classes.push_back(hop);
+    });
+  };
+  const int rpn = topo.ranks_per_node(), nodes = topo.nodes();
+  if (!regular(topo) || ranks_per_node != rpn) {
+    const std::vector<int> order = topo.ring_order();
+    const RingLayout ring{topo, p, ranks_per_node, channels, [&](std::int64_t j) { return order[j]; }};
+    add(ring, 0, p);
+    return classes;
+  }
+  // Ring order: position n R + j is rank n R + local[j] (regular_group_hops). The hops of node n, and its hop to
+  // node n + 1, count the edges of nodes n and n + 1 and the edges into and out of them: their links are alike
+  // wherever the relations of node n - 1 to n, n to n + 1 and n + 1 to n + 2 are (Topology::node_relation).
+  const std::vector<int> local = topo.local_ring_order();
+  const RingLayout ring{topo, p, ranks_per_node, channels,
+                        [&](std::int64_t j) { return static_cast<int>(j / rpn * rpn + local[j % rpn]); }};
+  if (nodes == 1) {
+    add(ring, 0, p);
+    return classes;
+  }
+  // Each (relation into node n, out of it) once for its hops inside, each with the relation after once for its hop
+  // out: a handful of keys (relations are small numbers), packed into one word each, in a list searched.
+  auto relation = [&](int n) { return static_cast<std::uint64_t>(topo.node_relation(n % nodes, (n + 1) % nodes)); };
+  std::vector<std::uint64_t> inside, across;
+  auto first_time = [](std::vector<std::uint64_t>& seen, std::uint64_t key) {
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) return false;
+    seen.push_back(key);
+    return true;
+  };
+  std::uint64_t before = relation(nodes - 1), out = relation(0);
+  for (int n = 0; n < nodes; ++n) {
+    const std::uint64_t after = relation(n + 1);
+    const std::int64_t first = static_cast<std::int64_t>(n) * rpn, last = first + rpn - 1;
+    if (first_time(inside, before << 32 | out)) add(ring, first, last);
+    if (first_time(across, (before << 32 | out) << 16 | after)) add(ring, last, last + 1);
+    before = out, out = after;
+  }
+  return classes;
 }
 
 }  // namespace commsim::closed_form

@@ -19,6 +19,7 @@ namespace commsim::closed_form {
 struct HopClass {
   PathCost cost;
   bool same_node = false;
+  double shared_Bps = 0;  // > 0: the rate a ring's channels leave the hop (Steps::hop_time)
 };
 using HopClasses = std::vector<HopClass>;
 
@@ -76,5 +77,10 @@ void exchange_positions(int q, int distance, Visit visit) {
 bool regular_group_hops(const Topology& topology, int size, bool closed, HopCollector& out);
 bool regular_leader_hops(const Topology& topology, int size, HopCollector& out);
 bool regular_column_hops(const Topology& topology, HopCollector& out);
+
+// The classes of a ring over the topology's own ring order whose channels share its links
+// (ring_link_shares.hpp): on a regular topology from one node and one hop between nodes per relation of it and
+// its neighbours, else from every hop.
+HopClasses ring_shared_classes(const Topology& topology, int ranks_per_node, int channels);
 
 }  // namespace commsim::closed_form

@@ -65,6 +65,7 @@ class ClusterTopology final : public Topology {
   PathCost path_cost(int src, int dst) const override;
   std::string summary() const override;
   std::vector<int> ring_order() const override;
+  std::vector<int> local_ring_order() const override { return local_ring_; }
   std::vector<RingHop> ring_hops() const override;
   // The fabric part of a path between nodes costs the same unless its NICs sit on different leaves, and with PXN both
   // ends use the destination's rail, so the cost turns on whether the nodes share a leaf group (0) or not (1).

@@ -3,6 +3,7 @@
 // expand the graph: ids are computed from (node, local index), so one object covers 8 or 100 000 GPUs.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -90,6 +91,13 @@ class Topology {
   virtual std::vector<int> ring_order() const {
     std::vector<int> order(ranks());
     for (int i = 0; i < ranks(); ++i) order[i] = i;
+    return order;
+  }
+  // The first ranks_per_node() ranks of ring_order(): on a topology whose nodes are alike (node_relation >= 0),
+  // the local order every node's ranks follow.
+  virtual std::vector<int> local_ring_order() const {
+    std::vector<int> order = ring_order();
+    order.resize(static_cast<std::size_t>(std::min(ranks(), ranks_per_node())));
     return order;
   }
   // The distinct hops of ring_order() (with the hop from the last rank back to the first): each hop's path cost

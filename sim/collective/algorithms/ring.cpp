@@ -134,18 +134,21 @@ void generate_ring(const CollectiveSpec& s, const Topology& topology, const std:
       });
 }
 
-enum Pattern : int { kRingPattern, kChainPattern };
+enum Pattern : int { kRingPattern, kChainPattern, kSharedRingPattern };
 
 TimePs ring_step_ps(StepPricer& pricer) {
   const CollectiveSpec& spec = pricer.spec;
   const closed_form::Steps& m = pricer.steps;
   const bool reduce_scatter = spec.op != Collective::AllGather, all_gather = spec.op != Collective::ReduceScatter;
   if (!rooted(spec.op) && spec.ranks.empty()) {  // the common case at scale: no rank list
-    // The topology lists the distinct hops of its own ring (Topology::ring_hops).
-    closed_form::HopClasses hops;
-    for (const Topology::RingHop& h : pricer.topology.ring_hops()) hops.push_back({h.cost, h.same_node});
+    // The channels share the ring's links (ring_link_shares.hpp): classes found once per topology, channel count
+    // and node size.
+    auto& store = closed_form_cache_of(pricer.topology).classes;
+    auto [it, fresh] =
+        store.try_emplace({static_cast<int>(Algorithm::Ring), kSharedRingPattern, spec.channels, spec.ranks_per_node});
+    if (fresh) it->second = closed_form::ring_shared_classes(pricer.topology, spec.ranks_per_node, spec.channels);
     return m.ring(static_cast<Bytes>(pricer.topology.ranks()), spec.bytes, reduce_scatter, all_gather,
-                  [&](Bytes piece) { return closed_form::slowest(m, hops, piece); });
+                  StepPricer::price(m, it->second));
   }
   const int p = pricer.p;
   if (rooted(spec.op)) {
@@ -168,8 +171,9 @@ TimePs ring_full_walk_ps(const CollectiveSpec& spec, const Topology& topo, const
     std::rotate(order.begin(), order.begin() + spec.root % static_cast<int>(ranks.size()), order.end());
     return closed_form::chain_over(m, topo, order, spec.bytes, spec.op == Collective::Reduce);
   }
-  return closed_form::ring_over(m, topo, ranks, spec.bytes, spec.op != Collective::AllGather,
-                                spec.op != Collective::ReduceScatter);
+  const bool rs = spec.op != Collective::AllGather, ag = spec.op != Collective::ReduceScatter;
+  if (spec.ranks.empty()) return closed_form::shared_ring_over(m, topo, ranks, spec.bytes, rs, ag);
+  return closed_form::ring_over(m, topo, ranks, spec.bytes, rs, ag);
 }
 
 double ring_transfer_bytes(const CollectiveSpec& spec, int p) {
