@@ -4,14 +4,12 @@
 #include <limits>
 #include <vector>
 
+#include "sim/collective/algorithms/schedule_parts.hpp"
+
 namespace commsim::closed_form {
 
 int RingLayout::rank(int channel, std::int64_t j) const {
-  j %= p;
-  const std::int64_t r = ranks_per_node;
-  if (r <= 1 || p % r != 0 || channel == 0) return rank_at(j);
-  const std::int64_t shift = static_cast<std::int64_t>(channel) * std::max(1, ranks_per_node / std::max(1, channels));
-  return rank_at((j / r) * r + (j % r + shift) % r);
+  return rank_at(schedule_parts::channel_position(j % p, p, ranks_per_node, channel, channels));
 }
 
 std::pair<std::int64_t, std::int64_t> RingLayout::window(std::int64_t i) const {

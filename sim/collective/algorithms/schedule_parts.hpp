@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "sim/collective/collective.hpp"
@@ -47,13 +48,16 @@ inline std::vector<int> participants(const CollectiveSpec& s, const Topology& t)
 // channels than GPUs per node (a NIC per pair of GPUs, say) the stride spreads them over the node, as NCCL's search
 // spreads its rings over the NICs: with 4 channels on 8 GPUs whose pairs share a NIC, channel c leaves through GPU
 // 2c - 1 and enters through GPU 2c, one NIC each.
+// The position of channel 0's order that position i of channel `channel`'s order takes its rank from.
+inline std::int64_t channel_position(std::int64_t i, std::int64_t p, int ranks_per_node, int channel, int channels) {
+  if (ranks_per_node <= 1 || p % ranks_per_node != 0 || channel == 0) return i;
+  const std::int64_t shift = static_cast<std::int64_t>(channel) * std::max(1, ranks_per_node / std::max(1, channels));
+  return (i / ranks_per_node) * ranks_per_node + (i % ranks_per_node + shift) % ranks_per_node;
+}
 inline std::vector<int> channel_order(const std::vector<int>& ranks, int ranks_per_node, int channel, int channels) {
-  const int p = static_cast<int>(ranks.size());
-  if (ranks_per_node <= 1 || p % ranks_per_node != 0 || channel == 0) return ranks;
-  const int shift = channel * std::max(1, ranks_per_node / std::max(1, channels));
-  std::vector<int> order(p);
-  for (int i = 0; i < p; ++i)
-    order[i] = ranks[(i / ranks_per_node) * ranks_per_node + (i % ranks_per_node + shift) % ranks_per_node];
+  const auto p = static_cast<std::int64_t>(ranks.size());
+  std::vector<int> order(ranks.size());
+  for (std::int64_t i = 0; i < p; ++i) order[i] = ranks[channel_position(i, p, ranks_per_node, channel, channels)];
   return order;
 }
 
