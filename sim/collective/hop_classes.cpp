@@ -52,12 +52,15 @@ void HopCollector::add(int a, int b) {
   add_class(topo_.path_cost(a, b), na == nb);
 }
 
-void HopCollector::add_class(const PathCost& cost, bool same_node) {
-  for (const HopClass& c : classes_)
-    if (c.same_node == same_node && c.cost.latency_s == cost.latency_s && c.cost.bottleneck_Bps == cost.bottleneck_Bps)
+void add_once(HopClasses& classes, const HopClass& hop) {
+  for (const HopClass& c : classes)
+    if (c.same_node == hop.same_node && c.cost.latency_s == hop.cost.latency_s &&
+        c.cost.bottleneck_Bps == hop.cost.bottleneck_Bps && c.shared_Bps == hop.shared_Bps)
       return;
-  classes_.push_back({cost, same_node});
+  classes.push_back(hop);
 }
+
+void HopCollector::add_class(const PathCost& cost, bool same_node) { add_once(classes_, {cost, same_node}); }
 
 // Ring order: rank of position i is (i / R) * R + local[i % R], the same local order in every node.
 bool regular_group_hops(const Topology& topo, int size, bool closed, HopCollector& out) {
@@ -150,12 +153,7 @@ HopClasses ring_shared_classes(const Topology& topo, int ranks_per_node, int cha
     for_each_shared_rate(ring, from, to, [&](std::int64_t i, double rate) {
       const int a = ring.rank_at(i), b = ring.rank_at((i + 1) % p);
       if (a == b) return;
-      const HopClass hop{topo.path_cost(a, b), topo.node_of(a) == topo.node_of(b), rate};
-      for (const HopClass& c : classes)
-        if (c.same_node == hop.same_node && c.cost.latency_s == hop.cost.latency_s &&
-            c.cost.bottleneck_Bps == hop.cost.bottleneck_Bps && c.shared_Bps == hop.shared_Bps)
-          return;
-      classes.push_back(hop);
+      add_once(classes, {topo.path_cost(a, b), topo.node_of(a) == topo.node_of(b), rate});
     });
   };
   const int rpn = topo.ranks_per_node(), nodes = topo.nodes();

@@ -23,6 +23,9 @@ struct HopClass {
 };
 using HopClasses = std::vector<HopClass>;
 
+// Adds `hop` to `classes` unless a class of the same cost, node side and shared rate is there already.
+void add_once(HopClasses& classes, const HopClass& hop);
+
 // The slowest hop of the classes for a piece of `bytes` (0 when there are none).
 TimePs slowest(const Steps& steps, const HopClasses& classes, Bytes bytes);
 
