@@ -3,8 +3,9 @@
 //      512 dgx-a100 nodes with the generic closed forms (the file's NCCL block removed: NCCL's own choice is priced by
 //      its model and is not what this measures): cold (a fresh topology, nothing cached: hop classes found from one
 //      node and one column, five algorithms priced), a new size (hop classes known, the five closed forms priced
-//      afresh) and warm (the choice answered from the cache);
-//  (f) the same cold choice by the reference that visits every hop of every group;
+//      afresh) and warm (the choice answered from the cache); cold also at 128 nodes, where the busiest-link bound
+//      and the steps' link shares route every schedule's hops;
+//  (f) the same cold choice by the reference that visits every hop of every group, at 512 and 128 nodes;
 //  (g) the tuner over the whole default grid (fusion x streams x collective) of scenarios/gpt3-175b-dgx-a100.json at
 //      512 nodes on one thread, with the NCCL model (the file as shipped) and with the generic closed forms; the
 //      counter configs_per_s is what `commsim recommend` prints.
@@ -28,8 +29,8 @@ namespace {
 const std::string kSource = COMMSIM_SOURCE_DIR;
 constexpr int kNodes = 512;  // 4096 GPUs
 
-std::unique_ptr<Topology> generic_dgx_a100() {
-  std::unique_ptr<Topology> t = load_topology(kSource + "/topologies/dgx-a100.json", kNodes);
+std::unique_ptr<Topology> generic_dgx_a100(int nodes = kNodes) {
+  std::unique_ptr<Topology> t = load_topology(kSource + "/topologies/dgx-a100.json", nodes);
   t->set_library(CommLibrary{});  // a new instance: nothing of it is cached
   return t;
 }
@@ -45,16 +46,18 @@ CollectiveSpec bucket(const Topology& t) {
   return s;
 }
 
+// Arg: nodes. At 128 (1024 GPUs) halving-doubling's, the hierarchical allreduce's and the 2D ring's steps route
+// every hop to share links (step_link_shares.hpp); at 512 they price a rank's channel share alone.
 void BM_ChooseAlgorithmCold(benchmark::State& state) {
   for (auto _ : state) {
     state.PauseTiming();
-    const std::unique_ptr<Topology> t = generic_dgx_a100();
+    const std::unique_ptr<Topology> t = generic_dgx_a100(static_cast<int>(state.range(0)));
     const CollectiveSpec s = bucket(*t);
     state.ResumeTiming();
     benchmark::DoNotOptimize(choose_algorithm(s, *t));
   }
 }
-BENCHMARK(BM_ChooseAlgorithmCold)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ChooseAlgorithmCold)->ArgName("nodes")->Arg(512)->Arg(128)->Unit(benchmark::kMicrosecond);
 
 void BM_ChooseAlgorithmWarm(benchmark::State& state) {
   const std::unique_ptr<Topology> t = generic_dgx_a100();
@@ -77,11 +80,11 @@ void BM_ChooseAlgorithmNewSize(benchmark::State& state) {
 BENCHMARK(BM_ChooseAlgorithmNewSize)->Unit(benchmark::kMicrosecond);
 
 void BM_ChooseAlgorithmFullWalk(benchmark::State& state) {
-  const std::unique_ptr<Topology> t = generic_dgx_a100();
+  const std::unique_ptr<Topology> t = generic_dgx_a100(static_cast<int>(state.range(0)));
   const CollectiveSpec s = bucket(*t);
   for (auto _ : state) benchmark::DoNotOptimize(closed_form::full_walk_choose_algorithm(s, *t));
 }
-BENCHMARK(BM_ChooseAlgorithmFullWalk)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ChooseAlgorithmFullWalk)->ArgName("nodes")->Arg(512)->Arg(128)->Unit(benchmark::kMillisecond);
 
 // Arg 0: the topology as shipped (NCCL's model); 1: its generic copy (the file without its library block).
 void BM_RecommendFullGrid(benchmark::State& state) {

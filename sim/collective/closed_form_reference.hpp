@@ -9,6 +9,7 @@
 
 #include "sim/collective/closed_form_steps.hpp"
 #include "sim/collective/collective.hpp"
+#include "sim/collective/step_link_shares.hpp"
 
 namespace commsim::closed_form {
 
@@ -31,6 +32,11 @@ TimePs walk(const Steps& steps, const Topology& topo, const std::vector<int>& or
   });
   return worst;
 }
+// The slowest hop of a step whose hops share the links they cross (step_link_shares.hpp): those `positions` visits
+// over each of the steps' channels' orders of `order` (rotated inside blocks of rotation_block positions), every hop
+// visited. Beyond kStepSharesMaxRanks participants, `walk` (the channels' share of a rank's links).
+TimePs step_walk(const Steps& steps, const Topology& topo, const std::vector<int>& order, int rotation_block,
+                 Bytes bytes, const VisitPositions& positions);
 // The ring (reduce-scatter `rs` and/or allgather `ag`) and the chain over `order`, every hop visited.
 TimePs ring_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool rs, bool ag);
 // The ring over `order` whose channels share its links (ring_link_shares.hpp), every hop visited.

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "sim/collective/step_link_shares.hpp"
+
 namespace commsim {
 namespace {
 constexpr std::size_t kCachedTopologies = 4;
@@ -30,7 +32,7 @@ const std::vector<int>& StepPricer::rank_order() {
 const closed_form::HopClasses& StepPricer::classes(int pattern, int x, int y, const Positions& positions,
                                                    const Regular& regular) {
   auto& store = spec.ranks.empty() ? closed_form_cache_of(topology).classes : uncached_;
-  auto [it, fresh] = store.try_emplace({static_cast<int>(spec.algorithm), pattern, x, y});
+  auto [it, fresh] = store.try_emplace({static_cast<int>(spec.algorithm), pattern, x, y, 0, 0});
   if (!fresh) return it->second;
   closed_form::HopCollector shortcut(topology);  // the regular shortcuts collect nothing where they return false
   if (spec.ranks.empty() && regular && regular(shortcut)) return it->second = shortcut.take();
@@ -39,6 +41,21 @@ const closed_form::HopClasses& StepPricer::classes(int pattern, int x, int y, co
   positions(
       [&](int i, int j) { every_hop.add(ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>(j)]); });
   return it->second = every_hop.take();
+}
+
+const closed_form::HopClasses& StepPricer::shared_classes(int pattern, int x, int y, int channels, int rotation_block,
+                                                          const Positions& positions, const Regular& regular,
+                                                          const std::vector<int>* order) {
+  if (p > closed_form::kStepSharesMaxRanks) return classes(pattern, x, y, positions, regular);
+  auto& store = spec.ranks.empty() ? closed_form_cache_of(topology).classes : uncached_;
+  auto [it, fresh] = store.try_emplace({static_cast<int>(spec.algorithm), pattern, x, y, channels, rotation_block});
+  if (!fresh) return it->second;
+  closed_form::HopClasses out;
+  for (const closed_form::SharedHop& h :
+       closed_form::shared_step_hops(topology, order ? *order : rank_order(), rotation_block, channels, positions))
+    closed_form::add_once(
+        out, {topology.path_cost(h.from, h.to), topology.node_of(h.from) == topology.node_of(h.to), h.rate_Bps});
+  return it->second = std::move(out);
 }
 
 }  // namespace commsim

@@ -18,10 +18,15 @@ namespace commsim {
 // What a topology's closed forms have found, kept per thread for the few topologies used last (no lock: the tuner
 // evaluates on several threads, each with its own topology). Entries are keyed by the topology's instance_id, so a
 // topology destroyed and another built at the same address never share them.
+// Hop classes of a pattern: (algorithm, its pattern, size or distance, root, channels, the block the channels' orders
+// rotate in); the last two are 0 where the classes do not depend on them (the channels then share a rank's links in
+// Steps::hop_time).
+using ClassesKey = std::tuple<int, int, int, int, int, int>;
+
 struct ClosedFormCache {
   std::uint64_t topology = 0;
-  // Hop classes of a pattern over the topology's ring order: (algorithm, its pattern, size or distance, root).
-  std::map<std::tuple<int, int, int, int>, closed_form::HopClasses> classes;
+  // Hop classes of patterns over the topology's ring order.
+  std::map<ClassesKey, closed_form::HopClasses> classes;
   std::map<CollectiveKey, TimePs> closed_ps;
   std::map<std::pair<CollectiveKey, bool>, Algorithm> choice;
 };
@@ -42,6 +47,12 @@ class StepPricer {
   // the topology's own ring order (no rank list), else collected afresh. `regular` (may be empty) is tried first.
   const closed_form::HopClasses& classes(int pattern, int x, int y, const Positions& positions,
                                          const Regular& regular = {});
+  // The same for a step whose hops share the links they cross (step_link_shares.hpp): every hop of `positions` over
+  // each of `channels` orders (rotated inside blocks of rotation_block positions), priced at its shared rate; the
+  // positions index `order` (null: the collective's rank order). Beyond kStepSharesMaxRanks participants, `classes`.
+  const closed_form::HopClasses& shared_classes(int pattern, int x, int y, int channels, int rotation_block,
+                                                const Positions& positions, const Regular& regular = {},
+                                                const std::vector<int>* order = nullptr);
 
   // The slowest hop of the classes for a piece, under `steps`' channel sharing.
   static auto price(const closed_form::Steps& steps, const closed_form::HopClasses& classes) {
@@ -57,7 +68,7 @@ class StepPricer {
  private:
   const std::vector<int>& rank_order();
   std::vector<int> order_;  // built on the first pattern that must visit hops
-  std::map<std::tuple<int, int, int, int>, closed_form::HopClasses> uncached_;
+  std::map<ClassesKey, closed_form::HopClasses> uncached_;
 };
 
 }  // namespace commsim

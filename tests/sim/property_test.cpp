@@ -95,6 +95,44 @@ INSTANTIATE_TEST_SUITE_P(Shipped, EveryAlgorithmOnEveryTopology,
                            return n;
                          });
 
+// The closed forms of halving-doubling, the 2D ring and Paddle's hierarchical allreduce price each step's hops at
+// their share of the links the step's hops cross (step_link_shares.hpp: on each link of its route, the link's rate
+// over the step's hops that cross it, the least of those, a lower bound of the rate max-min sharing gives the hop),
+// with the spec's channels as the schedule runs them. So they are never faster than the schedule in flow:
+//  - halving-doubling and the 2D ring to rounding: the one gap is gb200-nvl72's 2D ring, at most 0.014 % (85.2033
+//    against 85.2150 us at 1 KiB; its 72 ranks are one node, so it is the ring over them, whose pieces the closed
+//    form rounds up to whole bytes: RingOnEveryTopology.ClosedFormSharesChannelsAsFlowDoes);
+//  - the hierarchical allreduce within 5 % (at most 4.91 %, h100-pcie-nvlink-pairs at 64 MiB; 3.91 % at 1 MiB on
+//    azure-nd-a100-v4): measured over this grid, the cause not traced yet.
+// Before, these closed forms priced a hop as if the channels of a node shared only its links inside the node, and
+// were up to 34 % (halving-doubling), 29 % (2D ring) and 85 % (hierarchical, gb200-nvl72) faster than flow.
+// The tree is not here: its closed form charges every level the slowest hop of all levels, so it is up to 3x slower
+// than flow at 1 KiB, and, pricing hops as if their links were their own, up to 47 % faster at 1 MiB (dgx-h100).
+class SharedStepsOnEveryTopology : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SharedStepsOnEveryTopology, ClosedFormIsNeverFasterThanFlow) {
+  auto t = load_unshaped(shipped(GetParam()));
+  for (Algorithm a : {Algorithm::HalvingDoubling, Algorithm::Ring2D, Algorithm::Hierarchical})
+    for (Bytes m : {Bytes(1) << 10, Bytes(1) << 20, Bytes(64) << 20}) {
+      CollectiveSpec s = cli_spec(*t, a, m);
+      try {
+        check_supported(s, t->ranks(), "algo");
+      } catch (const InputError&) {
+        continue;  // the 2D ring needs whole nodes of more than one rank
+      }
+      SCOPED_TRACE(std::string(to_string(a)) + " m=" + std::to_string(m));
+      const double tolerance = a == Algorithm::Hierarchical ? 0.05 : 2e-4;
+      EXPECT_GE(closed_form_seconds(s, *t), simulate(s, *t, Network::Flow) * (1 - tolerance));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, SharedStepsOnEveryTopology, ::testing::ValuesIn(kShippedTopologies),
+                         [](const ::testing::TestParamInfo<const char*>& param) {
+                           std::string n = param.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
 TEST(EveryShippedTopology, IsInTheList) {
   // The properties above are only as good as the list they run over: it must name every file of topologies/.
   std::set<std::string> files, listed(std::begin(kShippedTopologies), std::end(kShippedTopologies));

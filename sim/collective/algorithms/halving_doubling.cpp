@@ -76,14 +76,15 @@ TimePs halving_doubling_step_ps(StepPricer& pricer) {
   const int p = pricer.p, q = largest_power_of_two_at_most(p);
   const closed_form::Steps& m = pricer.steps;
   auto fold_hop = [&](Bytes b) {
-    const closed_form::HopClasses& fold = pricer.classes(
-        kFoldPattern, p, q, [&](const StepPricer::Visit& visit) { closed_form::fold_positions(p, q, visit); });
+    const closed_form::HopClasses& fold =
+        pricer.shared_classes(kFoldPattern, p, q, m.channels, pricer.spec.ranks_per_node,
+                              [&](const StepPricer::Visit& visit) { closed_form::fold_positions(p, q, visit); });
     return closed_form::slowest(m, fold, b);
   };
   auto exchange_hop = [&](int distance, Bytes b) {
-    const closed_form::HopClasses& exchange =
-        pricer.classes(kExchangePattern, q, distance,
-                       [&](const StepPricer::Visit& visit) { closed_form::exchange_positions(q, distance, visit); });
+    const closed_form::HopClasses& exchange = pricer.shared_classes(
+        kExchangePattern, q, distance, m.channels, pricer.spec.ranks_per_node,
+        [&](const StepPricer::Visit& visit) { closed_form::exchange_positions(q, distance, visit); });
     return closed_form::slowest(m, exchange, b);
   };
   return m.halving_doubling(p, pricer.spec.bytes, fold_hop, exchange_hop);
@@ -95,10 +96,12 @@ TimePs halving_doubling_full_walk_ps(const CollectiveSpec& spec, const Topology&
   return m.halving_doubling(
       p, spec.bytes,
       [&](Bytes b) {
-        return closed_form::walk(m, topo, ranks, b, [&](auto v) { closed_form::fold_positions(p, q, v); });
+        return closed_form::step_walk(m, topo, ranks, spec.ranks_per_node, b,
+                                      [&](const auto& v) { closed_form::fold_positions(p, q, v); });
       },
       [&](int d, Bytes b) {
-        return closed_form::walk(m, topo, ranks, b, [&](auto v) { closed_form::exchange_positions(q, d, v); });
+        return closed_form::step_walk(m, topo, ranks, spec.ranks_per_node, b,
+                                      [&](const auto& v) { closed_form::exchange_positions(q, d, v); });
       });
 }
 

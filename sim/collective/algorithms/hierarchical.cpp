@@ -1,5 +1,8 @@
 // Paddle's use_hierarchical_allreduce: a ring allreduce inside each group of consecutive ranks, one among the
 // groups' first ranks (the leaders), then a chain broadcast from each leader to its group. Allreduce only.
+#include <functional>
+#include <vector>
+
 #include "sim/collective/closed_form_reference.hpp"
 #include "sim/collective/registry.hpp"
 #include "sim/collective/step_pricer.hpp"
@@ -45,54 +48,79 @@ void generate_hierarchical(const CollectiveSpec& s, const Topology& topology, co
 
 enum Pattern : int { kGroupRings, kGroupChains, kLeaders };
 
+// The positions of the groups' rings (closed) or chains, every group at once.
+auto in_groups(int groups, int size, bool closed) {
+  return [groups, size, closed](const std::function<void(int, int)>& visit) {
+    for (int g = 0; g < groups; ++g) {
+      auto shifted = [&](int i, int j) { visit(g * size + i, g * size + j); };
+      closed ? closed_form::ring_positions(size, shifted) : closed_form::chain_positions(size, shifted);
+    }
+  };
+}
+
+// Each group's first rank, in order.
+std::vector<int> leaders_of(const std::vector<int>& ranks, int groups, int size) {
+  std::vector<int> leaders;
+  for (int g = 0; g < groups; ++g) leaders.push_back(ranks[static_cast<std::size_t>(g) * size]);
+  return leaders;
+}
+
 // Every group has `size` ranks, so the slowest group's ring (chain) is the ring (chain) at the slowest hop of all
-// the groups' hops (closed_form_steps.hpp).
+// the groups' hops (closed_form_steps.hpp). Up to kStepSharesMaxRanks participants each phase is priced as the
+// schedule runs it: over the spec's channels, each channel's order rotated inside whole nodes (as
+// schedule_parts::channel_order rotates a rank list: a group's where it is whole nodes, the leaders' where they
+// fill whole blocks of a node's size), every group at once, the hops sharing the links they cross
+// (step_link_shares.hpp). Beyond, each phase is one channel priced as if its hops had their links alone.
 TimePs hierarchical_step_ps(StepPricer& pricer) {
   const CollectiveSpec& spec = pricer.spec;
   const Topology& topo = pricer.topology;
-  const closed_form::Steps& single = pricer.single_steps;
   const int p = pricer.p, groups = hierarchy_group_count(spec, p), size = p / groups;
-  auto in_groups = [&](bool closed) {
-    return [&, closed](const StepPricer::Visit& visit) {
-      for (int g = 0; g < groups; ++g) {
-        auto shifted = [&](int i, int j) { visit(g * size + i, g * size + j); };
-        closed ? closed_form::ring_positions(size, shifted) : closed_form::chain_positions(size, shifted);
-      }
-    };
-  };
-  const closed_form::HopClasses& rings = pricer.classes(kGroupRings, size, 0, in_groups(true), [&](auto& c) {
-    return closed_form::regular_group_hops(topo, size, true, c);
-  });
-  const closed_form::HopClasses& chains = pricer.classes(kGroupChains, size, 0, in_groups(false), [&](auto& c) {
-    return closed_form::regular_group_hops(topo, size, false, c);
-  });
-  const closed_form::HopClasses& leaders = pricer.classes(
-      kLeaders, size, 0,
-      [&](const StepPricer::Visit& visit) {
-        closed_form::ring_positions(groups, [&](int i, int j) { visit(i * size, j * size); });
-      },
-      [&](auto& c) { return closed_form::regular_leader_hops(topo, size, c); });
-  const TimePs intra = single.ring(static_cast<Bytes>(size), spec.bytes, true, true, StepPricer::price(single, rings));
-  const TimePs broadcast = single.chain(static_cast<Bytes>(size), spec.bytes, false, StepPricer::price(single, chains));
-  const TimePs across =
-      single.ring(static_cast<Bytes>(groups), spec.bytes, true, true, StepPricer::price(single, leaders));
+  const bool shared = p <= closed_form::kStepSharesMaxRanks;
+  const closed_form::Steps& m = shared ? pricer.steps : pricer.single_steps;
+  const int rpn = spec.ranks_per_node, group_block = size % rpn == 0 ? rpn : 1;
+  const closed_form::HopClasses& rings =
+      pricer.shared_classes(kGroupRings, size, 0, m.channels, group_block, in_groups(groups, size, true),
+                            [&](auto& c) { return closed_form::regular_group_hops(topo, size, true, c); });
+  const closed_form::HopClasses& chains =
+      pricer.shared_classes(kGroupChains, size, 0, m.channels, group_block, in_groups(groups, size, false),
+                            [&](auto& c) { return closed_form::regular_group_hops(topo, size, false, c); });
+  const std::vector<int> leaders =
+      shared ? leaders_of(spec.ranks.empty() ? topo.ring_order() : spec.ranks, groups, size) : std::vector<int>{};
+  const closed_form::HopClasses& leader_ring =
+      shared ? pricer.shared_classes(
+                   kLeaders, size, 0, m.channels, rpn,
+                   [&](const StepPricer::Visit& visit) { closed_form::ring_positions(groups, visit); }, {}, &leaders)
+             : pricer.classes(
+                   kLeaders, size, 0,
+                   [&](const StepPricer::Visit& visit) {
+                     closed_form::ring_positions(groups, [&](int i, int j) { visit(i * size, j * size); });
+                   },
+                   [&](auto& c) { return closed_form::regular_leader_hops(topo, size, c); });
+  const TimePs intra = m.ring(static_cast<Bytes>(size), spec.bytes, true, true, StepPricer::price(m, rings));
+  const TimePs broadcast = m.chain(static_cast<Bytes>(size), spec.bytes, false, StepPricer::price(m, chains));
+  const TimePs across = m.ring(static_cast<Bytes>(groups), spec.bytes, true, true, StepPricer::price(m, leader_ring));
   return add_ps(add_ps(intra, across), broadcast);
 }
 
 TimePs hierarchical_full_walk_ps(const CollectiveSpec& spec, const Topology& topo, const std::vector<int>& ranks) {
-  const closed_form::Steps single{spec, 1};
   const int p = static_cast<int>(ranks.size());
   const int groups = hierarchy_group_count(spec, p);
   const int size = p / groups;
-  TimePs intra = 0, broadcast = 0;
-  std::vector<int> leaders;
-  for (int g = 0; g < groups; ++g) {
-    std::vector<int> group(ranks.begin() + g * size, ranks.begin() + (g + 1) * size);
-    leaders.push_back(group.front());
-    intra = std::max(intra, closed_form::ring_over(single, topo, group, spec.bytes, true, true));
-    broadcast = std::max(broadcast, closed_form::chain_over(single, topo, group, spec.bytes, false));
-  }
-  return add_ps(add_ps(intra, closed_form::ring_over(single, topo, leaders, spec.bytes, true, true)), broadcast);
+  const closed_form::Steps m{spec, p <= closed_form::kStepSharesMaxRanks ? spec.channels : 1};
+  const int rpn = spec.ranks_per_node, group_block = size % rpn == 0 ? rpn : 1;
+  auto slowest_in_groups = [&](bool closed) {
+    return [&, closed](Bytes piece) {
+      return closed_form::step_walk(m, topo, ranks, group_block, piece, in_groups(groups, size, closed));
+    };
+  };
+  const std::vector<int> leaders = leaders_of(ranks, groups, size);
+  const TimePs intra = m.ring(static_cast<Bytes>(size), spec.bytes, true, true, slowest_in_groups(true));
+  const TimePs broadcast = m.chain(static_cast<Bytes>(size), spec.bytes, false, slowest_in_groups(false));
+  const TimePs across = m.ring(static_cast<Bytes>(groups), spec.bytes, true, true, [&](Bytes piece) {
+    return closed_form::step_walk(m, topo, leaders, rpn, piece,
+                                  [&](const auto& visit) { closed_form::ring_positions(groups, visit); });
+  });
+  return add_ps(add_ps(intra, across), broadcast);
 }
 
 double hierarchical_transfer_bytes(const CollectiveSpec& spec, int p) {

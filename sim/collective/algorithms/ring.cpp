@@ -144,8 +144,8 @@ TimePs ring_step_ps(StepPricer& pricer) {
     // The channels share the ring's links (ring_link_shares.hpp): classes found once per topology, channel count
     // and node size.
     auto& store = closed_form_cache_of(pricer.topology).classes;
-    auto [it, fresh] =
-        store.try_emplace({static_cast<int>(Algorithm::Ring), kSharedRingPattern, spec.channels, spec.ranks_per_node});
+    auto [it, fresh] = store.try_emplace(
+        {static_cast<int>(Algorithm::Ring), kSharedRingPattern, 0, 0, spec.channels, spec.ranks_per_node});
     if (fresh) it->second = closed_form::ring_shared_classes(pricer.topology, spec.ranks_per_node, spec.channels);
     return m.ring(static_cast<Bytes>(pricer.topology.ranks()), spec.bytes, reduce_scatter, all_gather,
                   StepPricer::price(m, it->second));

@@ -51,15 +51,16 @@ TimePs ring_2d_step_ps(StepPricer& pricer) {
   const closed_form::Steps& single = pricer.single_steps;
   const int rpn = spec.ranks_per_node, nodes = pricer.p / rpn;
   const bool topology_nodes = rpn == topo.ranks_per_node();  // the shortcuts know the topology's nodes only
-  const closed_form::HopClasses& node_rings = pricer.classes(
-      kNodeRings, rpn, 0,
+  // Every node's ring, and every column, runs at once: their hops share the links they cross (step_link_shares.hpp).
+  const closed_form::HopClasses& node_rings = pricer.shared_classes(
+      kNodeRings, rpn, 0, 1, 1,
       [&](const StepPricer::Visit& visit) {
         for (int n = 0; n < nodes; ++n)
           closed_form::ring_positions(rpn, [&](int i, int j) { visit(n * rpn + i, n * rpn + j); });
       },
       [&](auto& c) { return topology_nodes && closed_form::regular_group_hops(topo, rpn, true, c); });
-  const closed_form::HopClasses& columns = pricer.classes(
-      kColumns, rpn, 0,
+  const closed_form::HopClasses& columns = pricer.shared_classes(
+      kColumns, rpn, 0, 1, 1,
       [&](const StepPricer::Visit& visit) {
         for (int j = 0; j < rpn; ++j)
           closed_form::ring_positions(nodes, [&](int a, int b) { visit(a * rpn + j, b * rpn + j); });
@@ -78,18 +79,21 @@ TimePs ring_2d_step_ps(StepPricer& pricer) {
 TimePs ring_2d_full_walk_ps(const CollectiveSpec& spec, const Topology& topo, const std::vector<int>& ranks) {
   const closed_form::Steps single{spec, 1};
   const int rpn = spec.ranks_per_node, nodes = static_cast<int>(ranks.size()) / rpn;
-  TimePs rs = 0, across = 0, ag = 0;
-  for (int n = 0; n < nodes; ++n) {
-    std::vector<int> node(ranks.begin() + n * rpn, ranks.begin() + (n + 1) * rpn);
-    rs = std::max(rs, closed_form::ring_over(single, topo, node, spec.bytes, true, false));
-    ag = std::max(ag, closed_form::ring_over(single, topo, node, spec.bytes, false, true));
-  }
-  for (int j = 0; j < rpn; ++j) {
-    std::vector<int> column;
-    for (int n = 0; n < nodes; ++n) column.push_back(ranks[n * rpn + j]);
-    across = std::max(across,
-                      closed_form::ring_over(single, topo, column, closed_form::ceil_div(spec.bytes, rpn), true, true));
-  }
+  auto node_rings = [&](Bytes piece) {
+    return closed_form::step_walk(single, topo, ranks, 1, piece, [&](const auto& visit) {
+      for (int n = 0; n < nodes; ++n)
+        closed_form::ring_positions(rpn, [&](int i, int j) { visit(n * rpn + i, n * rpn + j); });
+    });
+  };
+  const TimePs rs = single.ring(static_cast<Bytes>(rpn), spec.bytes, true, false, node_rings);
+  const TimePs across =
+      single.ring(static_cast<Bytes>(nodes), closed_form::ceil_div(spec.bytes, rpn), true, true, [&](Bytes piece) {
+        return closed_form::step_walk(single, topo, ranks, 1, piece, [&](const auto& visit) {
+          for (int j = 0; j < rpn; ++j)
+            closed_form::ring_positions(nodes, [&](int a, int b) { visit(a * rpn + j, b * rpn + j); });
+        });
+      });
+  const TimePs ag = single.ring(static_cast<Bytes>(rpn), spec.bytes, false, true, node_rings);
   return add_ps(add_ps(rs, across), ag);
 }
 

@@ -1,0 +1,37 @@
+// What the hops of one step of a tree, halving-doubling, hierarchical or 2D-ring schedule leave each other. Such a
+// step runs all its hops at once: the same pattern in every channel (each over its rotated order,
+// schedule_parts::channel_order) and in every group. Each hop gets, on each link of its route, that link's rate
+// over the number of the step's hops that cross it, and its rate is the least of those. This is a lower bound of
+// the rate max-min sharing gives the hop (on the link that limits it under max-min, the hop's rate is the largest
+// of the rates there, which sum to the link's rate, so at least the link's rate over its hops), and it counts every
+// hop of the step wherever it is, links between switches too. The ring over the topology's own order counts the
+// edges of the nodes a hop joins instead (ring_link_shares.hpp), which lets its fast path work from one node.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "sim/topology/topology.hpp"
+
+namespace commsim::closed_form {
+
+// Beyond this many participants the steps are priced with the channels' share of a rank's links alone
+// (Steps::hop_time without a shared rate): routing every hop of every channel and step costs about
+// channels x p log p routes (the limit of the busiest-link bound, closed_form_reference.hpp kLoadBoundMaxRanks).
+inline constexpr int kStepSharesMaxRanks = 1024;
+
+struct SharedHop {
+  int from = 0, to = 0;  // ranks
+  double rate_Bps = 0;
+};
+
+using VisitPositions = std::function<void(const std::function<void(int, int)>&)>;
+
+// The hops of a step: `positions` visits pairs of positions into a channel's order, run over each of `channels`
+// orders of `order` (rotated inside blocks of rotation_block positions, as schedule_parts::channel_order rotates a
+// schedule's channels; channel 0: `order` itself). Hops from a rank to itself are left out. Every hop comes with its
+// shared rate.
+std::vector<SharedHop> shared_step_hops(const Topology& topology, const std::vector<int>& order, int rotation_block,
+                                        int channels, const VisitPositions& positions);
+
+}  // namespace commsim::closed_form
