@@ -34,9 +34,10 @@ TimePs walk(const Steps& steps, const Topology& topo, const std::vector<int>& or
 }
 // The slowest hop of a step whose hops share the links they cross (step_link_shares.hpp): those `positions` visits
 // over each of the steps' channels' orders of `order` (rotated inside blocks of rotation_block positions), every hop
-// visited. Beyond kStepSharesMaxRanks participants, `walk` (the channels' share of a rank's links).
+// visited, sharing with those `sharing` visits (empty: themselves). Beyond kStepSharesMaxRanks participants, `walk`
+// (the channels' share of a rank's links).
 TimePs step_walk(const Steps& steps, const Topology& topo, const std::vector<int>& order, int rotation_block,
-                 Bytes bytes, const VisitPositions& positions);
+                 Bytes bytes, const VisitPositions& positions, const VisitPositions& sharing = {});
 // The ring (reduce-scatter `rs` and/or allgather `ag`) and the chain over `order`, every hop visited.
 TimePs ring_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool rs, bool ag);
 // The ring over `order` whose channels share its links (ring_link_shares.hpp), every hop visited.

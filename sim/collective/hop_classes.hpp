@@ -8,6 +8,7 @@
 // collective over an explicit rank list, every hop is visited once.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -61,6 +62,24 @@ void tree_positions(int p, Visit visit) {
     visit(i, (i - 1) / 2);
     visit(p - 1 - i, p - 1 - (i - 1) / 2);
   }
+}
+// The edges whose child is at heap depth `level` (1 .. the tree's depth: positions 2^level - 1 .. 2^(level+1) - 2),
+// of tree A (the heap), of tree B (its mirror image) or of both, child -> parent, or parent -> child when `down`.
+enum class Trees : std::uint8_t { A, B, Both };
+template <typename Visit>
+void tree_level_positions(int p, int level, bool down, Trees trees, Visit visit) {
+  const int first = (1 << level) - 1, last = std::min(p, (2 << level) - 1);
+  auto edge = [&](int child, int parent) { down ? visit(parent, child) : visit(child, parent); };
+  for (int i = first; i < last; ++i) {
+    if (trees != Trees::B) edge(i, (i - 1) / 2);
+    if (trees != Trees::A) edge(p - 1 - i, p - 1 - (i - 1) / 2);
+  }
+}
+// Every edge of both trees in both directions: what a pipeline of pieces keeps busy at once.
+template <typename Visit>
+void tree_all_positions(int p, Visit visit) {
+  tree_positions(p, visit);
+  tree_positions(p, [&](int i, int j) { visit(j, i); });
 }
 // Halving-doubling's fold of ranks q .. p-1 onto 0 .. p-q-1, and its exchange at `distance` among 0 .. q-1.
 template <typename Visit>

@@ -7,9 +7,11 @@
 #include "sim/collective/algorithms/schedule_parts.hpp"
 
 namespace commsim::closed_form {
+namespace {
 
-std::vector<SharedHop> shared_step_hops(const Topology& topology, const std::vector<int>& order, int rotation_block,
-                                        int channels, const VisitPositions& positions) {
+// The hops `positions` visits over each channel's order.
+std::vector<SharedHop> hops_of(const std::vector<int>& order, int rotation_block, int channels,
+                               const VisitPositions& positions) {
   std::vector<SharedHop> hops;
   for (int c = 0; c < std::max(1, channels); ++c) {
     const std::vector<int> channel = schedule_parts::channel_order(order, rotation_block, c, std::max(1, channels));
@@ -18,22 +20,28 @@ std::vector<SharedHop> shared_step_hops(const Topology& topology, const std::vec
       if (a != b) hops.push_back({a, b, 0});
     });
   }
-  // Every hop's links, one after the other (hop h's are first[h] .. first[h + 1]), each link counted per hop.
-  Route routes;
-  std::vector<std::size_t> first{0};
-  for (const SharedHop& h : hops) {
-    topology.route(h.from, h.to, routes);
-    first.push_back(routes.links.size());
+  return hops;
+}
+
+}  // namespace
+
+std::vector<SharedHop> shared_step_hops(const Topology& topology, const std::vector<int>& order, int rotation_block,
+                                        int channels, const VisitPositions& positions, const VisitPositions& sharing) {
+  std::vector<SharedHop> hops = hops_of(order, rotation_block, channels, positions);
+  std::vector<std::uint32_t> crossings(topology.link_count(), 0);  // per link, the sharing hops that cross it
+  Route route;
+  for (const SharedHop& h : sharing ? hops_of(order, rotation_block, channels, sharing) : hops) {
+    route.links.clear();
+    topology.route(h.from, h.to, route);
+    for (LinkId id : route.links) ++crossings[id];
   }
-  std::vector<std::uint32_t> crossings(topology.link_count(), 0);
-  for (LinkId id : routes.links) ++crossings[id];
-  for (std::size_t h = 0; h < hops.size(); ++h) {
+  for (SharedHop& h : hops) {
+    route.links.clear();
+    topology.route(h.from, h.to, route);
     double rate = std::numeric_limits<double>::infinity();
-    for (std::size_t k = first[h]; k < first[h + 1]; ++k) {
-      const LinkId id = routes.links[k];
-      rate = std::min(rate, topology.link(id).effective_Bps() / crossings[id]);
-    }
-    hops[h].rate_Bps = rate;
+    for (LinkId id : route.links)  // a hop shares at least with itself, counted or not
+      rate = std::min(rate, topology.link(id).effective_Bps() / std::max<std::uint32_t>(1, crossings[id]));
+    h.rate_Bps = rate;
   }
   return hops;
 }

@@ -43,16 +43,16 @@ const closed_form::HopClasses& StepPricer::classes(int pattern, int x, int y, co
   return it->second = every_hop.take();
 }
 
-const closed_form::HopClasses& StepPricer::shared_classes(int pattern, int x, int y, int channels, int rotation_block,
-                                                          const Positions& positions, const Regular& regular,
-                                                          const std::vector<int>* order) {
-  if (p > closed_form::kStepSharesMaxRanks) return classes(pattern, x, y, positions, regular);
+const closed_form::HopClasses& StepPricer::shared_classes(const SharedStep& step) {
+  if (p > closed_form::kStepSharesMaxRanks) return classes(step.pattern, step.x, step.y, step.positions, step.regular);
   auto& store = spec.ranks.empty() ? closed_form_cache_of(topology).classes : uncached_;
-  auto [it, fresh] = store.try_emplace({static_cast<int>(spec.algorithm), pattern, x, y, channels, rotation_block});
+  auto [it, fresh] = store.try_emplace(
+      {static_cast<int>(spec.algorithm), step.pattern, step.x, step.y, step.channels, step.rotation_block});
   if (!fresh) return it->second;
   closed_form::HopClasses out;
   for (const closed_form::SharedHop& h :
-       closed_form::shared_step_hops(topology, order ? *order : rank_order(), rotation_block, channels, positions))
+       closed_form::shared_step_hops(topology, step.order ? *step.order : rank_order(), step.rotation_block,
+                                     step.channels, step.positions, step.sharing))
     closed_form::add_once(
         out, {topology.path_cost(h.from, h.to), topology.node_of(h.from) == topology.node_of(h.to), h.rate_Bps});
   return it->second = std::move(out);

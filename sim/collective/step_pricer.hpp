@@ -47,12 +47,19 @@ class StepPricer {
   // the topology's own ring order (no rank list), else collected afresh. `regular` (may be empty) is tried first.
   const closed_form::HopClasses& classes(int pattern, int x, int y, const Positions& positions,
                                          const Regular& regular = {});
-  // The same for a step whose hops share the links they cross (step_link_shares.hpp): every hop of `positions` over
-  // each of `channels` orders (rotated inside blocks of rotation_block positions), priced at its shared rate; the
-  // positions index `order` (null: the collective's rank order). Beyond kStepSharesMaxRanks participants, `classes`.
-  const closed_form::HopClasses& shared_classes(int pattern, int x, int y, int channels, int rotation_block,
-                                                const Positions& positions, const Regular& regular = {},
-                                                const std::vector<int>* order = nullptr);
+  // A step whose hops share the links they cross (step_link_shares.hpp).
+  struct SharedStep {
+    int pattern = 0, x = 0, y = 0;  // the pattern's number and parameters, as for `classes`
+    int channels = 1;               // each channel runs the positions over its order, rotated inside blocks of
+    int rotation_block = 1;         // this many positions (schedule_parts::channel_order)
+    Positions positions = {};       // the hops priced
+    Positions sharing = {};         // the hops that share their links (empty: the hops priced)
+    const std::vector<int>* order = nullptr;  // what the positions index (null: the collective's rank order)
+    Regular regular = {};                     // for `classes` beyond kStepSharesMaxRanks participants
+  };
+  // The classes of such a step, each hop at its shared rate; cached as `classes` is. Beyond kStepSharesMaxRanks
+  // participants, classes(pattern, x, y, positions, regular): each hop as if its links were its own.
+  const closed_form::HopClasses& shared_classes(const SharedStep& step);
 
   // The slowest hop of the classes for a piece, under `steps`' channel sharing.
   static auto price(const closed_form::Steps& steps, const closed_form::HopClasses& classes) {

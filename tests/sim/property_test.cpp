@@ -95,24 +95,27 @@ INSTANTIATE_TEST_SUITE_P(Shipped, EveryAlgorithmOnEveryTopology,
                            return n;
                          });
 
-// The closed forms of halving-doubling, the 2D ring and Paddle's hierarchical allreduce price each step's hops at
-// their share of the links the step's hops cross (step_link_shares.hpp: on each link of its route, the link's rate
-// over the step's hops that cross it, the least of those, a lower bound of the rate max-min sharing gives the hop),
-// with the spec's channels as the schedule runs them. So they are never faster than the schedule in flow:
+// The closed forms of halving-doubling, the 2D ring, Paddle's hierarchical allreduce and the double binary tree
+// price each step's hops at their share of the links the step's hops cross (step_link_shares.hpp: on each link of
+// its route, the link's rate over the step's hops that cross it, the least of those, a lower bound of the rate
+// max-min sharing gives the hop), with the spec's channels as the schedule runs them. So they are not faster than
+// the schedule in flow, measured over every shipped topology at 1 KiB, 1 MiB and 64 MiB:
 //  - halving-doubling and the 2D ring to rounding: the one gap is gb200-nvl72's 2D ring, at most 0.014 % (85.2033
 //    against 85.2150 us at 1 KiB; its 72 ranks are one node, so it is the ring over them, whose pieces the closed
 //    form rounds up to whole bytes: RingOnEveryTopology.ClosedFormSharesChannelsAsFlowDoes);
 //  - the hierarchical allreduce within 5 % (at most 4.91 %, h100-pcie-nvlink-pairs at 64 MiB; 3.91 % at 1 MiB on
-//    azure-nd-a100-v4): measured over this grid, the cause not traced yet.
+//    azure-nd-a100-v4): the cause not traced yet;
+//  - the tree within 9 % (8.83 % on emulated-cpu-cluster at 1 MiB, 2.35 % on dgx-a100 at 1 MiB, 6 more under
+//    2.1 %): its levels are priced at their slowest hop and its steady state with every edge busy, so it is mostly
+//    slower than flow instead (up to 97 % at 1 KiB on gcp-a3-high, where some levels mix NVLink and network hops).
 // Before, these closed forms priced a hop as if the channels of a node shared only its links inside the node, and
-// were up to 34 % (halving-doubling), 29 % (2D ring) and 85 % (hierarchical, gb200-nvl72) faster than flow.
-// The tree is not here: its closed form charges every level the slowest hop of all levels, so it is up to 3x slower
-// than flow at 1 KiB, and, pricing hops as if their links were their own, up to 47 % faster at 1 MiB (dgx-h100).
+// were up to 34 % (halving-doubling), 29 % (2D ring), 85 % (hierarchical, gb200-nvl72) and 47 % (tree, dgx-h100 at
+// 1 MiB) faster than flow.
 class SharedStepsOnEveryTopology : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(SharedStepsOnEveryTopology, ClosedFormIsNeverFasterThanFlow) {
   auto t = load_unshaped(shipped(GetParam()));
-  for (Algorithm a : {Algorithm::HalvingDoubling, Algorithm::Ring2D, Algorithm::Hierarchical})
+  for (Algorithm a : {Algorithm::HalvingDoubling, Algorithm::Ring2D, Algorithm::Hierarchical, Algorithm::Tree})
     for (Bytes m : {Bytes(1) << 10, Bytes(1) << 20, Bytes(64) << 20}) {
       CollectiveSpec s = cli_spec(*t, a, m);
       try {
@@ -121,7 +124,7 @@ TEST_P(SharedStepsOnEveryTopology, ClosedFormIsNeverFasterThanFlow) {
         continue;  // the 2D ring needs whole nodes of more than one rank
       }
       SCOPED_TRACE(std::string(to_string(a)) + " m=" + std::to_string(m));
-      const double tolerance = a == Algorithm::Hierarchical ? 0.05 : 2e-4;
+      const double tolerance = a == Algorithm::Tree ? 0.09 : a == Algorithm::Hierarchical ? 0.05 : 2e-4;
       EXPECT_GE(closed_form_seconds(s, *t), simulate(s, *t, Network::Flow) * (1 - tolerance));
     }
 }

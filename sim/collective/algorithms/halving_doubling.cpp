@@ -75,16 +75,25 @@ enum Pattern : int { kFoldPattern, kExchangePattern };
 TimePs halving_doubling_step_ps(StepPricer& pricer) {
   const int p = pricer.p, q = largest_power_of_two_at_most(p);
   const closed_form::Steps& m = pricer.steps;
+  const int rpn = pricer.spec.ranks_per_node;
   auto fold_hop = [&](Bytes b) {
-    const closed_form::HopClasses& fold =
-        pricer.shared_classes(kFoldPattern, p, q, m.channels, pricer.spec.ranks_per_node,
-                              [&](const StepPricer::Visit& visit) { closed_form::fold_positions(p, q, visit); });
+    const closed_form::HopClasses& fold = pricer.shared_classes(
+        {.pattern = kFoldPattern,
+         .x = p,
+         .y = q,
+         .channels = m.channels,
+         .rotation_block = rpn,
+         .positions = [&](const StepPricer::Visit& visit) { closed_form::fold_positions(p, q, visit); }});
     return closed_form::slowest(m, fold, b);
   };
   auto exchange_hop = [&](int distance, Bytes b) {
     const closed_form::HopClasses& exchange = pricer.shared_classes(
-        kExchangePattern, q, distance, m.channels, pricer.spec.ranks_per_node,
-        [&](const StepPricer::Visit& visit) { closed_form::exchange_positions(q, distance, visit); });
+        {.pattern = kExchangePattern,
+         .x = q,
+         .y = distance,
+         .channels = m.channels,
+         .rotation_block = rpn,
+         .positions = [&](const StepPricer::Visit& visit) { closed_form::exchange_positions(q, distance, visit); }});
     return closed_form::slowest(m, exchange, b);
   };
   return m.halving_doubling(p, pricer.spec.bytes, fold_hop, exchange_hop);

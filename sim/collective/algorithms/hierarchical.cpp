@@ -79,17 +79,29 @@ TimePs hierarchical_step_ps(StepPricer& pricer) {
   const closed_form::Steps& m = shared ? pricer.steps : pricer.single_steps;
   const int rpn = spec.ranks_per_node, group_block = size % rpn == 0 ? rpn : 1;
   const closed_form::HopClasses& rings =
-      pricer.shared_classes(kGroupRings, size, 0, m.channels, group_block, in_groups(groups, size, true),
-                            [&](auto& c) { return closed_form::regular_group_hops(topo, size, true, c); });
-  const closed_form::HopClasses& chains =
-      pricer.shared_classes(kGroupChains, size, 0, m.channels, group_block, in_groups(groups, size, false),
-                            [&](auto& c) { return closed_form::regular_group_hops(topo, size, false, c); });
+      pricer.shared_classes({.pattern = kGroupRings,
+                             .x = size,
+                             .channels = m.channels,
+                             .rotation_block = group_block,
+                             .positions = in_groups(groups, size, true),
+                             .regular = [&](auto& c) { return closed_form::regular_group_hops(topo, size, true, c); }});
+  const closed_form::HopClasses& chains = pricer.shared_classes(
+      {.pattern = kGroupChains,
+       .x = size,
+       .channels = m.channels,
+       .rotation_block = group_block,
+       .positions = in_groups(groups, size, false),
+       .regular = [&](auto& c) { return closed_form::regular_group_hops(topo, size, false, c); }});
   const std::vector<int> leaders =
       shared ? leaders_of(spec.ranks.empty() ? topo.ring_order() : spec.ranks, groups, size) : std::vector<int>{};
   const closed_form::HopClasses& leader_ring =
       shared ? pricer.shared_classes(
-                   kLeaders, size, 0, m.channels, rpn,
-                   [&](const StepPricer::Visit& visit) { closed_form::ring_positions(groups, visit); }, {}, &leaders)
+                   {.pattern = kLeaders,
+                    .x = size,
+                    .channels = m.channels,
+                    .rotation_block = rpn,
+                    .positions = [&](const StepPricer::Visit& visit) { closed_form::ring_positions(groups, visit); },
+                    .order = &leaders})
              : pricer.classes(
                    kLeaders, size, 0,
                    [&](const StepPricer::Visit& visit) {

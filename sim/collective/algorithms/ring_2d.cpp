@@ -53,19 +53,23 @@ TimePs ring_2d_step_ps(StepPricer& pricer) {
   const bool topology_nodes = rpn == topo.ranks_per_node();  // the shortcuts know the topology's nodes only
   // Every node's ring, and every column, runs at once: their hops share the links they cross (step_link_shares.hpp).
   const closed_form::HopClasses& node_rings = pricer.shared_classes(
-      kNodeRings, rpn, 0, 1, 1,
-      [&](const StepPricer::Visit& visit) {
-        for (int n = 0; n < nodes; ++n)
-          closed_form::ring_positions(rpn, [&](int i, int j) { visit(n * rpn + i, n * rpn + j); });
-      },
-      [&](auto& c) { return topology_nodes && closed_form::regular_group_hops(topo, rpn, true, c); });
+      {.pattern = kNodeRings,
+       .x = rpn,
+       .positions =
+           [&](const StepPricer::Visit& visit) {
+             for (int n = 0; n < nodes; ++n)
+               closed_form::ring_positions(rpn, [&](int i, int j) { visit(n * rpn + i, n * rpn + j); });
+           },
+       .regular = [&](auto& c) { return topology_nodes && closed_form::regular_group_hops(topo, rpn, true, c); }});
   const closed_form::HopClasses& columns = pricer.shared_classes(
-      kColumns, rpn, 0, 1, 1,
-      [&](const StepPricer::Visit& visit) {
-        for (int j = 0; j < rpn; ++j)
-          closed_form::ring_positions(nodes, [&](int a, int b) { visit(a * rpn + j, b * rpn + j); });
-      },
-      [&](auto& c) { return topology_nodes && closed_form::regular_column_hops(topo, c); });
+      {.pattern = kColumns,
+       .x = rpn,
+       .positions =
+           [&](const StepPricer::Visit& visit) {
+             for (int j = 0; j < rpn; ++j)
+               closed_form::ring_positions(nodes, [&](int a, int b) { visit(a * rpn + j, b * rpn + j); });
+           },
+       .regular = [&](auto& c) { return topology_nodes && closed_form::regular_column_hops(topo, c); }});
   const TimePs rs =
       single.ring(static_cast<Bytes>(rpn), spec.bytes, true, false, StepPricer::price(single, node_rings));
   const TimePs across = single.ring(static_cast<Bytes>(nodes), closed_form::ceil_div(spec.bytes, rpn), true, true,

@@ -1,5 +1,7 @@
 // NCCL's double binary tree (Sanders et al. 2009): tree A over the participants, tree B over them reversed
 // (interior ranks of one are leaves of the other), each with half of the data; allreduce only.
+#include <functional>
+
 #include "sim/collective/algorithms/schedule_parts.hpp"
 #include "sim/collective/closed_form_reference.hpp"
 #include "sim/collective/registry.hpp"
@@ -73,19 +75,50 @@ void generate_tree(const CollectiveSpec& s, const Topology& topology, const std:
       });
 }
 
+enum Pattern : int { kLevels = 1, kAllEdges };
+
+// The positions of one tree's edges at a level and of both trees' (which share links with them), and of every edge.
+auto level_positions(int p, int level, bool down, closed_form::Trees trees) {
+  return [=](const std::function<void(int, int)>& visit) {
+    closed_form::tree_level_positions(p, level, down, trees, visit);
+  };
+}
+auto all_positions(int p) {
+  return [p](const std::function<void(int, int)>& visit) { closed_form::tree_all_positions(p, visit); };
+}
+closed_form::Trees tree_of(int tree) { return tree == 0 ? closed_form::Trees::A : closed_form::Trees::B; }
+
+// A level's edges of both trees share the links they cross as they run alone, every edge's as the pipeline runs
+// them all (step_link_shares.hpp; beyond kStepSharesMaxRanks participants each hop as if its links were its own).
 TimePs tree_step_ps(StepPricer& pricer) {
   const int p = pricer.p;
-  const closed_form::HopClasses& c =
-      pricer.classes(0, p, 0, [&](const StepPricer::Visit& visit) { closed_form::tree_positions(p, visit); });
-  return pricer.steps.tree(p, pricer.spec.bytes, StepPricer::price(pricer.steps, c));
+  const StepPricer::SharedStep base{
+      .x = p, .channels = pricer.steps.channels, .rotation_block = pricer.spec.ranks_per_node};
+  auto level_hop = [&](int tree, int level, bool down, Bytes piece) {
+    StepPricer::SharedStep step = base;
+    step.pattern = kLevels;
+    step.y = (level * 2 + down) * 2 + tree;
+    step.positions = level_positions(p, level, down, tree_of(tree));
+    step.sharing = level_positions(p, level, down, closed_form::Trees::Both);
+    return closed_form::slowest(pricer.steps, pricer.shared_classes(step), piece);
+  };
+  StepPricer::SharedStep every_edge = base;
+  every_edge.pattern = kAllEdges;
+  every_edge.positions = all_positions(p);
+  return pricer.steps.tree(p, pricer.spec.bytes, level_hop,
+                           StepPricer::price(pricer.steps, pricer.shared_classes(every_edge)));
 }
 
 TimePs tree_full_walk_ps(const CollectiveSpec& spec, const Topology& topo, const std::vector<int>& ranks) {
   const closed_form::Steps m{spec, spec.channels};
-  const int p = static_cast<int>(ranks.size());
-  return m.tree(p, spec.bytes, [&](Bytes piece) {
-    return closed_form::walk(m, topo, ranks, piece, [&](auto v) { closed_form::tree_positions(p, v); });
-  });
+  const int p = static_cast<int>(ranks.size()), block = spec.ranks_per_node;
+  return m.tree(
+      p, spec.bytes,
+      [&](int tree, int level, bool down, Bytes piece) {
+        return closed_form::step_walk(m, topo, ranks, block, piece, level_positions(p, level, down, tree_of(tree)),
+                                      level_positions(p, level, down, closed_form::Trees::Both));
+      },
+      [&](Bytes piece) { return closed_form::step_walk(m, topo, ranks, block, piece, all_positions(p)); });
 }
 
 double tree_transfer_bytes(const CollectiveSpec& spec, int p) {
