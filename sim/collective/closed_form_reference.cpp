@@ -11,11 +11,6 @@
 
 namespace commsim::closed_form {
 
-TimePs ring_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool rs, bool ag) {
-  const int p = static_cast<int>(order.size());
-  return s.ring(order.size(), bytes, rs, ag,
-                [&](Bytes piece) { return walk(s, t, order, piece, [&](auto v) { ring_positions(p, v); }); });
-}
 TimePs shared_ring_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool rs,
                         bool ag) {
   const auto p = static_cast<std::int64_t>(order.size());
@@ -32,6 +27,7 @@ TimePs shared_ring_over(const Steps& s, const Topology& t, const std::vector<int
     return worst;
   });
 }
+
 TimePs step_walk(const Steps& steps, const Topology& topo, const std::vector<int>& order, int rotation_block,
                  Bytes bytes, const VisitPositions& positions, const VisitPositions& sharing) {
   if (static_cast<int>(order.size()) > kStepSharesMaxRanks) return walk(steps, topo, order, bytes, positions);
@@ -40,11 +36,6 @@ TimePs step_walk(const Steps& steps, const Topology& topo, const std::vector<int
     worst = std::max(worst, steps.hop_time(topo.path_cost(h.from, h.to), topo.node_of(h.from) == topo.node_of(h.to),
                                            bytes, h.rate_Bps));
   return worst;
-}
-TimePs chain_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool reducing) {
-  const int p = static_cast<int>(order.size());
-  return s.chain(order.size(), bytes, reducing,
-                 [&](Bytes piece) { return walk(s, t, order, piece, [&](auto v) { chain_positions(p, v); }); });
 }
 
 TimePs full_walk_step_ps(const CollectiveSpec& spec, const Topology& topo) {

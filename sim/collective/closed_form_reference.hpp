@@ -38,12 +38,9 @@ TimePs walk(const Steps& steps, const Topology& topo, const std::vector<int>& or
 // (the channels' share of a rank's links).
 TimePs step_walk(const Steps& steps, const Topology& topo, const std::vector<int>& order, int rotation_block,
                  Bytes bytes, const VisitPositions& positions, const VisitPositions& sharing = {});
-// The ring (reduce-scatter `rs` and/or allgather `ag`) and the chain over `order`, every hop visited.
-TimePs ring_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool rs, bool ag);
 // The ring over `order` whose channels share its links (ring_link_shares.hpp), every hop visited.
 TimePs shared_ring_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool rs,
                         bool ag);
-TimePs chain_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool reducing);
 
 // The busiest link's load over its rate: every transfer of the schedule crosses the links of its route, and a link
 // drains at most its effective rate, so no execution of the schedule is faster than that.

@@ -75,26 +75,25 @@ enum Pattern : int { kFoldPattern, kExchangePattern };
 TimePs halving_doubling_step_ps(StepPricer& pricer) {
   const int p = pricer.p, q = largest_power_of_two_at_most(p);
   const closed_form::Steps& m = pricer.steps;
-  const int rpn = pricer.spec.ranks_per_node;
+  // The slowest hop of a pattern's step for a piece, every channel's hops sharing the links they cross.
+  auto slowest_hop = [&](int pattern, int x, int y, const StepPricer::Positions& positions, Bytes piece) {
+    return closed_form::slowest(m,
+                                pricer.shared_classes({.pattern = pattern,
+                                                       .x = x,
+                                                       .y = y,
+                                                       .channels = m.channels,
+                                                       .rotation_block = pricer.spec.ranks_per_node,
+                                                       .positions = positions}),
+                                piece);
+  };
   auto fold_hop = [&](Bytes b) {
-    const closed_form::HopClasses& fold = pricer.shared_classes(
-        {.pattern = kFoldPattern,
-         .x = p,
-         .y = q,
-         .channels = m.channels,
-         .rotation_block = rpn,
-         .positions = [&](const StepPricer::Visit& visit) { closed_form::fold_positions(p, q, visit); }});
-    return closed_form::slowest(m, fold, b);
+    return slowest_hop(
+        kFoldPattern, p, q, [&](const StepPricer::Visit& visit) { closed_form::fold_positions(p, q, visit); }, b);
   };
   auto exchange_hop = [&](int distance, Bytes b) {
-    const closed_form::HopClasses& exchange = pricer.shared_classes(
-        {.pattern = kExchangePattern,
-         .x = q,
-         .y = distance,
-         .channels = m.channels,
-         .rotation_block = rpn,
-         .positions = [&](const StepPricer::Visit& visit) { closed_form::exchange_positions(q, distance, visit); }});
-    return closed_form::slowest(m, exchange, b);
+    return slowest_hop(
+        kExchangePattern, q, distance,
+        [&](const StepPricer::Visit& visit) { closed_form::exchange_positions(q, distance, visit); }, b);
   };
   return m.halving_doubling(p, pricer.spec.bytes, fold_hop, exchange_hop);
 }

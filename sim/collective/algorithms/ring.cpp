@@ -136,6 +136,13 @@ void generate_ring(const CollectiveSpec& s, const Topology& topology, const std:
 
 enum Pattern : int { kRingPattern, kChainPattern, kSharedRingPattern };
 
+// The chain from the root: position i of the chain is position (root + i) mod p of the order.
+closed_form::VisitPositions chain_from(int p, int root) {
+  return [p, root](const std::function<void(int, int)>& visit) {
+    closed_form::chain_positions(p, [&](int i, int j) { visit((root + i) % p, (root + j) % p); });
+  };
+}
+
 TimePs ring_step_ps(StepPricer& pricer) {
   const CollectiveSpec& spec = pricer.spec;
   const closed_form::Steps& m = pricer.steps;
@@ -150,30 +157,38 @@ TimePs ring_step_ps(StepPricer& pricer) {
     return m.ring(static_cast<Bytes>(pricer.topology.ranks()), spec.bytes, reduce_scatter, all_gather,
                   StepPricer::price(m, it->second));
   }
+  // A rank list, or a chain: every channel's hops (over its rotated order) share the links they cross
+  // (step_link_shares.hpp).
   const int p = pricer.p;
+  StepPricer::SharedStep step{.channels = m.channels, .rotation_block = spec.ranks_per_node};
   if (rooted(spec.op)) {
-    // A chain from the root: position i of the chain is position (root + i) mod p of the order.
-    const int root = spec.root % p;
-    const closed_form::HopClasses& c = pricer.classes(kChainPattern, root, 0, [&](const StepPricer::Visit& visit) {
-      closed_form::chain_positions(p, [&](int i, int j) { visit((root + i) % p, (root + j) % p); });
-    });
-    return m.chain(static_cast<Bytes>(p), spec.bytes, spec.op == Collective::Reduce, StepPricer::price(m, c));
+    step.pattern = kChainPattern;
+    step.x = spec.root % p;
+    step.positions = chain_from(p, step.x);
+    return m.chain(static_cast<Bytes>(p), spec.bytes, spec.op == Collective::Reduce,
+                   StepPricer::price(m, pricer.shared_classes(step)));
   }
-  const closed_form::HopClasses& c = pricer.classes(
-      kRingPattern, 0, 0, [&](const StepPricer::Visit& visit) { closed_form::ring_positions(p, visit); });
-  return m.ring(static_cast<Bytes>(p), spec.bytes, reduce_scatter, all_gather, StepPricer::price(m, c));
+  step.pattern = kRingPattern;
+  step.positions = [p](const StepPricer::Visit& visit) { closed_form::ring_positions(p, visit); };
+  return m.ring(static_cast<Bytes>(p), spec.bytes, reduce_scatter, all_gather,
+                StepPricer::price(m, pricer.shared_classes(step)));
 }
 
 TimePs ring_full_walk_ps(const CollectiveSpec& spec, const Topology& topo, const std::vector<int>& ranks) {
   const closed_form::Steps m{spec, spec.channels};
-  if (rooted(spec.op)) {
-    std::vector<int> order = ranks;
-    std::rotate(order.begin(), order.begin() + spec.root % static_cast<int>(ranks.size()), order.end());
-    return closed_form::chain_over(m, topo, order, spec.bytes, spec.op == Collective::Reduce);
-  }
+  const int p = static_cast<int>(ranks.size());
+  auto slowest = [&](const closed_form::VisitPositions& positions) {
+    return [&, positions](Bytes piece) {
+      return closed_form::step_walk(m, topo, ranks, spec.ranks_per_node, piece, positions);
+    };
+  };
+  if (rooted(spec.op))
+    return m.chain(static_cast<Bytes>(p), spec.bytes, spec.op == Collective::Reduce,
+                   slowest(chain_from(p, spec.root % p)));
   const bool rs = spec.op != Collective::AllGather, ag = spec.op != Collective::ReduceScatter;
   if (spec.ranks.empty()) return closed_form::shared_ring_over(m, topo, ranks, spec.bytes, rs, ag);
-  return closed_form::ring_over(m, topo, ranks, spec.bytes, rs, ag);
+  return m.ring(static_cast<Bytes>(p), spec.bytes, rs, ag,
+                slowest([p](const auto& visit) { closed_form::ring_positions(p, visit); }));
 }
 
 double ring_transfer_bytes(const CollectiveSpec& spec, int p) {
