@@ -15,14 +15,14 @@
 
 namespace commsim {
 
-// What a topology's closed forms have found, kept per thread for the few topologies used last (no lock: the tuner
-// evaluates on several threads, each with its own topology). Entries are keyed by the topology's instance_id, so a
-// topology destroyed and another built at the same address never share them.
 // Hop classes of a pattern: (algorithm, its pattern, size or distance, root, channels, the block the channels' orders
 // rotate in); the last two are 0 where the classes do not depend on them (the channels then share a rank's links in
 // Steps::hop_time).
 using ClassesKey = std::tuple<int, int, int, int, int, int>;
 
+// What a topology's closed forms have found, kept per thread for the few topologies used last (no lock: the tuner
+// evaluates on several threads, each with its own topology). Entries are keyed by the topology's instance_id, so a
+// topology destroyed and another built at the same address never share them.
 struct ClosedFormCache {
   std::uint64_t topology = 0;
   // Hop classes of patterns over the topology's ring order.
