@@ -29,10 +29,11 @@ TimePs shared_ring_over(const Steps& s, const Topology& t, const std::vector<int
 }
 
 TimePs step_walk(const Steps& steps, const Topology& topo, const std::vector<int>& order, int rotation_block,
-                 Bytes bytes, const VisitPositions& positions, const VisitPositions& sharing) {
+                 Bytes bytes, const VisitPositions& positions, const VisitPositions& sharing, int rooted, int root) {
   if (static_cast<int>(order.size()) > kStepSharesMaxRanks) return walk(steps, topo, order, bytes, positions);
   TimePs worst = 0;
-  for (const SharedHop& h : shared_step_hops(topo, order, rotation_block, steps.channels, positions, sharing))
+  for (const SharedHop& h :
+       shared_step_hops(topo, order, rotation_block, steps.channels, positions, sharing, rooted, root))
     worst = std::max(worst, steps.hop_time(topo.path_cost(h.from, h.to), topo.node_of(h.from) == topo.node_of(h.to),
                                            bytes, h.rate_Bps));
   return worst;

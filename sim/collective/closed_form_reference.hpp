@@ -34,10 +34,11 @@ TimePs walk(const Steps& steps, const Topology& topo, const std::vector<int>& or
 }
 // The slowest hop of a step whose hops share the links they cross (step_link_shares.hpp): those `positions` visits
 // over each of the steps' channels' orders of `order` (rotated inside blocks of rotation_block positions), every hop
-// visited, sharing with those `sharing` visits (empty: themselves). Beyond kStepSharesMaxRanks participants, `walk`
-// (the channels' share of a rank's links).
+// visited, sharing with those `sharing` visits (empty: themselves), chains turned to their roots as
+// shared_step_hops does. Beyond kStepSharesMaxRanks participants, `walk` (the channels' share of a rank's links).
 TimePs step_walk(const Steps& steps, const Topology& topo, const std::vector<int>& order, int rotation_block,
-                 Bytes bytes, const VisitPositions& positions, const VisitPositions& sharing = {});
+                 Bytes bytes, const VisitPositions& positions, const VisitPositions& sharing = {}, int rooted = 0,
+                 int root = 0);
 // The ring over `order` whose channels share its links (ring_link_shares.hpp), every hop visited.
 TimePs shared_ring_over(const Steps& s, const Topology& t, const std::vector<int>& order, Bytes bytes, bool rs,
                         bool ag);

@@ -31,9 +31,11 @@ using VisitPositions = std::function<void(const std::function<void(int, int)>&)>
 // The hops of a step: `positions` visits pairs of positions into a channel's order, run over each of `channels`
 // orders of `order` (rotated inside blocks of rotation_block positions, as schedule_parts::channel_order rotates a
 // schedule's channels; channel 0: `order` itself). Hops from a rank to itself are left out. Every hop comes with its
-// shared rate, counting on each link the hops `sharing` visits the same way (empty: the hops priced).
+// shared rate, counting on each link the hops `sharing` visits the same way (empty: the hops priced). With `rooted`
+// > 0, each channel's order is cut into pieces of that many positions and each piece turned so that the rank `root`
+// positions into the same piece of `order` is there again, as a schedule starts every channel's chain at its root.
 std::vector<SharedHop> shared_step_hops(const Topology& topology, const std::vector<int>& order, int rotation_block,
                                         int channels, const VisitPositions& positions,
-                                        const VisitPositions& sharing = {});
+                                        const VisitPositions& sharing = {}, int rooted = 0, int root = 0);
 
 }  // namespace commsim::closed_form

@@ -52,7 +52,7 @@ const closed_form::HopClasses& StepPricer::shared_classes(const SharedStep& step
   closed_form::HopClasses out;
   for (const closed_form::SharedHop& h :
        closed_form::shared_step_hops(topology, step.order ? *step.order : rank_order(), step.rotation_block,
-                                     step.channels, step.positions, step.sharing))
+                                     step.channels, step.positions, step.sharing, step.rooted, step.root))
     closed_form::add_once(
         out, {topology.path_cost(h.from, h.to), topology.node_of(h.from) == topology.node_of(h.to), h.rate_Bps});
   return it->second = std::move(out);

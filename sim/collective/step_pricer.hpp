@@ -54,6 +54,8 @@ class StepPricer {
     int rotation_block = 1;         // this many positions (schedule_parts::channel_order)
     Positions positions = {};       // the hops priced
     Positions sharing = {};         // the hops that share their links (empty: the hops priced)
+    int rooted = 0, root = 0;       // chains: each channel's pieces of `rooted` positions start at
+                                    // their root (shared_step_hops)
     const std::vector<int>* order = nullptr;  // what the positions index (null: the collective's rank order)
     Regular regular = {};                     // for `classes` beyond kStepSharesMaxRanks participants
   };

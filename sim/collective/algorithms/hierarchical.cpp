@@ -91,6 +91,7 @@ TimePs hierarchical_step_ps(StepPricer& pricer) {
        .channels = m.channels,
        .rotation_block = group_block,
        .positions = in_groups(groups, size, false),
+       .rooted = size,  // every channel's chain starts at its leader (generate_hierarchical's broadcasts)
        .regular = [&](auto& c) { return closed_form::regular_group_hops(topo, size, false, c); }});
   const std::vector<int> leaders =
       shared ? leaders_of(spec.ranks.empty() ? topo.ring_order() : spec.ranks, groups, size) : std::vector<int>{};
@@ -122,7 +123,8 @@ TimePs hierarchical_full_walk_ps(const CollectiveSpec& spec, const Topology& top
   const int rpn = spec.ranks_per_node, group_block = size % rpn == 0 ? rpn : 1;
   auto slowest_in_groups = [&](bool closed) {
     return [&, closed](Bytes piece) {
-      return closed_form::step_walk(m, topo, ranks, group_block, piece, in_groups(groups, size, closed));
+      return closed_form::step_walk(m, topo, ranks, group_block, piece, in_groups(groups, size, closed), {},
+                                    closed ? 0 : size);
     };
   };
   const std::vector<int> leaders = leaders_of(ranks, groups, size);

@@ -163,7 +163,8 @@ TimePs ring_step_ps(StepPricer& pricer) {
   StepPricer::SharedStep step{.channels = m.channels, .rotation_block = spec.ranks_per_node};
   if (rooted(spec.op)) {
     step.pattern = kChainPattern;
-    step.x = spec.root % p;
+    step.x = step.root = spec.root % p;
+    step.rooted = p;  // every channel's chain starts at the root (generate_ring)
     step.positions = chain_from(p, step.x);
     return m.chain(static_cast<Bytes>(p), spec.bytes, spec.op == Collective::Reduce,
                    StepPricer::price(m, pricer.shared_classes(step)));
@@ -177,14 +178,16 @@ TimePs ring_step_ps(StepPricer& pricer) {
 TimePs ring_full_walk_ps(const CollectiveSpec& spec, const Topology& topo, const std::vector<int>& ranks) {
   const closed_form::Steps m{spec, spec.channels};
   const int p = static_cast<int>(ranks.size());
-  auto slowest = [&](const closed_form::VisitPositions& positions) {
-    return [&, positions](Bytes piece) {
-      return closed_form::step_walk(m, topo, ranks, spec.ranks_per_node, piece, positions);
+  auto slowest = [&](const closed_form::VisitPositions& positions, int rooted_ranks = 0, int root = 0) {
+    return [&, positions, rooted_ranks, root](Bytes piece) {
+      return closed_form::step_walk(m, topo, ranks, spec.ranks_per_node, piece, positions, {}, rooted_ranks, root);
     };
   };
-  if (rooted(spec.op))
+  if (rooted(spec.op)) {
+    const int root = spec.root % p;
     return m.chain(static_cast<Bytes>(p), spec.bytes, spec.op == Collective::Reduce,
-                   slowest(chain_from(p, spec.root % p)));
+                   slowest(chain_from(p, root), p, root));
+  }
   const bool rs = spec.op != Collective::AllGather, ag = spec.op != Collective::ReduceScatter;
   if (spec.ranks.empty()) return closed_form::shared_ring_over(m, topo, ranks, spec.bytes, rs, ag);
   return m.ring(static_cast<Bytes>(p), spec.bytes, rs, ag,
