@@ -30,7 +30,7 @@ TimePs shared_ring_over(const Steps& s, const Topology& t, const std::vector<int
 
 TimePs step_walk(const Steps& steps, const Topology& topo, const std::vector<int>& order, int rotation_block,
                  Bytes bytes, const VisitPositions& positions, const VisitPositions& sharing, int rooted, int root) {
-  if (static_cast<int>(order.size()) > kStepSharesMaxRanks) return walk(steps, topo, order, bytes, positions);
+  if (static_cast<int>(order.size()) > kRoutedMaxRanks) return walk(steps, topo, order, bytes, positions);
   TimePs worst = 0;
   for (const SharedHop& h :
        shared_step_hops(topo, order, rotation_block, steps.channels, positions, sharing, rooted, root))
@@ -66,7 +66,7 @@ TimePs busiest_link_ps(const CollectiveSpec& spec, const Topology& topo) {
 
 TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topo, TimePs steps_ps) {
   const int p = spec.ranks.empty() ? topo.ranks() : static_cast<int>(spec.ranks.size());
-  if (!algorithm_entry(spec.algorithm).load_bound || p > kLoadBoundMaxRanks) return steps_ps;
+  if (!algorithm_entry(spec.algorithm).load_bound || p > kRoutedMaxRanks) return steps_ps;
   return std::max(steps_ps, busiest_link_ps(spec, topo));
 }
 

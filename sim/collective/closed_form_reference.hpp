@@ -13,10 +13,6 @@
 
 namespace commsim::closed_form {
 
-// Largest communicator whose schedule is routed for the busiest-link bound (generating and routing it costs about
-// p log p transfers for the tree and halving-doubling); beyond it the step closed form stands alone.
-inline constexpr int kLoadBoundMaxRanks = 1024;
-
 // The step-by-step closed form of a resolved (non-auto, schedulable) algorithm, visiting every hop (its registry
 // entry's full_walk_step_ps).
 TimePs full_walk_step_ps(const CollectiveSpec& spec, const Topology& topology);
@@ -35,7 +31,7 @@ TimePs walk(const Steps& steps, const Topology& topo, const std::vector<int>& or
 // The slowest hop of a step whose hops share the links they cross (step_link_shares.hpp): those `positions` visits
 // over each of the steps' channels' orders of `order` (rotated inside blocks of rotation_block positions), every hop
 // visited, sharing with those `sharing` visits (empty: themselves), chains turned to their roots as
-// shared_step_hops does. Beyond kStepSharesMaxRanks participants, `walk` (the channels' share of a rank's links).
+// shared_step_hops does. Beyond kRoutedMaxRanks participants, `walk` (the channels' share of a rank's links).
 TimePs step_walk(const Steps& steps, const Topology& topo, const std::vector<int>& order, int rotation_block,
                  Bytes bytes, const VisitPositions& positions, const VisitPositions& sharing = {}, int rooted = 0,
                  int root = 0);
@@ -48,7 +44,7 @@ TimePs shared_ring_over(const Steps& s, const Topology& t, const std::vector<int
 TimePs busiest_link_ps(const CollectiveSpec& spec, const Topology& topology);
 
 // The closed form: the step closed form `steps_ps`, and for the tree, halving-doubling, hierarchical and 2D ring up
-// to kLoadBoundMaxRanks ranks at least the busiest link's time.
+// to kRoutedMaxRanks ranks at least the busiest link's time.
 TimePs closed_form_ps(const CollectiveSpec& spec, const Topology& topology, TimePs steps_ps);
 
 // `auto` on a topology without a library model: the algorithm of least closed_form_ps(candidate) among those that

@@ -34,20 +34,31 @@ std::vector<SharedHop> shared_step_hops(const Topology& topology, const std::vec
                                         int channels, const VisitPositions& positions, const VisitPositions& sharing,
                                         int rooted, int root) {
   std::vector<SharedHop> hops = hops_of(order, rotation_block, channels, rooted, root, positions);
-  std::vector<std::uint32_t> crossings(topology.link_count(), 0);  // per link, the sharing hops that cross it
-  Route route;
-  for (const SharedHop& h : sharing ? hops_of(order, rotation_block, channels, rooted, root, sharing) : hops) {
-    route.links.clear();
-    topology.route(h.from, h.to, route);
-    for (LinkId id : route.links) ++crossings[id];
+  // Every priced hop routed once: hop h's links are routes.links[first[h] .. first[h + 1]).
+  Route routes;
+  std::vector<std::size_t> first{0};
+  for (const SharedHop& h : hops) {
+    topology.route(h.from, h.to, routes);
+    first.push_back(routes.links.size());
   }
-  for (SharedHop& h : hops) {
-    route.links.clear();
-    topology.route(h.from, h.to, route);
+  std::vector<std::uint32_t> crossings(topology.link_count(), 0);  // per link, the sharing hops that cross it
+  if (sharing) {
+    Route route;
+    for (const SharedHop& h : hops_of(order, rotation_block, channels, rooted, root, sharing)) {
+      route.links.clear();
+      topology.route(h.from, h.to, route);
+      for (LinkId id : route.links) ++crossings[id];
+    }
+  } else {
+    for (LinkId id : routes.links) ++crossings[id];
+  }
+  for (std::size_t h = 0; h < hops.size(); ++h) {
     double rate = std::numeric_limits<double>::infinity();
-    for (LinkId id : route.links)  // a hop shares at least with itself, counted or not
+    for (std::size_t k = first[h]; k < first[h + 1]; ++k) {  // a hop shares at least with itself, counted or not
+      const LinkId id = routes.links[k];
       rate = std::min(rate, topology.link(id).effective_Bps() / std::max<std::uint32_t>(1, crossings[id]));
-    h.rate_Bps = rate;
+    }
+    hops[h].rate_Bps = rate;
   }
   return hops;
 }

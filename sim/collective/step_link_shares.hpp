@@ -16,10 +16,11 @@
 
 namespace commsim::closed_form {
 
-// Beyond this many participants the steps are priced with the channels' share of a rank's links alone
-// (Steps::hop_time without a shared rate): routing every hop of every channel and step costs about
-// channels x p log p routes (the limit of the busiest-link bound, closed_form_reference.hpp kLoadBoundMaxRanks).
-inline constexpr int kStepSharesMaxRanks = 1024;
+// The largest communicator whose hops the closed forms route: for the steps' link shares here, and for the busiest
+// link's load (closed_form_reference.hpp busiest_link_ps). Routing every hop of every channel and step costs about
+// channels x p log p routes; beyond, the steps are priced with the channels' share of a rank's links alone
+// (Steps::hop_time without a shared rate) and stand without the busiest-link bound.
+inline constexpr int kRoutedMaxRanks = 1024;
 
 struct SharedHop {
   int from = 0, to = 0;  // ranks

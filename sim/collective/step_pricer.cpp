@@ -44,7 +44,7 @@ const closed_form::HopClasses& StepPricer::classes(int pattern, int x, int y, co
 }
 
 const closed_form::HopClasses& StepPricer::shared_classes(const SharedStep& step) {
-  if (p > closed_form::kStepSharesMaxRanks) return classes(step.pattern, step.x, step.y, step.positions, step.regular);
+  if (p > closed_form::kRoutedMaxRanks) return classes(step.pattern, step.x, step.y, step.positions, step.regular);
   auto& store = spec.ranks.empty() ? closed_form_cache_of(topology).classes : uncached_;
   auto [it, fresh] = store.try_emplace(
       {static_cast<int>(spec.algorithm), step.pattern, step.x, step.y, step.channels, step.rotation_block});

@@ -57,9 +57,9 @@ class StepPricer {
     int rooted = 0, root = 0;       // chains: each channel's pieces of `rooted` positions start at
                                     // their root (shared_step_hops)
     const std::vector<int>* order = nullptr;  // what the positions index (null: the collective's rank order)
-    Regular regular = {};                     // for `classes` beyond kStepSharesMaxRanks participants
+    Regular regular = {};                     // for `classes` beyond kRoutedMaxRanks participants
   };
-  // The classes of such a step, each hop at its shared rate; cached as `classes` is. Beyond kStepSharesMaxRanks
+  // The classes of such a step, each hop at its shared rate; cached as `classes` is. Beyond kRoutedMaxRanks
   // participants, classes(pattern, x, y, positions, regular): each hop as if its links were its own.
   const closed_form::HopClasses& shared_classes(const SharedStep& step);
 

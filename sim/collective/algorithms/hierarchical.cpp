@@ -66,7 +66,7 @@ std::vector<int> leaders_of(const std::vector<int>& ranks, int groups, int size)
 }
 
 // Every group has `size` ranks, so the slowest group's ring (chain) is the ring (chain) at the slowest hop of all
-// the groups' hops (closed_form_steps.hpp). Up to kStepSharesMaxRanks participants each phase is priced as the
+// the groups' hops (closed_form_steps.hpp). Up to kRoutedMaxRanks participants each phase is priced as the
 // schedule runs it: over the spec's channels, each channel's order rotated inside whole nodes (as
 // schedule_parts::channel_order rotates a rank list: a group's where it is whole nodes, the leaders' where they
 // fill whole blocks of a node's size), every group at once, the hops sharing the links they cross
@@ -75,7 +75,7 @@ TimePs hierarchical_step_ps(StepPricer& pricer) {
   const CollectiveSpec& spec = pricer.spec;
   const Topology& topo = pricer.topology;
   const int p = pricer.p, groups = hierarchy_group_count(spec, p), size = p / groups;
-  const bool shared = p <= closed_form::kStepSharesMaxRanks;
+  const bool shared = p <= closed_form::kRoutedMaxRanks;
   const closed_form::Steps& m = shared ? pricer.steps : pricer.single_steps;
   const int rpn = spec.ranks_per_node, group_block = size % rpn == 0 ? rpn : 1;
   const closed_form::HopClasses& rings =
@@ -119,7 +119,7 @@ TimePs hierarchical_full_walk_ps(const CollectiveSpec& spec, const Topology& top
   const int p = static_cast<int>(ranks.size());
   const int groups = hierarchy_group_count(spec, p);
   const int size = p / groups;
-  const closed_form::Steps m{spec, p <= closed_form::kStepSharesMaxRanks ? spec.channels : 1};
+  const closed_form::Steps m{spec, p <= closed_form::kRoutedMaxRanks ? spec.channels : 1};
   const int rpn = spec.ranks_per_node, group_block = size % rpn == 0 ? rpn : 1;
   auto slowest_in_groups = [&](bool closed) {
     return [&, closed](Bytes piece) {

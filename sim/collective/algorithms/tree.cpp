@@ -89,7 +89,7 @@ auto all_positions(int p) {
 closed_form::Trees tree_of(int tree) { return tree == 0 ? closed_form::Trees::A : closed_form::Trees::B; }
 
 // A level's edges of both trees share the links they cross as they run alone, every edge's as the pipeline runs
-// them all (step_link_shares.hpp; beyond kStepSharesMaxRanks participants each hop as if its links were its own).
+// them all (step_link_shares.hpp; beyond kRoutedMaxRanks participants each hop as if its links were its own).
 TimePs tree_step_ps(StepPricer& pricer) {
   const int p = pricer.p;
   const StepPricer::SharedStep base{
@@ -97,7 +97,7 @@ TimePs tree_step_ps(StepPricer& pricer) {
   auto level_hop = [&](int tree, int level, bool down, Bytes piece) {
     StepPricer::SharedStep step = base;
     step.pattern = kLevels;
-    step.y = (level * 2 + down) * 2 + tree;
+    step.y = (level * 2 + down) * 2 + tree;  // the level, its direction and the tree, in one key
     step.positions = level_positions(p, level, down, tree_of(tree));
     step.sharing = level_positions(p, level, down, closed_form::Trees::Both);
     return closed_form::slowest(pricer.steps, pricer.shared_classes(step), piece);
