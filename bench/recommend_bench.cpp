@@ -3,8 +3,8 @@
 //      512 dgx-a100 nodes with the generic closed forms (the file's NCCL block removed: NCCL's own choice is priced by
 //      its model and is not what this measures): cold (a fresh topology, nothing cached: hop classes found from one
 //      node and one column, five algorithms priced), a new size (hop classes known, the five closed forms priced
-//      afresh) and warm (the choice answered from the cache); cold also at 128 nodes, where the busiest-link bound
-//      and the steps' link shares route every schedule's hops;
+//      afresh) and warm (the choice answered from the cache); cold and a new size also at 128 nodes, where the
+//      busiest-link bound and the steps' link shares route every schedule's hops and the tree walks its hops;
 //  (f) the same cold choice by the reference that visits every hop of every group, at 512 and 128 nodes;
 //  (g) the tuner over the whole default grid (fusion x streams x collective) of scenarios/gpt3-175b-dgx-a100.json at
 //      512 nodes on one thread, with the NCCL model (the file as shipped) and with the generic closed forms; the
@@ -68,8 +68,9 @@ void BM_ChooseAlgorithmWarm(benchmark::State& state) {
 BENCHMARK(BM_ChooseAlgorithmWarm)->Unit(benchmark::kMicrosecond);
 
 // A bucket of a size not seen yet on a topology whose hop classes are known: the five closed forms priced afresh.
+// Arg: nodes (at 128 the busiest-link bound generates and routes every candidate's schedule for the size).
 void BM_ChooseAlgorithmNewSize(benchmark::State& state) {
-  const std::unique_ptr<Topology> t = generic_dgx_a100();
+  const std::unique_ptr<Topology> t = generic_dgx_a100(static_cast<int>(state.range(0)));
   CollectiveSpec s = bucket(*t);
   choose_algorithm(s, *t);
   for (auto _ : state) {
@@ -77,7 +78,7 @@ void BM_ChooseAlgorithmNewSize(benchmark::State& state) {
     benchmark::DoNotOptimize(choose_algorithm(s, *t));
   }
 }
-BENCHMARK(BM_ChooseAlgorithmNewSize)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ChooseAlgorithmNewSize)->ArgName("nodes")->Arg(512)->Arg(128)->Unit(benchmark::kMicrosecond);
 
 void BM_ChooseAlgorithmFullWalk(benchmark::State& state) {
   const std::unique_ptr<Topology> t = generic_dgx_a100(static_cast<int>(state.range(0)));

@@ -13,7 +13,6 @@
 #pragma once
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -80,49 +79,17 @@ struct Steps {
                   reducing ? times_ps(static_cast<TimePs>(p - 1), reduce(piece)) : 0);
   }
 
-  // Double binary tree over p ranks: up and down the depth D with k pipelined pieces, each tree half the data.
-  // level_hop(tree, level, down, piece): the slowest hop of tree 0's (A) or 1's (B) edges whose child is at that heap
-  // depth, going up or down, while the edges of that level alone run (the first piece climbs and the last one
-  // descends a level at a time); stream_hop(piece): the slowest hop while every edge runs (a pipeline of pieces
-  // keeps every level busy).
-  template <typename LevelHop, typename StreamHop>
-  TimePs tree(int p, Bytes bytes, LevelHop level_hop, StreamHop stream_hop) const {
+  // Double binary tree over p ranks: k pipelined pieces, each tree half the data. first_and_last(piece, between):
+  // from the start until the last piece has reached every rank, piece 0 climbing and the last descending `between`
+  // after it reached the root (tree_timeline.hpp); stream_hop(piece): the slowest hop while every edge of both trees
+  // runs, up and down (a pipeline of pieces keeps every edge busy), which the k - 1 pieces after the first add.
+  template <typename FirstAndLast, typename StreamHop>
+  TimePs tree(int p, Bytes bytes, FirstAndLast first_and_last, StreamHop stream_hop) const {
     if (p < 2) return 0;
     const Bytes half = ceil_div(ceil_div(bytes, channels), 2);
     const int k = pipeline_chunks(half);
     const Bytes piece = ceil_div(half, k);
-    int depth = 0;
-    while ((2 << depth) - 1 < p) ++depth;  // heap depth: positions 0 .. p-1
-    // Per tree: piece 0 up the tree, where a parent joins its children one after the other (receive, then reduce),
-    // so the time the root holds it depends on the heap's shape (a parent with one child reduces once); the last one
-    // flows down the `depth` levels to the deepest leaf. The slower tree ends the collective, and the k - 1 pieces
-    // between follow one steady-state hop apart (the reductions of different pieces overlap).
-    const TimePs g = reduce(piece);
-    auto climb = [&](const std::vector<TimePs>& up_hop) {
-      std::vector<TimePs> up(static_cast<std::size_t>(p), 0);
-      for (int i = p - 1; i >= 0; --i)
-        for (int child : {2 * i + 1, 2 * i + 2})
-          if (child < p) {
-            const TimePs hop = up_hop[std::bit_width(static_cast<unsigned>(child) + 1) - 1];
-            up[i] = add_ps(std::max(up[i], add_ps(up[child], hop)), g);
-          }
-      return up[0];
-    };
-    TimePs slower = 0;
-    std::vector<TimePs> first_hops;  // tree A's hops up: B has the same heap shape, so the same climb at the same hops
-    TimePs first_climb = 0;
-    for (int tree = 0; tree < 2; ++tree) {
-      std::vector<TimePs> up_hop(static_cast<std::size_t>(depth) + 1, 0);
-      TimePs descent = 0;
-      for (int level = 1; level <= depth; ++level) {
-        up_hop[level] = level_hop(tree, level, false, piece);
-        descent = add_ps(descent, level_hop(tree, level, true, piece));
-      }
-      const TimePs climbed = tree == 1 && up_hop == first_hops ? first_climb : climb(up_hop);
-      if (tree == 0) first_hops = up_hop, first_climb = climbed;
-      slower = std::max(slower, add_ps(climbed, descent));
-    }
-    return add_ps(slower, times_ps(k - 1, k > 1 ? stream_hop(piece) : 0));
+    return first_and_last(piece, times_ps(k - 1, k > 1 ? stream_hop(piece) : 0));
   }
 
   // Rabenseifner halving-doubling over p ranks with the fold for non-powers of two: fold_hop(bytes) is the slowest

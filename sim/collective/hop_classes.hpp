@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -63,14 +64,25 @@ void tree_positions(int p, Visit visit) {
     visit(p - 1 - i, p - 1 - (i - 1) / 2);
   }
 }
-// The edges whose child is at heap depth `level` (1 .. the tree's depth: positions 2^level - 1 .. 2^(level+1) - 2),
-// of tree A (the heap), of tree B (its mirror image) or of both, child -> parent, or parent -> child when `down`.
+// Heap positions of the double binary tree: the depth of position i (0: the root), and the height of its subtree
+// among p positions (0: a leaf), the length of its leftmost path down, the longest in a heap.
+inline int heap_depth(int i) { return std::bit_width(static_cast<unsigned>(i) + 1) - 1; }
+inline int heap_height(int p, int i) {
+  int height = 0;
+  for (; 2 * i + 1 < p; i = 2 * i + 1) ++height;
+  return height;
+}
+// The edges of one wave of a piece's way through tree A (the heap), tree B (its mirror image) or both, child -> parent
+// going up, parent -> child going `down`. Up, a parent forwards once all its children have: the edges whose child's
+// subtree has height `wave` (0: the leaves', wherever they are) climb at the same time. Down, the edges whose child is
+// at depth `wave` (1: the root's children).
 enum class Trees : std::uint8_t { A, B, Both };
+inline int tree_wave(int p, int child, bool down) { return down ? heap_depth(child) : heap_height(p, child); }
 template <typename Visit>
-void tree_level_positions(int p, int level, bool down, Trees trees, Visit visit) {
-  const int first = (1 << level) - 1, last = std::min(p, (2 << level) - 1);
+void tree_wave_positions(int p, int wave, bool down, Trees trees, Visit visit) {
   auto edge = [&](int child, int parent) { down ? visit(parent, child) : visit(child, parent); };
-  for (int i = first; i < last; ++i) {
+  for (int i = 1; i < p; ++i) {
+    if (tree_wave(p, i, down) != wave) continue;
     if (trees != Trees::B) edge(i, (i - 1) / 2);
     if (trees != Trees::A) edge(p - 1 - i, p - 1 - (i - 1) / 2);
   }

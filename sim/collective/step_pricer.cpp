@@ -58,4 +58,14 @@ const closed_form::HopClasses& StepPricer::shared_classes(const SharedStep& step
   return it->second = std::move(out);
 }
 
+const closed_form::TreeHops& StepPricer::tree_hops() {
+  auto route = [&] {
+    return closed_form::route_tree_hops(topology, rank_order(), spec.ranks_per_node, steps.channels);
+  };
+  if (!spec.ranks.empty()) return uncached_tree_hops_ = route();
+  auto [it, fresh] = closed_form_cache_of(topology).tree_hops.try_emplace({steps.channels, spec.ranks_per_node});
+  if (fresh) it->second = route();
+  return it->second;
+}
+
 }  // namespace commsim

@@ -12,6 +12,7 @@
 #include "sim/collective/closed_form_steps.hpp"
 #include "sim/collective/collective.hpp"
 #include "sim/collective/hop_classes.hpp"
+#include "sim/collective/tree_timeline.hpp"
 
 namespace commsim {
 
@@ -27,6 +28,8 @@ struct ClosedFormCache {
   std::uint64_t topology = 0;
   // Hop classes of patterns over the topology's ring order.
   std::map<ClassesKey, closed_form::HopClasses> classes;
+  // The double tree's routed hops, by (channels, the block their orders rotate in).
+  std::map<std::pair<int, int>, closed_form::TreeHops> tree_hops;
   std::map<CollectiveKey, TimePs> closed_ps;
   std::map<std::pair<CollectiveKey, bool>, Algorithm> choice;
 };
@@ -63,6 +66,9 @@ class StepPricer {
   // participants, classes(pattern, x, y, positions, regular): each hop as if its links were its own.
   const closed_form::HopClasses& shared_classes(const SharedStep& step);
 
+  // The double binary tree's climb and descent in every channel, routed (tree_timeline.hpp); cached as `classes` is.
+  const closed_form::TreeHops& tree_hops();
+
   // The slowest hop of the classes for a piece, under `steps`' channel sharing.
   static auto price(const closed_form::Steps& steps, const closed_form::HopClasses& classes) {
     return [&steps, &classes](Bytes piece) { return closed_form::slowest(steps, classes, piece); };
@@ -78,6 +84,7 @@ class StepPricer {
   const std::vector<int>& rank_order();
   std::vector<int> order_;  // built on the first pattern that must visit hops
   std::map<ClassesKey, closed_form::HopClasses> uncached_;
+  closed_form::TreeHops uncached_tree_hops_;
 };
 
 }  // namespace commsim

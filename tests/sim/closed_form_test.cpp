@@ -24,8 +24,10 @@
 //      node0: r0 r1 r2 r3 n0 n1 n2 n3        node1: same        n0..n3 of both nodes -- switch
 //              \  \  /  /  /  /  /  /
 //                  cpu0
+#include <cmath>
 #include <tuple>
 
+#include "sim/collective/tree_timeline.hpp"
 #include "tests/sim/test_util.hpp"
 
 namespace commsim::test {
@@ -173,10 +175,12 @@ TEST(ClosedForm, HalvingDoublingFoldsTheRanksBeyondAPowerOfTwo) {
 //   up(0): child 1 -> 2h + 3g + h + g = 3h + 4g; child 2 -> max(3h + 4g, h + 2g + h) + g = 3h + 5g.
 // The last piece then reaches the deepest leaf (D + k - 1) h later: 3h + 5g + 6h = 9h + 5g = 459 + 125 = 584 us.
 //
-// The closed form (closed_form_steps.hpp Steps::tree) prices the first piece's climb and the last one's descent a
-// level at a time, each level's hop at its share of the links the level's edges of both trees cross, and the k - 1
-// pieces between at the slowest hop while every edge of both trees, up and down, is busy (the pipeline's steady
-// state); the slower tree ends it. Without shared links that is up(0) + D h + (k - 1) h, the formula above.
+// The closed form (closed_form_steps.hpp Steps::tree, tree_timeline.hpp) walks the first piece up and the last one
+// down hop by hop, each hop at its share of the links among the hops of its wave (up: those whose child's subtree is as
+// high; down: whose child is as deep) of both trees, or among the hops that run beside it in the walk where that is
+// more, and the k - 1 pieces between at the slowest hop while every edge of both trees, up and down, is busy (the
+// pipeline's steady state); the slowest tree ends it. Without shared links that is up(0) + D h + (k - 1) h, the
+// formula above.
 TEST(ClosedForm, DoubleTreeOnDedicatedLinks) {
   // astra-fc8 gives every ordered pair its own link. The engines: with k=4 pieces the two trees' edges in the same
   // direction between the same pair never carry pieces at the same time, so nothing is shared: 459 and 584 us.
@@ -196,21 +200,25 @@ TEST(ClosedForm, DoubleTreeOnDedicatedLinks) {
 }
 
 TEST(ClosedForm, DoubleTreeFourRanks) {
-  // p=4: heap 0 -> (1, 2), 1 -> 3; D = 2. k = 4 pieces of 5e5 B, g = 25 us. Tree B mirrors A: 2 -> 3, 1 -> 3 at
-  // depth 1, 0 -> 2 at depth 2.
+  // p=4: heap 0 -> (1, 2), 1 -> 3; D = 2. k = 4 pieces of 5e5 B, g = 25 us. Tree B mirrors A over the reversed order
+  // (3, 2, 1, 0): its edges are 2 -> 3 and 1 -> 3 at depth 1, 0 -> 2 at depth 2.
   // The contention-free engine shares nothing: h = 1 + 5e5 / 1e10 s = 51 us, (2D + k - 1) h = 7 * 51 = 357 us; with
   // gamma up(1) = h + g, up(0) = max(max(0, up(1) + h) + g, h) + g = 2h + 3g, total 7h + 3g = 432 us.
   // The closed form on the star (each rank one link to cpu0 and one back; a hop a -> b crosses a's and b's):
-  //  - depth 1 up: 1 -> 0, 2 -> 0, 2 -> 3, 1 -> 3: ranks 1 and 2 send two, 0 and 3 receive two: 1 + 5e5 / 5e9 s =
-  //    101 us; depth 2 up (3 -> 1, 0 -> 2) shares nothing: 51 us. Down mirrors up: 101 and 51 us.
+  //  - up, wave 0 (the leaves' edges: A 3 -> 1, 2 -> 0; B 0 -> 2, 1 -> 3): every rank sends one and receives one,
+  //    51 us; wave 1 (A 1 -> 0, B 2 -> 3) shares nothing, 51 us, and runs after wave 0 on every rank's links;
+  //  - down, depth 1 (A 0 -> 1, 0 -> 2; B 3 -> 2, 3 -> 1): ranks 0 and 3 send two, 1 and 2 receive two: 1 + 5e5 / 5e9
+  //    s = 101 us; depth 2 (A 1 -> 3, B 2 -> 0) shares nothing: 51 us;
   //  - the steady state, every edge of both trees up and down: each rank sends three and receives three (rank 0
   //    sends 0 -> 2 up in B, 0 -> 1 and 0 -> 2 down in A): 1 + 5e5 / (1e10 / 3) s = 151 us.
-  //  Each tree: up(1) = 51, up(0) = 51 + 101 = 152, descent 101 + 51 = 152, so 304 + (k - 1) 151 = 757 us; with
-  //  gamma up(1) = 76, up(0) = max(76 + 101, 101) + 25 + 25 = 227, 227 + 152 + 453 = 832 us. Above the busiest
-  //  link's load: rank 0's link from the switch carries the first tree's two downward edges (0 -> 1, 0 -> 2) and the
-  //  second tree's upward edge 0 -> 2, 3 x m/2 = 6 MB, 600 us at 10 GB/s. Flow: 656.5 and 681 us.
+  //  Each tree: up(1) = 51, up(0) = max(51 + 51, 51) = 102, descent 101 + 51 = 152, so 102 + 3 x 151 + 152 = 707 us;
+  //  with gamma up(1) = 51 + 25 = 76, up(0) = max(max(0, 76 + 51) + 25, 51) + 25 = 177, 177 + 453 + 152 = 782 us.
+  //  No hop's span overlaps another's on a link beyond its wave's, so the walk's second round changes nothing. Above
+  //  the busiest link's load: rank 0's link from the switch carries the first tree's two downward edges (0 -> 1,
+  //  0 -> 2) and the second tree's upward edge 0 -> 2, 3 x m/2 = 6 MB, 600 us at 10 GB/s; and above flow, 656.5 and
+  //  681 us.
   auto t = load_topology(fixture("star4.json"));
-  for (const auto& [gamma, free_us, closed_us] : {std::tuple{0.0, 357.0, 757.0}, std::tuple{kGamma, 432.0, 832.0}}) {
+  for (const auto& [gamma, free_us, closed_us] : {std::tuple{0.0, 357.0, 707.0}, std::tuple{kGamma, 432.0, 782.0}}) {
     const CollectiveSpec s = make_spec(*t, Collective::AllReduce, Algorithm::Tree, kM, gamma);
     EXPECT_NEAR(simulate(s, *t, Network::ContentionFree), free_us * kUs, free_us * kUs * kRel);
     EXPECT_NEAR(step_closed_form_seconds(s, *t), closed_us * kUs, closed_us * kUs * kRel);
@@ -234,6 +242,40 @@ TEST(ClosedForm, DoubleTreeOnAStarSharesItsLinks) {
       EXPECT_GE(closed_form_seconds(s, *t), flow * (1 - kRel));
     }
   }
+}
+
+TEST(ClosedForm, DoubleTreeHopsShareLinksWithTheHopsBesideThem) {
+  // split-star4: r0, r1 on hub cpu0 and r2, r3 on hub cpu1 (rank links 100 GB/s, the trunk between the hubs 10 GB/s,
+  // 1 us each). Allreduce of 1e6 B over one channel, no reduction time: each tree carries one piece of 5e5 B (k = 1).
+  // Order r0 r1 r2 r3: tree A is 0 -> (1, 2), 1 -> 3; tree B over (r3, r2, r1, r0) is r3 -> (r2, r1), r2 -> r0.
+  // A hop inside a hub alone on its links takes 1 + 5e5 / 1e11 s = 6 us; across the trunk 1 + 5e5 / 1e10 s = 51 us.
+  //  - Up, wave 0 (the leaves' edges): A r3 -> r1 and r2 -> r0 share the trunk cpu1 -> cpu0, B r0 -> r2 and r1 -> r3
+  //    the other direction: 1 + 5e5 / 5e9 s = 101 us each. Wave 1: A r1 -> r0, B r2 -> r3, 6 us. The roots hold the
+  //    piece at 107 us.
+  //  - Down, depth 1: A r0 -> r1 and r0 -> r2 share r0's link (50 GB/s each), r0 -> r2 is then held to the trunk's
+  //    10 GB/s: 11 and 51 us. Depth 2: r1 -> r3 alone in its wave on the trunk: 51 us, from 118 to 169 us.
+  //    Tree B mirrors it on the other direction. Waves alone: 169 us.
+  //  - But r1 -> r3 starts at 118 us, while r0 -> r2 (from 107 us) still runs on the same trunk: the flow engine shares
+  //    it. The walk's next rounds count on the trunk the hops that run beside each: with both of duration D, r0 -> r2
+  //    runs alone for 11 us and beside r1 -> r3 for D - 11, so each has 2 - 11 / D hops beside it on average and
+  //    D = 1 + 50 (2 - 11 / D) us, D^2 - 101 D + 550 = 0, D = (101 + sqrt(8001)) / 2 = 95.2242 us: 118 + D = 213.224
+  //    us. The counts grow toward it round by round (1, 1.784, 1.878, 1.8841, ...), each step about 6 % of the one
+  //    before, and the walk stops once the next round would add less than 0.1 % (kCountTolerance) to every count, so
+  //    its counts are within 0.1 % / (1 - 0.06) of the fixed point and D within 50 x 1.884 x 0.0011 = 0.1 us of it
+  //    (213.205 us here). No other link has more hops beside a hop than its wave (r0's link: r0 -> r1 and r0 -> r2,
+  //    both counted at depth 1).
+  // The flow engine: r0 -> r1 takes 1 + 5e5 / 9e10 s = 6.56 us (r0 -> r2 keeps 10 of r0's 100 GB/s), r1 -> r3 joins
+  // the trunk at 114.6 us, and both share it to the end: 208.0 us, between the two.
+  auto t = load_topology(fixture("split-star4.json"));
+  ASSERT_EQ(t->ring_order(), (std::vector<int>{0, 1, 2, 3}));
+  CollectiveSpec s = make_spec(*t, Collective::AllReduce, Algorithm::Tree, 1'000'000);
+  s.channels = 1;
+  const closed_form::Steps steps{s, 1};
+  const closed_form::TreeHops hops = closed_form::route_tree_hops(*t, t->ring_order(), s.ranks_per_node, 1);
+  EXPECT_NEAR(ps_to_seconds(closed_form::tree_first_and_last_ps(steps, hops, 500'000, 0, 1)), 169 * kUs, 1e-12);
+  const double d_us = (101 + std::sqrt(8001.0)) / 2;
+  EXPECT_NEAR(closed_form_seconds(s, *t), (118 + d_us) * kUs, 0.1 * kUs);
+  EXPECT_NEAR(simulate(s, *t, Network::Flow), 208.0 * kUs, 0.1 * kUs);
 }
 
 // ---- Chain broadcast / reduce -------------------------------------------------------------------------------

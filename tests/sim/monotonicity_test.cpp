@@ -86,14 +86,20 @@ std::string label(std::size_t i) {
   return std::string(algos[i / 6]) + " " + sizes[(i / 3) % 2] + " " + fid[i % 3];
 }
 
-// How much a case may move the wrong way, relative: the closed form and the contention-free engine price each operation
-// by a formula monotone in every bandwidth and latency (whole picoseconds rounded up), so they get none. The flow
-// engine gets 1e-9 (its rates are doubles) when every bandwidth is scaled together, and kFlowAnomaly otherwise:
-// max-min sharing with dependencies has timing anomalies (see FlowAnomaly below), up to 7.4 % observed here.
+// How much a case may move the wrong way, relative: the contention-free engine and the closed forms but the tree's
+// price each operation by a formula monotone in every bandwidth and latency (whole picoseconds rounded up), so they get
+// none. The flow engine gets 1e-9 (its rates are doubles) when every bandwidth is scaled together, and kFlowAnomaly
+// otherwise: max-min sharing with dependencies has timing anomalies (see FlowAnomaly below), up to 7.4 % observed
+// here. The tree's closed form walks its hops and counts on each link those that run beside each one
+// (tree_timeline.hpp), so a faster link moves which hops overlap as in the flow engine: kTreeWalkAnomaly, up to 3.0 %
+// observed here (dgx1-v100, 64 KiB, latency x2 against x1).
 constexpr double kFlowAnomaly = 0.10;
+constexpr double kTreeWalkAnomaly = 0.05;
 
 double tolerance(std::size_t i, What what, int only) {
-  if (i % 3 != 2) return 1e-12;
+  const bool closed_form = i % 3 == 0, flow = i % 3 == 2, tree = i / 6 == 1;
+  if (closed_form && tree) return kTreeWalkAnomaly;
+  if (!flow) return 1e-12;
   return what == What::Bandwidth && only < 0 ? 1e-9 : kFlowAnomaly;
 }
 
@@ -169,8 +175,9 @@ double flow_both(const CollectiveSpec& s, const Topology& t, double& reference) 
 // The flow model is not monotone: with dependencies between transfers, making one link faster (or slower) shifts
 // when later transfers start, and they may then meet other flows on a shared link that they used to miss (the
 // timing anomalies of list scheduling, Graham 1969). Two such cases, reproduced by the naive reference model of
-// flow_reference_test.cpp, so they belong to the model and not to the engine's optimizations. The closed form and
-// the contention-free engine, which share nothing, stay monotone in both cases.
+// flow_reference_test.cpp, so they belong to the model and not to the engine's optimizations. The contention-free
+// engine, which shares nothing, stays monotone in both cases; so does the closed form in the second, and in the first
+// it moves the same way as flow, by less: its walk of the tree counts the hops that overlap (tree_timeline.hpp).
 TEST(FlowAnomaly, LowerNvlinkLatencyMakesTheDoubleTreeSlowerOnDgx1) {
   // dgx1-v100, double tree allreduce of 32 KiB over 3 channels: NVLink latency 0.6 us is ~13 % faster than 0 us
   // (found by scanning 1-8 channels x 16 KiB-16 MiB; with the channels' rotation spread over the node).
@@ -186,7 +193,10 @@ TEST(FlowAnomaly, LowerNvlinkLatencyMakesTheDoubleTreeSlowerOnDgx1) {
   EXPECT_GT(ref_zero, ref_base * 1.05);
   EXPECT_NEAR(t_zero, ref_zero, 1e-6 * ref_zero);  // whole picoseconds vs doubles
   EXPECT_NEAR(t_base, ref_base, 1e-6 * ref_base);
-  EXPECT_LE(closed_form_seconds(s, *zero), closed_form_seconds(s, *base));
+  // Closed form: 36.63 us with NVLink latency 0, 35.02 us with 0.6 us (4.6 % slower, flow 13 %).
+  const double closed_zero = closed_form_seconds(s, *zero), closed_base = closed_form_seconds(s, *base);
+  EXPECT_GT(closed_zero, closed_base);
+  EXPECT_LT(closed_zero, closed_base * (1 + kTreeWalkAnomaly));
   EXPECT_LT(simulate(s, *zero, Network::ContentionFree), simulate(s, *base, Network::ContentionFree));
 }
 

@@ -6,6 +6,7 @@
 #include "sim/collective/closed_form_reference.hpp"
 #include "sim/collective/registry.hpp"
 #include "sim/collective/step_pricer.hpp"
+#include "sim/collective/tree_timeline.hpp"
 
 namespace commsim {
 namespace {
@@ -75,50 +76,70 @@ void generate_tree(const CollectiveSpec& s, const Topology& topology, const std:
       });
 }
 
-enum Pattern : int { kLevels = 1, kAllEdges };
+enum Pattern : int { kWaves = 1, kAllEdges };
 
-// The positions of one tree's edges at a level and of both trees' (which share links with them), and of every edge.
-auto level_positions(int p, int level, bool down, closed_form::Trees trees) {
+// The positions of one tree's edges in a wave (beyond kRoutedMaxRanks), and of every edge.
+auto wave_positions(int p, int wave, bool down, int tree) {
   return [=](const std::function<void(int, int)>& visit) {
-    closed_form::tree_level_positions(p, level, down, trees, visit);
+    closed_form::tree_wave_positions(p, wave, down, tree == 0 ? closed_form::Trees::A : closed_form::Trees::B, visit);
   };
 }
 auto all_positions(int p) {
   return [p](const std::function<void(int, int)>& visit) { closed_form::tree_all_positions(p, visit); };
 }
-closed_form::Trees tree_of(int tree) { return tree == 0 ? closed_form::Trees::A : closed_form::Trees::B; }
 
-// A level's edges of both trees share the links they cross as they run alone, every edge's as the pipeline runs
-// them all (step_link_shares.hpp; beyond kRoutedMaxRanks participants each hop as if its links were its own).
+// The first piece's climb and the last one's descent hop by hop, each hop at its share of the links among the hops
+// that run with it (tree_timeline.hpp); the pieces between at their share of every edge's links
+// (step_link_shares.hpp). Beyond kRoutedMaxRanks participants, a wave's hops each cost its slowest, as if its links
+// were its own.
 TimePs tree_step_ps(StepPricer& pricer) {
   const int p = pricer.p;
-  const StepPricer::SharedStep base{
-      .x = p, .channels = pricer.steps.channels, .rotation_block = pricer.spec.ranks_per_node};
-  auto level_hop = [&](int tree, int level, bool down, Bytes piece) {
-    StepPricer::SharedStep step = base;
-    step.pattern = kLevels;
-    step.y = (level * 2 + down) * 2 + tree;  // the level, its direction and the tree, in one key
-    step.positions = level_positions(p, level, down, tree_of(tree));
-    step.sharing = level_positions(p, level, down, closed_form::Trees::Both);
-    return closed_form::slowest(pricer.steps, pricer.shared_classes(step), piece);
-  };
-  StepPricer::SharedStep every_edge = base;
-  every_edge.pattern = kAllEdges;
-  every_edge.positions = all_positions(p);
-  return pricer.steps.tree(p, pricer.spec.bytes, level_hop,
-                           StepPricer::price(pricer.steps, pricer.shared_classes(every_edge)));
+  StepPricer::SharedStep every_edge{.pattern = kAllEdges,
+                                    .x = p,
+                                    .channels = pricer.steps.channels,
+                                    .rotation_block = pricer.spec.ranks_per_node,
+                                    .positions = all_positions(p)};
+  const auto stream_hop = StepPricer::price(pricer.steps, pricer.shared_classes(every_edge));
+  if (p <= closed_form::kRoutedMaxRanks) {
+    const closed_form::TreeHops& hops = pricer.tree_hops();
+    return pricer.steps.tree(
+        p, pricer.spec.bytes,
+        [&](Bytes piece, TimePs between) {
+          return closed_form::tree_first_and_last_ps(pricer.steps, hops, piece, between);
+        },
+        stream_hop);
+  }
+  return pricer.steps.tree(
+      p, pricer.spec.bytes,
+      [&](Bytes piece, TimePs between) {
+        return closed_form::tree_first_and_last_ps(pricer.steps, p, piece, between, [&](int tree, int wave, bool down) {
+          const int key = (wave * 2 + down) * 2 + tree;  // the wave, its direction and the tree
+          return closed_form::slowest(pricer.steps, pricer.classes(kWaves, p, key, wave_positions(p, wave, down, tree)),
+                                      piece);
+        });
+      },
+      stream_hop);
 }
 
 TimePs tree_full_walk_ps(const CollectiveSpec& spec, const Topology& topo, const std::vector<int>& ranks) {
   const closed_form::Steps m{spec, spec.channels};
   const int p = static_cast<int>(ranks.size()), block = spec.ranks_per_node;
+  auto stream_hop = [&](Bytes piece) { return closed_form::step_walk(m, topo, ranks, block, piece, all_positions(p)); };
+  if (p <= closed_form::kRoutedMaxRanks) {
+    const closed_form::TreeHops hops = closed_form::route_tree_hops(topo, ranks, block, m.channels);
+    return m.tree(
+        p, spec.bytes,
+        [&](Bytes piece, TimePs between) { return closed_form::tree_first_and_last_ps(m, hops, piece, between); },
+        stream_hop);
+  }
   return m.tree(
       p, spec.bytes,
-      [&](int tree, int level, bool down, Bytes piece) {
-        return closed_form::step_walk(m, topo, ranks, block, piece, level_positions(p, level, down, tree_of(tree)),
-                                      level_positions(p, level, down, closed_form::Trees::Both));
+      [&](Bytes piece, TimePs between) {
+        return closed_form::tree_first_and_last_ps(m, p, piece, between, [&](int tree, int wave, bool down) {
+          return closed_form::walk(m, topo, ranks, piece, wave_positions(p, wave, down, tree));
+        });
       },
-      [&](Bytes piece) { return closed_form::step_walk(m, topo, ranks, block, piece, all_positions(p)); });
+      stream_hop);
 }
 
 double tree_transfer_bytes(const CollectiveSpec& spec, int p) {
