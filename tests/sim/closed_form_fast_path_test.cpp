@@ -103,6 +103,21 @@ TEST(ClosedFormFastPath, EqualsTheFullWalkOnEveryTopologyAlgorithmSizeAndGroupSh
   EXPECT_GT(compared, 1000);  // the loops above really ran over the files
 }
 
+TEST(ClosedFormFastPath, TreeBeyondTheRoutedLimitEqualsTheFullWalk) {
+  // Beyond kRoutedMaxRanks participants the tree prices each wave of its climb and descent at the wave's slowest hop
+  // (tree_timeline.hpp): from hop classes on the fast path, by visiting every hop on the full walk. 130 dgx-a100 nodes
+  // are 1040 ranks.
+  const auto t = load_topology("topologies/dgx-a100.json", 130);
+  ASSERT_GT(t->ranks(), closed_form::kRoutedMaxRanks);
+  for (Bytes bytes : {Bytes{1000}, Bytes{1} << 20, Bytes{64} << 20})
+    for (double reduce_Bps : {0.0, 1e11}) {
+      CollectiveSpec s = make_spec(*t, Collective::AllReduce, Algorithm::Tree, bytes, reduce_Bps);
+      s.channels = t->default_channels();
+      SCOPED_TRACE(describe(*t, s));
+      ASSERT_EQ(step_closed_form_seconds(s, *t), ps_to_seconds(closed_form::full_walk_step_ps(s, *t)));
+    }
+}
+
 TEST(ClosedFormFastPath, AutoChoosesAndPricesAsTheFullWalk) {
   // A latency-bound and a bandwidth-bound size, the latter also with two groups per node (up to 1024 ranks both
   // sides route every candidate's schedule for the busiest-link bound, which is what takes this test's time).
