@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdint>
 #include <vector>
 
 #include "sim/collective/closed_form_steps.hpp"
@@ -72,19 +71,17 @@ inline int heap_height(int p, int i) {
   for (; 2 * i + 1 < p; i = 2 * i + 1) ++height;
   return height;
 }
-// The edges of one wave of a piece's way through tree A (the heap), tree B (its mirror image) or both, child -> parent
+// The edges of one wave of a piece's way through tree 0 (A, the heap) or 1 (B, its mirror image), child -> parent
 // going up, parent -> child going `down`. Up, a parent forwards once all its children have: the edges whose child's
 // subtree has height `wave` (0: the leaves', wherever they are) climb at the same time. Down, the edges whose child is
 // at depth `wave` (1: the root's children).
-enum class Trees : std::uint8_t { A, B, Both };
 inline int tree_wave(int p, int child, bool down) { return down ? heap_depth(child) : heap_height(p, child); }
 template <typename Visit>
-void tree_wave_positions(int p, int wave, bool down, Trees trees, Visit visit) {
-  auto edge = [&](int child, int parent) { down ? visit(parent, child) : visit(child, parent); };
+void tree_wave_positions(int p, int wave, bool down, int tree, Visit visit) {
   for (int i = 1; i < p; ++i) {
     if (tree_wave(p, i, down) != wave) continue;
-    if (trees != Trees::B) edge(i, (i - 1) / 2);
-    if (trees != Trees::A) edge(p - 1 - i, p - 1 - (i - 1) / 2);
+    const int child = tree == 0 ? i : p - 1 - i, parent = tree == 0 ? (i - 1) / 2 : p - 1 - (i - 1) / 2;
+    down ? visit(parent, child) : visit(child, parent);
   }
 }
 // Every edge of both trees in both directions: what a pipeline of pieces keeps busy at once.

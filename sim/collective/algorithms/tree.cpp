@@ -80,9 +80,8 @@ enum Pattern : int { kWaves = 1, kAllEdges };
 
 // The positions of one tree's edges in a wave (beyond kRoutedMaxRanks), and of every edge.
 auto wave_positions(int p, int wave, bool down, int tree) {
-  return [=](const std::function<void(int, int)>& visit) {
-    closed_form::tree_wave_positions(p, wave, down, tree == 0 ? closed_form::Trees::A : closed_form::Trees::B, visit);
-  };
+  return
+      [=](const std::function<void(int, int)>& visit) { closed_form::tree_wave_positions(p, wave, down, tree, visit); };
 }
 auto all_positions(int p) {
   return [p](const std::function<void(int, int)>& visit) { closed_form::tree_all_positions(p, visit); };
