@@ -1,12 +1,13 @@
 // What the hops of one step of a schedule leave each other, for the closed forms of halving-doubling, the 2D ring,
-// the hierarchical allreduce, the tree (its levels, and its pipeline's steady state), a chain and a ring over a rank
-// list. Such a step runs all its hops at once: the same pattern in every channel (each over its rotated order,
-// schedule_parts::channel_order) and in every group. Each hop gets, on each link of its route, that link's rate
-// over the number of the step's hops that cross it, and its rate is the least of those. This is a lower bound of
-// the rate max-min sharing gives the hop (on the link that limits it under max-min, the hop's rate is the largest
-// of the rates there, which sum to the link's rate, so at least the link's rate over its hops), and it counts every
-// hop of the step wherever it is, links between switches too. The ring over the topology's own order counts the
-// edges of the nodes a hop joins instead (ring_link_shares.hpp), which lets its fast path work from one node.
+// the hierarchical allreduce, the tree's pipeline steady state (its climb and descent: tree_timeline.hpp), a chain
+// and a ring over a rank list. Such a step runs all its hops at once: the same pattern in every channel (each over
+// its rotated order, schedule_parts::channel_order) and in every group. Each hop gets, on each link of its route,
+// that link's rate over the number of the step's hops that cross it, and its rate is the least of those. This is a
+// lower bound of the rate max-min sharing gives the hop (on the link that limits it under max-min, the hop's rate is
+// the largest of the rates there, which sum to the link's rate, so at least the link's rate over its hops), and it
+// counts every hop of the step wherever it is, links between switches too. The ring over the topology's own order
+// counts the edges of the nodes a hop joins instead (ring_link_shares.hpp), which lets its fast path work from one
+// node.
 #pragma once
 
 #include <functional>
