@@ -53,12 +53,12 @@ TreeHops route_tree_hops(const Topology& topology, const std::vector<int>& order
   Route route;
   for (int c = 0; c < t.orders; ++c) {
     const std::vector<int> channel = schedule_parts::channel_order(order, rotation_block, c, t.orders);
-    for (int tree = 0; tree < 2; ++tree)
+    for (int tree = 0; tree < 2; ++tree) {
+      auto rank = [&](int position) {  // tree B runs over the channel's order reversed
+        return channel[static_cast<std::size_t>(tree == 0 ? position : t.p - 1 - position)];
+      };
       for (bool down : {false, true})
         for (int child = 1; child < t.p; ++child) {  // in tree_hop_index order
-          auto rank = [&](int position) {
-            return channel[static_cast<std::size_t>(tree == 0 ? position : t.p - 1 - position)];
-          };
           int from = rank(child), to = rank((child - 1) / 2);
           if (down) std::swap(from, to);
           COMMSIM_CHECK(from != to, "a tree's ranks are distinct");
@@ -70,6 +70,7 @@ TreeHops route_tree_hops(const Topology& topology, const std::vector<int>& order
           t.links.insert(t.links.end(), route.links.begin(), route.links.end());
           t.link_begin.push_back(static_cast<std::uint32_t>(t.links.size()));
         }
+    }
   }
   t.crossing_begin.assign(topology.link_count() + 1, 0);
   for (LinkId id : t.links) ++t.crossing_begin[id + 1];

@@ -146,7 +146,13 @@ TEST_P(SharedStepsOnEveryTopology, ClosedFormIsNeverFasterThanFlow) {
       }
       SCOPED_TRACE(std::string(to_string(c.algorithm)) + " over " + std::to_string(participants) +
                    " m=" + std::to_string(m));
-      EXPECT_GE(closed_form_seconds(s, *t), simulate(s, *t, Network::Flow) * (1 - c.tolerance));
+      const double closed = closed_form_seconds(s, *t), flow = simulate(s, *t, Network::Flow);
+      EXPECT_GE(closed, flow * (1 - c.tolerance));
+      // The tree's walk also keeps it close on the slow side: at most 31.8 % slower over this grid (above), where
+      // priced a level at a time it was up to 97 % slower.
+      if (c.algorithm == Algorithm::Tree) {
+        EXPECT_LE(closed, flow * 1.35);
+      }
     }
 }
 
