@@ -213,12 +213,15 @@ TEST_F(ClusterTest, ShapedTcpRateMatchesNicBandwidth) {
 
   // tbf meters whole Ethernet frames: a full frame is 1514 bytes (14 Ethernet + 20 IP + 32 TCP with timestamps
   // + 1448 payload), so the expected goodput is 12.5e6 * 1448 / 1514 = 11.95e6 B/s, 4.4 % under the setting;
-  // the bucket (4 ms = 50 kB) adds 0.2 % over 24 MiB. Both are well inside the 10 % allowed.
+  // the bucket (4 ms = 50 kB) adds 0.2 % over 24 MiB. The goodput is asked for within 10 %: the 2-vCPU VM's run to
+  // run spread (a run measured 11.10 MB/s, 7 % under it, with nothing else running; centred on the setting instead,
+  // that failed a bound of 11.25).
+  const double expected_Bps = kNicBandwidth_Bps * 1448.0 / 1514.0;
   const double rate_Bps = static_cast<double>(received.bytes) / received.seconds;
   RecordProperty("measured_rate_Bps", std::to_string(rate_Bps));
-  std::printf("measured %.3f MB/s over %.2f s (NIC set to %.3f MB/s)\n", rate_Bps / 1e6, received.seconds,
-              kNicBandwidth_Bps / 1e6);
-  EXPECT_NEAR(rate_Bps, kNicBandwidth_Bps, 0.10 * kNicBandwidth_Bps);
+  std::printf("measured %.3f MB/s over %.2f s (NIC set to %.3f MB/s, goodput %.3f MB/s expected)\n", rate_Bps / 1e6,
+              received.seconds, kNicBandwidth_Bps / 1e6, expected_Bps / 1e6);
+  EXPECT_NEAR(rate_Bps, expected_Bps, 0.10 * expected_Bps);
 }
 
 TEST_F(ClusterTest, DestructorRemovesEverything) {
