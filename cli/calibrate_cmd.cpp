@@ -100,10 +100,12 @@ int calibrate_from_nccl_tests(const CalibrateCommand& c) {
   Json doc = read_json_file(c.topology);
   Json& library = doc["library"];
   library["fitted"] = Json::object();
-  for (const auto& f : cal.fits)
-    if (f.trusted)
-      library["fitted"][f.key] = {{"latency_scale", f.scale.latency_scale},
-                                  {"bandwidth_scale", f.scale.bandwidth_scale}};
+  for (const auto& f : cal.fits) {
+    if (!f.trusted) continue;
+    Json& scale = library["fitted"][f.key];
+    scale = {{"latency_scale", f.scale.latency_scale}, {"bandwidth_scale", f.scale.bandwidth_scale}};
+    if (f.chunk_round_fitted) scale["chunk_round_us"] = f.scale.chunk_round_us;
+  }
   std::string logs_list;
   for (std::size_t i = 0; i < c.nccl_tests.size(); ++i)
     logs_list += (i == 0 ? "" : ", ") + c.nccl_tests[i] + " (NCCL " + cal.priced_release[i] + ")";

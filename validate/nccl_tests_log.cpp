@@ -1,6 +1,7 @@
 #include "validate/nccl_tests_log.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -374,32 +375,77 @@ constexpr double kTrustedRmsRel = 0.10;
 constexpr double kMinTermShare = 0.1;
 
 struct Point {
-  double latency_s, bandwidth_s, measured_s;
+  double latency_s, bandwidth_s, chunk_rounds, measured_s;
   double min_bandwidth_factor;  // y below this would lift algbw above the links' ceiling
   bool near_issue_floor;        // within kIssueBoundMargin of its log's host issue floor
 };
 
-// Weighted least squares of t = x L + y B with weights 1/t^2, for the terms that are free.
-void solve(const std::vector<Point>& pts, bool fit_x, bool fit_y, double& x, double& y) {
-  double sll = 0, slb = 0, sbb = 0, slt = 0, sbt = 0;
+// The model's terms at a point: t = x * latency + y * bandwidth + z * rounds (z in seconds per round).
+constexpr int kTerms = 3;
+using Terms = std::array<double, kTerms>;
+Terms terms_of(const Point& p) { return {p.latency_s, p.bandwidth_s, p.chunk_rounds}; }
+double model_s(const Point& p, const Terms& coef) {
+  const Terms t = terms_of(p);
+  return coef[0] * t[0] + coef[1] * t[1] + coef[2] * t[2];
+}
+
+// Weighted least squares with weights 1/t^2 for the free terms, the others held at their value in `coef`. Leaves
+// `coef` as it is when the free terms cannot be told apart (a singular system).
+void solve(const std::vector<Point>& pts, const std::array<bool, kTerms>& free, Terms& coef) {
+  std::vector<int> idx;
+  for (int k = 0; k < kTerms; ++k)
+    if (free[k]) idx.push_back(k);
+  const std::size_t n = idx.size();
+  if (n == 0) return;
+  // Normal equations A c = b over the free terms, then Gaussian elimination with partial pivoting.
+  std::array<std::array<double, kTerms + 1>, kTerms> a{};
   for (const Point& p : pts) {
+    const Terms t = terms_of(p);
+    double rest = p.measured_s;
+    for (int k = 0; k < kTerms; ++k)
+      if (!free[k]) rest -= coef[k] * t[k];
     const double w = 1 / (p.measured_s * p.measured_s);
-    const double t = p.measured_s - (fit_x ? 0 : x * p.latency_s) - (fit_y ? 0 : y * p.bandwidth_s);
-    sll += w * p.latency_s * p.latency_s, slb += w * p.latency_s * p.bandwidth_s,
-        sbb += w * p.bandwidth_s * p.bandwidth_s;
-    slt += w * p.latency_s * t, sbt += w * p.bandwidth_s * t;
-  }
-  if (fit_x && fit_y) {
-    const double det = sll * sbb - slb * slb;
-    if (det > 0) {
-      x = (slt * sbb - sbt * slb) / det;
-      y = (sbt * sll - slt * slb) / det;
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < n; ++j) a[i][j] += w * t[idx[i]] * t[idx[j]];
+      a[i][n] += w * t[idx[i]] * rest;
     }
-  } else if (fit_x && sll > 0) {
-    x = slt / sll;
-  } else if (fit_y && sbb > 0) {
-    y = sbt / sbb;
   }
+  // Each term's column scaled to unit norm, so that seconds and rounds compare and a singular system shows.
+  std::array<double, kTerms> norm{};
+  for (std::size_t i = 0; i < n; ++i) norm[i] = std::sqrt(a[i][i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(norm[i] > 0)) return;
+    for (std::size_t j = 0; j < n; ++j) a[i][j] /= norm[i] * norm[j];
+    a[i][n] /= norm[i];
+  }
+  for (std::size_t col = 0; col < n; ++col) {
+    std::size_t pivot = col;
+    for (std::size_t r = col + 1; r < n; ++r)
+      if (std::abs(a[r][col]) > std::abs(a[pivot][col])) pivot = r;
+    if (std::abs(a[pivot][col]) < 1e-9) return;
+    std::swap(a[col], a[pivot]);
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == col) continue;
+      const double f = a[r][col] / a[col][col];
+      for (std::size_t j = col; j <= n; ++j) a[r][j] -= f * a[col][j];
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) coef[idx[i]] = a[i][n] / a[i][i] / norm[i];
+}
+
+// The time per round of chunks is fitted where the sizes run at least this many rounds in all and two chunk sizes
+// at least (rounds not proportional to size), so that it is not the bandwidth term under another name.
+constexpr std::size_t kMinRoundSizes = 4;
+
+bool rounds_tell_apart(const std::vector<Point>& pts) {
+  if (pts.size() < kMinRoundSizes) return false;
+  double least = 0, most = 0;  // rounds per second of the bandwidth term: constant while the chunk is
+  for (const Point& p : pts) {
+    if (p.chunk_rounds <= 0) return false;
+    const double r = p.chunk_rounds / p.bandwidth_s;
+    least = least == 0 ? r : std::min(least, r), most = std::max(most, r);
+  }
+  return most > 1.5 * least;
 }
 
 ScaleFit fit_group(const std::string& key, const std::vector<Point>& pts) {
@@ -414,30 +460,41 @@ ScaleFit fit_group(const std::string& key, const std::vector<Point>& pts) {
   };
   f.latency_fitted = share(true) >= kMinTermShare;
   f.bandwidth_fitted = share(false) >= kMinTermShare;
-  double x = 1, y = 1;
-  solve(pts, f.latency_fitted, f.bandwidth_fitted, x, y);
+  Terms coef = {1, 1, 0};
+  if (rounds_tell_apart(pts)) {
+    solve(pts, {f.latency_fitted, f.bandwidth_fitted, true}, coef);
+    f.chunk_round_fitted = coef[0] > 0 && coef[1] > 0 && coef[2] > 0;
+    if (!f.chunk_round_fitted) coef = {1, 1, 0};
+  }
+  if (!f.chunk_round_fitted) solve(pts, {f.latency_fitted, f.bandwidth_fitted, false}, coef);
   // A negative coefficient means that term is not what the data shows: keep it at NCCL's value, fit the other.
-  if (x <= 0 || y <= 0) {
-    const bool keep_latency = x <= 0;
-    x = keep_latency ? 1 : x, y = keep_latency ? y : 1;
+  if (coef[0] <= 0 || coef[1] <= 0) {
+    const bool keep_latency = coef[0] <= 0;
+    coef = {keep_latency ? 1 : coef[0], keep_latency ? coef[1] : 1, 0};
     f.latency_fitted = f.latency_fitted && !keep_latency;
     f.bandwidth_fitted = f.bandwidth_fitted && keep_latency;
-    solve(pts, f.latency_fitted, f.bandwidth_fitted, x, y);
+    f.chunk_round_fitted = false;
+    solve(pts, {f.latency_fitted, f.bandwidth_fitted, false}, coef);
   }
-  // The fit is linear in (x, y) and its objective convex, so where the best y lies below the links' ceiling the
-  // constrained best has y on the ceiling: hold it there and refit the latency.
+  // The fit is linear in its coefficients and its objective convex, so where the best y lies below the links'
+  // ceiling the constrained best has y on the ceiling: hold it there and refit the others.
   double min_y = 0;
   for (const Point& p : pts) min_y = std::max(min_y, p.min_bandwidth_factor);
-  if (f.bandwidth_fitted && y > 0 && y < min_y) {
-    y = min_y, f.at_link_ceiling = true;
-    solve(pts, f.latency_fitted, false, x, y);
+  if (f.bandwidth_fitted && coef[1] > 0 && coef[1] < min_y) {
+    coef[1] = min_y, f.at_link_ceiling = true;
+    solve(pts, {f.latency_fitted, false, f.chunk_round_fitted}, coef);
+    if (coef[2] < 0) {  // the rounds absorbed what the held bandwidth term over-prices: not a cost of rounds
+      coef[2] = 0, f.chunk_round_fitted = false;
+      solve(pts, {f.latency_fitted, false, false}, coef);
+    }
   }
-  f.scale = {x, y > 0 ? 1 / y : 1};
+  const double x = coef[0], y = coef[1];
+  f.scale = {x, y > 0 ? 1 / y : 1, coef[2] * 1e6};
   std::vector<Sample> samples;
   std::vector<double> predicted;
   for (const Point& p : pts) {
     samples.push_back({p.latency_s + p.bandwidth_s, p.measured_s});
-    predicted.push_back(x * p.latency_s + y * p.bandwidth_s);
+    predicted.push_back(model_s(p, coef));
   }
   const std::vector<double> rel = relative_residuals(samples, predicted);
   double sse = 0;
@@ -482,7 +539,8 @@ ScaleFit fit_group_above_floor(const std::string& key, const std::vector<Point>&
   ScaleFit f = fit_group(key, fitted);
   for (;;) {
     const auto gpu_set_it = std::stable_partition(held.begin(), held.end(), [&](const Point& p) {
-      const double gpu_s = f.scale.latency_scale * p.latency_s + p.bandwidth_s / f.scale.bandwidth_scale;
+      const double gpu_s = f.scale.latency_scale * p.latency_s + p.bandwidth_s / f.scale.bandwidth_scale +
+                           p.chunk_rounds * f.scale.chunk_round_us * 1e-6;
       return gpu_s <= kIssueBoundMargin * p.measured_s;
     });
     if (gpu_set_it == held.end()) break;
@@ -544,7 +602,7 @@ NcclCalibration fit_nccl(Topology& topology, const std::vector<std::pair<NcclTes
       const nccl::Estimate chosen = nccl::choose(spec, topology, log.file);
       const nccl::Estimate e = nccl::predict_with(spec, topology, chosen.algorithm, chosen.protocol, {});
       groups[nccl::scale_key(op, chosen.algorithm, chosen.protocol)].push_back(
-          {e.latency_s, e.bandwidth_s, row.time_us * 1e-6, e.algbw_Bps / e.ceiling_algbw_Bps,
+          {e.latency_s, e.bandwidth_s, e.chunk_rounds, row.time_us * 1e-6, e.algbw_Bps / e.ceiling_algbw_Bps,
            row.time_us <= kIssueBoundMargin * log.gpus_per_thread * cal.launch_us_per_gpu});
     }
   }
@@ -562,23 +620,24 @@ NcclCalibration fit_nccl(Topology& topology, const std::vector<std::pair<NcclTes
 std::string describe(const NcclCalibration& cal) {
   std::string out =
       "# NCCL model fitted to nccl-tests (time = latency_scale * latency + (size + NVLS fill) / (bandwidth_scale * "
-      "algbw))\n";
+      "algbw) + NVLS rounds * chunk_round_us)\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-27s %7s %13s %15s %7s %9s %9s  %s\n", "collective/algorithm/protocol", "sizes",
-                "latency_scale", "bandwidth_scale", "R^2", "rms_rel", "max_rel", "trusted");
+  std::snprintf(line, sizeof line, "%-27s %7s %13s %15s %14s %7s %9s %9s  %s\n", "collective/algorithm/protocol",
+                "sizes", "latency_scale", "bandwidth_scale", "chunk_round_us", "R^2", "rms_rel", "max_rel", "trusted");
   out += line;
   for (const ScaleFit& f : cal.fits) {
-    std::snprintf(line, sizeof line, "%-27s %7zu %12.3f%s %14.3f%s %7.3f %8.1f%% %8.1f%%  %s\n", f.key.c_str(),
+    std::snprintf(line, sizeof line, "%-27s %7zu %12.3f%s %14.3f%s %13.2f%s %7.3f %8.1f%% %8.1f%%  %s\n", f.key.c_str(),
                   f.samples, f.scale.latency_scale, f.latency_fitted ? " " : "*", f.scale.bandwidth_scale,
                   f.at_link_ceiling    ? "^"
                   : f.bandwidth_fitted ? " "
                                        : "*",
-                  f.r2, 100 * f.rms_rel, 100 * f.max_abs_rel, f.trusted ? "yes" : f.why_not.c_str());
+                  f.scale.chunk_round_us, f.chunk_round_fitted ? " " : "*", f.r2, 100 * f.rms_rel, 100 * f.max_abs_rel,
+                  f.trusted ? "yes" : f.why_not.c_str());
     out += line;
   }
   std::snprintf(line, sizeof line,
-                "# * = kept at NCCL's value (the term is < 10 %% of every time), ^ = held where algbw reaches the "
-                "links' ceiling. Error band: +-%.1f %%\n",
+                "# * = kept at NCCL's value (the term is < 10 %% of every time; chunk_round_us: not NVLS, or the sizes "
+                "cannot tell it apart), ^ = held where algbw reaches the links' ceiling. Error band: +-%.1f %%\n",
                 100 * cal.band_rel);
   out += line;
   std::snprintf(line, sizeof line,

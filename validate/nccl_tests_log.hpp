@@ -5,6 +5,8 @@
 // (from the log's "set by environment" lines or the caller), else the one NCCL's own model picks (nccl::choose).
 // Per (collective, algorithm, protocol) the model's two terms are scaled to the measurements:
 //   t(n) = x * latency(a, p) + y * n / algbw(a, p, channels(n)),  latency_scale = x, bandwidth_scale = 1 / y
+// and, for NVLS and NVLS-tree, whose kernels move the buffer in rounds of one chunk per channel and head with a
+// synchronisation each (sim/collective/nccl_tuning.cpp, nvls_chunking), + z * rounds(n), chunk_round_us = z,
 // by least squares on relative residuals (weights 1 / t^2, as the MPI calibration fits), with the same refusal
 // rules (weighted R^2 >= 0.9 where the times span more than 2x and the RMS relative residual exceeds 10 %; RMS
 // relative residual <= 25 %; at least 3 sizes)
@@ -75,6 +77,9 @@ struct ScaleFit {
   std::size_t samples = 0;
   double r2 = 0, rms_rel = 0, max_abs_rel = 0;
   bool latency_fitted = false, bandwidth_fitted = false;  // a term that explains < 10 % of every sample keeps 1
+  // NVLS / NVLS-tree: the time per round of chunks (scale.chunk_round_us) was fitted beside the two scales. It is
+  // left at 0 where it would come out negative, or where the sizes run too few rounds to tell it from the others.
+  bool chunk_round_fitted = false;
   bool at_link_ceiling = false;  // the best bandwidth scale would lift algbw above what the links carry: held there
   bool trusted = false;
   std::string why_not;

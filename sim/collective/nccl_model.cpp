@@ -67,15 +67,17 @@ double launch_us_of(const CommLibrary& library, const Table& table) {
 }
 
 Estimate make_estimate(int a, int p, int channels, double latency_us, double algbw_GBps, Bytes bytes,
-                       double fill_bytes = 0) {
+                       NvlsChunking chunking = {}, double chunk_round_us = 0) {
   Estimate e;
   e.algorithm = kAlgorithms[a];
   e.protocol = static_cast<Protocol>(p);
   e.channels = channels;
   e.latency_s = latency_us * 1e-6;
   e.algbw_Bps = algbw_GBps * 1e9;
-  e.bandwidth_s = (static_cast<double>(bytes) + fill_bytes) / e.algbw_Bps;
-  e.seconds = e.latency_s + e.bandwidth_s;
+  e.bandwidth_s = (static_cast<double>(bytes) + chunking.fill_bytes) / e.algbw_Bps;
+  e.chunk_rounds = chunking.rounds;
+  e.chunk_rounds_s = chunking.rounds * chunk_round_us * 1e-6;
+  e.seconds = e.latency_s + e.bandwidth_s + e.chunk_rounds_s;
   return e;
 }
 
@@ -246,7 +248,8 @@ Estimate predict_in(const Context& c, const CollectiveSpec& spec, Algorithm algo
   Estimate est = make_estimate(a, p, launched_channels(a, p, spec.op, spec.bytes, c.machine, c.table, c.library),
                                e.latency_us * f.latency * scale.latency_scale,
                                std::min(e.algbw_GBps * f.bandwidth * scale.bandwidth_scale, ceiling_GBps), spec.bytes,
-                               nvls_fill_bytes(a, spec.op, spec.bytes, c.machine, c.table, c.library.gpu_arch));
+                               nvls_chunking(a, spec.op, spec.bytes, c.machine, c.table, c.library.gpu_arch),
+                               scale.chunk_round_us);
   est.ceiling_algbw_Bps = ceiling_GBps * 1e9;
   est.host_floor_s = spec.gpus_per_thread * launch_us_of(c.library, c.table) * 1e-6;
   est.seconds = std::max(est.seconds, est.host_floor_s);

@@ -14,7 +14,7 @@
 // channels NCCL launches for the size (fewer for small messages), which leave the bandwidth term as it is (small sizes
 // are latency-bound: published curves keep the all-channel slope there). The prediction's bandwidth term also carries
 // what NCCL's estimate leaves out: NVLS and NVLS-tree drain their last chunk through the kernel's stages, n + fill
-// bytes (nccl_tuning.hpp, nvls_fill_bytes).
+// bytes (nccl_tuning.hpp, nvls_chunking), and where a fit found one, a cost per round of chunks of those kernels.
 #pragma once
 
 #include <array>
@@ -46,12 +46,16 @@ struct Estimate {
   // effective rates, nccl_tuning.cpp): a fitted bandwidth scale never lifts algbw_Bps above it.
   double ceiling_algbw_Bps = 0;
   // (bytes + the pipeline's fill) / algbw_Bps: NVLS on one node drains its last chunk through the stages of its
-  // kernel after the user buffer's bytes have streamed (nccl_model.cpp, nvls_fill_bytes); 0 fill elsewhere.
+  // kernel after the user buffer's bytes have streamed (nccl_tuning.cpp, nvls_chunking); 0 fill elsewhere.
   double bandwidth_s = 0;
+  // The rounds of chunks an NVLS / NVLS-tree kernel runs (nvls_chunking; 0 elsewhere) and what they cost at the
+  // fitted time per round (ModelScale::chunk_round_us; 0 in NCCL's own model).
+  double chunk_rounds = 0;
+  double chunk_rounds_s = 0;
   // spec.gpus_per_thread x the host's issue time per GPU: back-to-back operations cannot run faster than one thread
   // issues them (0 without gpus_per_thread).
   double host_floor_s = 0;
-  double seconds = 0;   // max(latency_s + bandwidth_s, host_floor_s)
+  double seconds = 0;   // max(latency_s + bandwidth_s + chunk_rounds_s, host_floor_s)
   double band_rel = 0;  // +- relative error band of the fitted scales used (0: NCCL's own constants, no band)
 };
 

@@ -45,7 +45,8 @@ PerProto read_per_proto(const nlohmann::json& j) {
 std::map<std::string, ModelScale> read_scales(const nlohmann::json& j) {
   std::map<std::string, ModelScale> out;
   for (auto& [key, v] : j.items())
-    out[key] = {v.at("latency_scale").get<double>(), v.at("bandwidth_scale").get<double>()};
+    out[key] = {v.at("latency_scale").get<double>(), v.at("bandwidth_scale").get<double>(),
+                v.value("chunk_round_us", 0.0)};
   return out;
 }
 

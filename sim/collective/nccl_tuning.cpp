@@ -464,8 +464,11 @@ int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m
 // NVLS from NCCL_NVLS_CHUNKSIZE down to 64 KiB below 64 chunks per op, 32 KiB below 8, 16 KiB below 2; NVLS-tree
 // from its largest chunk down to 256 KiB below 32, 128 KiB below 16, 64 KiB below 4, 32 KiB below 1. An op with
 // less than a chunk sends what it has. NVLS across nodes (with SHARP) adds network stages not counted: no fill.
-double nvls_fill_bytes(int a, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
-  if (!(a == kNvls && m.nodes == 1) && a != kNvlsTree) return 0;
+// The same chunking sets how many rounds the kernel runs: each round moves one chunk on every op and ends with the
+// stages' synchronisation, so a fixed cost per round makes the small chunks of mid sizes slower per byte (fitted,
+// ModelScale::chunk_round_us; NCCL's own model has none).
+NvlsChunking nvls_chunking(int a, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch) {
+  if (!(a == kNvls && m.nodes == 1) && a != kNvlsTree) return {};
   const NvlsSetup setup = nvls_setup(t, arch, m);
   const Bytes ops = static_cast<Bytes>(setup.channels) * static_cast<Bytes>(m.ranks / m.nodes);
   Bytes chunk = 0;
@@ -482,8 +485,9 @@ double nvls_fill_bytes(int a, Collective op, Bytes bytes, const Machine& m, cons
     chunk = setup.tree_chunk_bytes;
     shrink(32, 262144), shrink(16, 131072), shrink(4, 65536), shrink(1, 32768);
   }
+  const double round_bytes = static_cast<double>(chunk) * static_cast<double>(ops);
   const double per_op = std::min(static_cast<double>(chunk), static_cast<double>(bytes) / static_cast<double>(ops));
-  return (stages - 1) * per_op * static_cast<double>(ops);
+  return {(stages - 1) * per_op * static_cast<double>(ops), std::ceil(static_cast<double>(bytes) / round_bytes)};
 }
 
 }  // namespace commsim::nccl::detail

@@ -46,7 +46,12 @@ NvlsSetup nvls_setup(const Table& t, GpuArch arch, const Machine& m);
 // Channels NCCL launches for `bytes` (enqueue.cc).
 int launched_channels(int a, int p, Collective op, Bytes bytes, const Machine& m, const Table& t,
                       const CommLibrary& lib);
-// The bytes the NVLS / NVLS-tree pipeline adds to the bandwidth term; 0 for other algorithms.
-double nvls_fill_bytes(int a, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch);
+// How NVLS / NVLS-tree chunk a collective (nccl_tuning.cpp): the bytes their pipeline adds to the bandwidth term,
+// and the rounds of chunks the kernel runs; 0 and 0 for other algorithms.
+struct NvlsChunking {
+  double fill_bytes = 0;
+  double rounds = 0;
+};
+NvlsChunking nvls_chunking(int a, Collective op, Bytes bytes, const Machine& m, const Table& t, GpuArch arch);
 
 }  // namespace commsim::nccl::detail

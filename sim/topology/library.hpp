@@ -21,10 +21,12 @@ std::string_view to_string(GpuArch a);
 bool parse_gpu_arch(std::string_view s, GpuArch& out);
 
 // Fitted corrections of one (algorithm, protocol) of the library's model: time = latency_scale * latency +
-// bytes / (bandwidth_scale * bandwidth). 1/1 is the library's own model.
+// bytes / (bandwidth_scale * bandwidth) + rounds * chunk_round_us, where rounds are the rounds of chunks an NVLS or
+// NVLS-tree kernel runs (0 for other algorithms). 1/1/0 is the library's own model.
 struct ModelScale {
   double latency_scale = 1;
   double bandwidth_scale = 1;
+  double chunk_round_us = 0;
 };
 
 struct CommLibrary {

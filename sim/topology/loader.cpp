@@ -108,7 +108,9 @@ CommLibrary parse_library(JsonFields& top) {
       JsonFields scales = f.object("fitted");
       for (auto& [key, value] : fitted->items()) {
         JsonFields s = scales.object(key);
-        lib.fitted[key] = {s.positive("latency_scale"), s.positive("bandwidth_scale")};
+        // A round of NVLS chunks is a few microseconds of synchronisation; a millisecond is no fit of that.
+        const double chunk_round_us = s.has("chunk_round_us") ? s.number_within("chunk_round_us", 0, 1000) : 0;
+        lib.fitted[key] = {s.positive("latency_scale"), s.positive("bandwidth_scale"), chunk_round_us};
         s.reject_unknown();
       }
       lib.fitted_source = f.string("fitted_source");

@@ -826,6 +826,32 @@ TEST(NcclModel, NvlsPipelineFillsWithNcclsChunks) {
   EXPECT_NEAR(ratio(Collective::ReduceScatter, Algorithm::Nvls, 8 << 20), 1.5, 1e-12);
 }
 
+// The same chunks set the rounds an NVLS kernel runs: each round moves one chunk on each of the 128 ops (16 channels
+// x 8 heads on one DGX H100), so a round is 128 chunks and the rounds are ceil(bytes / (128 x chunk)):
+//   1 MiB: chunk 16 KiB, a round 2 MiB -> 1;   8 MiB: 32 KiB, 4 MiB -> 2;   32 MiB: 32 KiB -> 8;
+//   64 MiB: 64 KiB (not below 64 MiB), 8 MiB -> 8;   1 GiB: 128 KiB, 16 MiB -> 64.
+// NVLS-tree on two DGX H100 at 64 MiB: chunk 128 KiB (above), 128 ops -> 4 rounds. Ring runs none. A fitted cost per
+// round (ModelScale::chunk_round_us) adds rounds x that to the time and nothing else: 8 x 5 us at 32 MiB.
+TEST(NcclModel, NvlsRunsRoundsOfOneChunkPerOp) {
+  auto t = load_topology(shipped("dgx-h100"), 1);
+  const auto rounds = [&](Algorithm a, Bytes bytes) {
+    return nccl::predict_with(allreduce(bytes), *t, a, Protocol::Simple, {}).chunk_rounds;
+  };
+  EXPECT_EQ(rounds(Algorithm::Nvls, 1 << 20), 1);
+  EXPECT_EQ(rounds(Algorithm::Nvls, 8 << 20), 2);
+  EXPECT_EQ(rounds(Algorithm::Nvls, 32 << 20), 8);
+  EXPECT_EQ(rounds(Algorithm::Nvls, 64 << 20), 8);
+  EXPECT_EQ(rounds(Algorithm::Nvls, Bytes{1} << 30), 64);
+  EXPECT_EQ(rounds(Algorithm::Ring, 32 << 20), 0);
+  const nccl::Estimate plain = nccl::predict_with(allreduce(32 << 20), *t, Algorithm::Nvls, Protocol::Simple, {});
+  const nccl::Estimate with_rounds =
+      nccl::predict_with(allreduce(32 << 20), *t, Algorithm::Nvls, Protocol::Simple, {1, 1, 5});
+  EXPECT_NEAR(with_rounds.seconds - plain.seconds, 8 * 5e-6, 1e-15);
+  EXPECT_EQ(with_rounds.bandwidth_s, plain.bandwidth_s);
+  t = load_topology(shipped("dgx-h100"), 2);
+  EXPECT_EQ(rounds(Algorithm::NvlsTree, 64 << 20), 4);
+}
+
 // NVLS channels by GPU generation (transport/nvls.cc): 16 on Hopper, 32 on Blackwell from NCCL 2.25
 // (NVLS_NCHANNELS_SM100); each is one CTA, so it is also the SM count the interference model charges.
 TEST(NcclModel, NvlsChannelsFollowTheGpuGeneration) {
@@ -918,7 +944,8 @@ TEST(NcclModel, AFittedScaleStopsAtTheLinksCeiling) {
 // host's issue time per GPU (libraries/nccl.json "fitted"."host"). On one DGX H100 under NVLS a 1 KiB allreduce is
 // about 16 us of GPU time and a 1 GiB one milliseconds: with G = 8 the floor (8 x ~4 us) sets the first and not the
 // second; without G (a training step's collectives) there is no floor. Hopper's scales were fitted on logs of one
-// GPU per thread, so at G = 8 the GPU time keeps their bandwidth scale but NCCL's own latency (fitted_scale).
+// GPU per thread, so at G = 8 the GPU time keeps their bandwidth scale and NVLS's cost per round of chunks but NCCL's
+// own latency (fitted_scale).
 TEST(NcclModel, OneThreadDrivingSeveralGpusSetsAFloor) {
   auto t = load_topology(shipped("dgx-h100"), 1);
   const double launch_s = nccl::launch_us_per_gpu(*t) * 1e-6;
@@ -927,12 +954,13 @@ TEST(NcclModel, OneThreadDrivingSeveralGpusSetsAFloor) {
     CollectiveSpec spec = allreduce(bytes);
     const nccl::Estimate gpu = nccl::predict(spec, *t);
     EXPECT_EQ(gpu.host_floor_s, 0);
-    EXPECT_DOUBLE_EQ(gpu.seconds, gpu.latency_s + gpu.bandwidth_s);
+    EXPECT_DOUBLE_EQ(gpu.seconds, gpu.latency_s + gpu.bandwidth_s + gpu.chunk_rounds_s);
     spec.gpus_per_thread = 8;
     const nccl::Estimate issued = nccl::predict(spec, *t);
     EXPECT_DOUBLE_EQ(issued.host_floor_s, 8 * launch_s);
     EXPECT_DOUBLE_EQ(issued.bandwidth_s, gpu.bandwidth_s) << bytes;
-    const double issued_gpu_s = issued.latency_s + issued.bandwidth_s;
+    EXPECT_DOUBLE_EQ(issued.chunk_rounds_s, gpu.chunk_rounds_s) << bytes;  // rounds, like bandwidth, hold in both
+    const double issued_gpu_s = issued.latency_s + issued.bandwidth_s + issued.chunk_rounds_s;
     EXPECT_DOUBLE_EQ(issued.seconds, std::max(issued_gpu_s, 8 * launch_s)) << bytes;
     EXPECT_EQ(issued.seconds > issued_gpu_s, bytes == Bytes{1} << 10) << bytes;
   }
@@ -983,6 +1011,9 @@ TEST(NcclModel, LibraryBlockErrorsNameTheField) {
       {R"({"name": "nccl", "version": "2.18", "gpu_arch": "ampere", "nvls": true, "source": "s"})", "library.nvls"},
       {R"({"name": "gloo", "source": "s"})", "library.name"},
       {R"({"name": "nccl", "version": "2.18", "gpu_arch": "ampere"})", "library.source"},
+      {R"({"name": "nccl", "version": "2.18", "gpu_arch": "ampere", "source": "s", "fitted_source": "f", "fitted":
+          {"allreduce/nvls/simple": {"latency_scale": 1, "bandwidth_scale": 1, "chunk_round_us": -2}}})",
+       "library.fitted.allreduce/nvls/simple.chunk_round_us"},
   };
   for (const auto& [library, field] : cases) {
     try {
@@ -1120,7 +1151,7 @@ TEST(NcclModel, TunerRulesOverrideNcclWhereTheFitDisagrees) {
 //   2 nodes: 32 channels, 128 KiB, and ppn 8 <= 8 with PIX and 48 < 96: 64 KiB.
 //   2.29.7 (no tuning): 32 channels across nodes, tree chunk 128 KiB below 4 nodes.
 // A GB200 tray (gb200-host4.json), 2 nodes of 4 GPUs: 32 channels, and ppn 4 <= 4: chunk and tree chunk 256 KiB.
-// The fill NVLS-tree's pipeline adds (nvls_fill_bytes): (4 - 1) stages x chunk x channels x GPUs per node, for 1 GiB
+// The fill NVLS-tree's pipeline adds (nvls_chunking): (4 - 1) stages x chunk x channels x GPUs per node, for 1 GiB
 // (no shrinking: 1 GiB >= 32 x channels x GPUs x chunk in every case here).
 TEST(NcclModel, Nccl230TunesBlackwellNvlsAcrossNodes) {
   const auto setup = [](const std::string& topology, int nodes, const char* release) {
@@ -1129,8 +1160,9 @@ TEST(NcclModel, Nccl230TunesBlackwellNvlsAcrossNodes) {
     const nccl::Machine m = nccl::machine_of(*t);
     const nccl::detail::NvlsSetup s =
         nccl::detail::nvls_setup(*nccl::detail::find_table(release), GpuArch::Blackwell, m);
-    const double fill = nccl::detail::nvls_fill_bytes(nccl::detail::kNvlsTree, Collective::AllReduce, Bytes{1} << 30, m,
-                                                      *nccl::detail::find_table(release), GpuArch::Blackwell);
+    const double fill = nccl::detail::nvls_chunking(nccl::detail::kNvlsTree, Collective::AllReduce, Bytes{1} << 30, m,
+                                                    *nccl::detail::find_table(release), GpuArch::Blackwell)
+                            .fill_bytes;
     return std::tuple{s.channels, s.tree_chunk_bytes, fill};
   };
   EXPECT_EQ(setup("hgx-b200", 3, "2.30"), std::tuple(24, Bytes{65536}, 3.0 * 65536 * 24 * 8));

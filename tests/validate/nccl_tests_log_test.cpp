@@ -242,6 +242,33 @@ TEST(NcclTestsLog, FitRecoversTheScalesTheLogWasMadeWith) {
   }
 }
 
+// NVLS on one DGX H100 from 1 MiB up (NCCL's choice there), made with latency x2, bandwidth x0.5 and 6 us per round
+// of chunks: its sizes run 1 to 64 rounds over four chunk sizes (16 KiB below 8 MiB, 32 KiB below 64 MiB, 64 KiB
+// below 1 GiB, then 128 KiB: NvlsRunsRoundsOfOneChunkPerOp), so rounds are not proportional to size and the fit
+// must find the three. The other groups (ring below 1 MiB) have no rounds and keep 0.
+TEST(NcclTestsLog, FitFindsTheCostOfAnNvlsRound) {
+  auto topology = load_topology("topologies/dgx-h100.json", 1);
+  const std::vector<Bytes> sizes = doubling_sizes(1024, Bytes{4} << 30);
+  TempDir dir("nccl-fit-rounds");
+  std::ofstream(dir.file("a.log")) << all_reduce_log(sizes, [&](Bytes b) {
+    return model_time_us(*topology, b, {2.0, 0.5, 6.0});
+  });
+  const validate::NcclCalibration cal =
+      validate::fit_nccl(*topology, {{validate::read_nccl_tests_log(dir.file("a.log")), Collective::AllReduce}});
+  const auto nvls = std::find_if(cal.fits.begin(), cal.fits.end(),
+                                 [](const validate::ScaleFit& f) { return f.key == "allreduce/nvls/simple"; });
+  ASSERT_NE(nvls, cal.fits.end()) << validate::describe(cal);
+  EXPECT_TRUE(nvls->chunk_round_fitted);
+  EXPECT_NEAR(nvls->scale.chunk_round_us, 6.0, 0.05);
+  EXPECT_NEAR(nvls->scale.bandwidth_scale, 0.5, 0.005);
+  EXPECT_LT(nvls->rms_rel, 1e-3);
+  for (const validate::ScaleFit& f : cal.fits) {
+    if (f.key != nvls->key) {
+      EXPECT_FALSE(f.chunk_round_fitted) << f.key;
+    }
+  }
+}
+
 // NCCL_ALGO in NCCL's list syntax, as a run may set it: "^Ring" leaves tree to an allreduce on one DGX A100 (no
 // NVLS, CollNet or PAT there), so every scale fitted is a tree one.
 TEST(NcclTestsLog, AListInNcclAlgoNarrowsWhatIsFitted) {
