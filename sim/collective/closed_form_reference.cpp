@@ -1,8 +1,8 @@
 #include "sim/collective/closed_form_reference.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
-#include <unordered_map>
 
 #include "sim/collective/hop_classes.hpp"
 #include "sim/collective/registry.hpp"
@@ -48,19 +48,57 @@ TimePs full_walk_step_ps(const CollectiveSpec& spec, const Topology& topo) {
 }
 
 TimePs busiest_link_ps(const CollectiveSpec& spec, const Topology& topo) {
-  Schedule schedule;
+  // `auto` prices this for every new size: the schedule's storage and the loads are kept between calls on a thread
+  // (only cleared), so that a size does not pay for fresh pages. Generating a schedule may resolve an inner `auto`
+  // and come back here (hierarchical phases): each depth of that recursion has its own schedule.
+  thread_local std::deque<Schedule> schedules;
+  thread_local std::size_t depth = 0;
+  if (depth == schedules.size()) schedules.emplace_back();
+  Schedule& schedule = schedules[depth];
+  schedule.ops.clear(), schedule.deps.clear(), schedule.copies.clear();
   std::vector<OpId> frontier(topo.ranks(), kNoOp);
+  ++depth;
+  struct Leave {
+    std::size_t& depth;
+    ~Leave() { --depth; }
+  } leave{depth};
   generate(spec, topo, schedule, frontier);
-  std::unordered_map<LinkId, double> load;
-  Route route;
+  // The bytes each pair of ranks sends, then each pair routed once: a pipelined schedule sends many pieces over one
+  // pair. Bytes are whole numbers, so the sums do not depend on their order.
+  thread_local std::vector<int> index_of;  // rank -> its index among the ranks the schedule moves bytes between
+  thread_local std::vector<int> ranks;
+  thread_local std::vector<double> pair_bytes, load;
+  thread_local std::vector<std::size_t> pairs;
+  thread_local std::vector<LinkId> loaded;
+  index_of.assign(topo.ranks(), -1);
+  ranks.clear();
+  for (const Op& op : schedule.ops)
+    if (op.kind == OpKind::Transfer)
+      for (int r : {op.src, op.dst})
+        if (index_of[r] < 0) index_of[r] = static_cast<int>(ranks.size()), ranks.push_back(r);
+  const std::size_t n = ranks.size();
+  pair_bytes.assign(n * n, 0);
+  pairs.clear();
   for (const Op& op : schedule.ops) {
     if (op.kind != OpKind::Transfer) continue;
+    const std::size_t pair =
+        static_cast<std::size_t>(index_of[op.src]) * n + static_cast<std::size_t>(index_of[op.dst]);
+    if (pair_bytes[pair] == 0) pairs.push_back(pair);
+    pair_bytes[pair] += static_cast<double>(op.bytes);
+  }
+  load.assign(topo.link_count(), 0);
+  loaded.clear();
+  Route route;
+  for (std::size_t pair : pairs) {
     route.links.clear();
-    topo.route(op.src, op.dst, route);
-    for (LinkId id : route.links) load[id] += static_cast<double>(op.bytes);
+    topo.route(ranks[pair / n], ranks[pair % n], route);
+    for (LinkId id : route.links) {
+      if (load[id] == 0) loaded.push_back(id);
+      load[id] += pair_bytes[pair];
+    }
   }
   TimePs busiest = 0;
-  for (auto [id, bytes] : load) busiest = std::max(busiest, transfer_ps(bytes, topo.link(id).effective_Bps()));
+  for (LinkId id : loaded) busiest = std::max(busiest, transfer_ps(load[id], topo.link(id).effective_Bps()));
   return busiest;
 }
 
