@@ -261,6 +261,7 @@ TEST(NcclTestsLog, FitFindsTheCostOfAnNvlsRound) {
   EXPECT_TRUE(nvls->chunk_round_fitted);
   EXPECT_NEAR(nvls->scale.chunk_round_us, 6.0, 0.05);
   EXPECT_NEAR(nvls->scale.bandwidth_scale, 0.5, 0.005);
+  EXPECT_NEAR(nvls->scale.latency_scale, 2.0, 0.02);
   EXPECT_LT(nvls->rms_rel, 1e-3);
   for (const validate::ScaleFit& f : cal.fits) {
     if (f.key != nvls->key) {
