@@ -1,7 +1,6 @@
 #include "sim/collective/closed_form_reference.hpp"
 
 #include <algorithm>
-#include <deque>
 #include <limits>
 
 #include "sim/collective/hop_classes.hpp"
@@ -49,20 +48,22 @@ TimePs full_walk_step_ps(const CollectiveSpec& spec, const Topology& topo) {
 
 TimePs busiest_link_ps(const CollectiveSpec& spec, const Topology& topo) {
   // `auto` prices this for every new size: the schedule's storage and the loads are kept between calls on a thread
-  // (only cleared), so that a size does not pay for fresh pages. Generating a schedule may resolve an inner `auto`
-  // and come back here (hierarchical phases): each depth of that recursion has its own schedule.
-  thread_local std::deque<Schedule> schedules;
-  thread_local std::size_t depth = 0;
-  if (depth == schedules.size()) schedules.emplace_back();
-  Schedule& schedule = schedules[depth];
+  // (only cleared), so that a size does not pay for fresh pages. The spec's algorithm is resolved and its phases
+  // are rings, so generating it does not come back here; the check holds that.
+  thread_local Schedule schedule;
+  thread_local bool generating = false;
+  COMMSIM_CHECK(!generating, "busiest_link_ps re-entered while generating its schedule");
+  COMMSIM_CHECK(spec.algorithm != Algorithm::Auto, "busiest_link_ps needs a resolved algorithm");
   schedule.ops.clear(), schedule.deps.clear(), schedule.copies.clear();
   std::vector<OpId> frontier(topo.ranks(), kNoOp);
-  ++depth;
-  struct Leave {
-    std::size_t& depth;
-    ~Leave() { --depth; }
-  } leave{depth};
-  generate(spec, topo, schedule, frontier);
+  {
+    generating = true;
+    struct Generating {  // cleared however generate() ends
+      bool& flag;
+      ~Generating() { flag = false; }
+    } during{generating};
+    generate(spec, topo, schedule, frontier);
+  }
   // The bytes each pair of ranks sends, then each pair routed once: a pipelined schedule sends many pieces over one
   // pair. Bytes are whole numbers, so the sums do not depend on their order.
   thread_local std::vector<int> index_of;  // rank -> its index among the ranks the schedule moves bytes between
