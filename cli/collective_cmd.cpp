@@ -61,7 +61,7 @@ std::vector<Bytes> parse_sizes(const std::string& text) {
 namespace {
 
 struct CollectiveOptions {
-  std::string topology, format = "nccl-tests", op = "allreduce", algo = "ring", proto = "auto", sizes = "8:1G",
+  std::string topology, format = "nccl-tests", op = "allreduce", algo, proto = "auto", sizes = "8:1G",
                         fidelity = "analytical", json, nccl_version, against;
   int nodes = 0, channels = 0, chunks = 0, hierarchy_groups = 0, gpus_per_thread = 1;
   double reduce_Bps = 0;
@@ -142,8 +142,11 @@ CollectiveSpec parse_names(const CollectiveOptions& o, Fidelity& fidelity) {
   if (!parse_collective(o.op, spec.op))
     throw InputError("--op", "",
                      "unknown collective \"" + o.op + "\" (allreduce, reducescatter, allgather, broadcast, reduce)");
-  // A list in NCCL_ALGO / NCCL_PROTO's syntax narrows NCCL's own choice (algorithm / protocol Auto).
-  if (nccl::is_nccl_list(o.algo))
+  // A list in NCCL_ALGO / NCCL_PROTO's syntax narrows NCCL's own choice (algorithm / protocol Auto). No --algo is
+  // the library's own default (run_collective).
+  if (o.algo.empty())
+    spec.algorithm = Algorithm::Ring;
+  else if (nccl::is_nccl_list(o.algo))
     spec.algorithm = Algorithm::Auto, spec.nccl_algorithms = nccl::enabled_by_list(o.algo, spec.op, false, "--algo");
   else if (!parse_algorithm(o.algo, spec.algorithm))
     throw InputError("--algo", "", "unknown algorithm \"" + o.algo + "\" (" + algorithm_names(", ") + ")");
@@ -190,6 +193,8 @@ int run_collective(const CollectiveOptions& o) {
   CollectiveSpec spec = parse_names(o, fidelity);
   auto topology = collective_topology(o);
   const bool nccl = topology->library().kind == LibraryKind::Nccl;
+  // Without --algo, NCCL picks as nccl-tests' runs without NCCL_ALGO do; other libraries run the ring.
+  if (o.algo.empty() && nccl) spec.algorithm = Algorithm::Auto;
   if (!o.nccl_version.empty()) nccl::use_release(*topology, o.nccl_version, "--nccl-version", "");
   if ((spec.protocol != Protocol::Auto || spec.nccl_protocols != 0) && !nccl)
     throw InputError("--proto", "", "protocols are NCCL's: " + o.topology + " names no NCCL library");
@@ -361,7 +366,7 @@ void register_collective(CLI::App& app, int& exit_code) {
   cmd->add_option("--algo", o->algo,
                   algorithm_names(" | ") +
                       "; on NCCL topologies also a list in NCCL_ALGO's syntax (ring,tree  ^nvls  "
-                      "ring;allreduce:tree)");
+                      "ring;allreduce:tree). Default: NCCL's own choice (auto) on NCCL topologies, ring elsewhere");
   cmd->add_option("--proto", o->proto,
                   "ll | ll128 | simple | auto, or a list in NCCL_PROTO's syntax (simple,ll128  ^ll): NCCL's protocol, "
                   "NCCL topologies only");

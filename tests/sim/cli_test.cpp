@@ -103,6 +103,23 @@ TEST_F(Cli, UnwritableOutputFile) {
                    {"--json", "/nonexistent-dir"});
 }
 
+// Without --algo, `collective` on an NCCL topology is NCCL's own choice, as an nccl-tests run without NCCL_ALGO is;
+// elsewhere the ring. One DGX H100 at 32 MiB, NCCL 2.18's estimates (its tuning table, `--tuning-table`): NVLS
+// Simple 23.0 us + 33554432 B / 274.0 GB/s = 145.5 us, ring LL128 40.6 + 172.5 = 213.1 us, ring Simple 56.0 + 158.7 =
+// 214.7 us, trees slower still: NVLS. `--algo ring` forces the ring as NCCL_ALGO=ring does.
+TEST_F(Cli, WithoutAlgoNcclPicksAsNcclTestsRunsDo) {
+  const TempDir dir;
+  const auto algorithm = [&](const std::string& args) {
+    const std::string rows = (dir.path() / "rows.json").string();
+    const CliResult r = run_cli("collective --sizes 32M --json " + rows + " " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return Json::parse(read_file(rows))["rows"][0]["algorithm"].get<std::string>();
+  };
+  EXPECT_EQ(algorithm("--topology " + shipped("dgx-h100") + " --nodes 1"), "nvls");
+  EXPECT_EQ(algorithm("--topology " + shipped("dgx-h100") + " --nodes 1 --algo ring"), "ring");
+  EXPECT_EQ(algorithm("--topology tests/data/star4.json"), "ring");
+}
+
 // --nccl-version prices the topology's machine with another NCCL release: the rows are those of the same file with
 // that release as its library.version (the only field that differs), and 2.18 and 2.26 differ where their tables
 // do (2 DGX H100 nodes at 1 - 8 MiB: 2.26's NVLS-tree constants, libraries/nccl.json).
