@@ -67,6 +67,7 @@ struct CollectiveOptions {
   double reduce_Bps = 0;
   bool tuning_table = false;
   bool reduce_Bps_given = false;  // --reduce-Bps was given (its default 0 means a free reduction)
+  bool algo_given = false;        // --algo was given (without it: the library's own choice, run_collective)
 };
 
 // A flow run of a large collective can take minutes: on a terminal its progress is drawn on stderr (the size in
@@ -142,13 +143,11 @@ CollectiveSpec parse_names(const CollectiveOptions& o, Fidelity& fidelity) {
   if (!parse_collective(o.op, spec.op))
     throw InputError("--op", "",
                      "unknown collective \"" + o.op + "\" (allreduce, reducescatter, allgather, broadcast, reduce)");
-  // A list in NCCL_ALGO / NCCL_PROTO's syntax narrows NCCL's own choice (algorithm / protocol Auto). No --algo is
-  // the library's own default (run_collective).
-  if (o.algo.empty())
-    spec.algorithm = Algorithm::Ring;
-  else if (nccl::is_nccl_list(o.algo))
+  // A list in NCCL_ALGO / NCCL_PROTO's syntax narrows NCCL's own choice (algorithm / protocol Auto). Without --algo
+  // the spec keeps the ring until run_collective knows the library.
+  if (o.algo_given && nccl::is_nccl_list(o.algo))
     spec.algorithm = Algorithm::Auto, spec.nccl_algorithms = nccl::enabled_by_list(o.algo, spec.op, false, "--algo");
-  else if (!parse_algorithm(o.algo, spec.algorithm))
+  else if (o.algo_given && !parse_algorithm(o.algo, spec.algorithm))
     throw InputError("--algo", "", "unknown algorithm \"" + o.algo + "\" (" + algorithm_names(", ") + ")");
   if (nccl::is_nccl_list(o.proto))
     spec.protocol = Protocol::Auto, spec.nccl_protocols = nccl::enabled_by_list(o.proto, spec.op, true, "--proto");
@@ -194,7 +193,7 @@ int run_collective(const CollectiveOptions& o) {
   auto topology = collective_topology(o);
   const bool nccl = topology->library().kind == LibraryKind::Nccl;
   // Without --algo, NCCL picks as nccl-tests' runs without NCCL_ALGO do; other libraries run the ring.
-  if (o.algo.empty() && nccl) spec.algorithm = Algorithm::Auto;
+  if (!o.algo_given && nccl) spec.algorithm = Algorithm::Auto;
   if (!o.nccl_version.empty()) nccl::use_release(*topology, o.nccl_version, "--nccl-version", "");
   if ((spec.protocol != Protocol::Auto || spec.nccl_protocols != 0) && !nccl)
     throw InputError("--proto", "", "protocols are NCCL's: " + o.topology + " names no NCCL library");
@@ -411,13 +410,14 @@ void register_collective(CLI::App& app, int& exit_code) {
       if (!o->tuning_table && cmd->count("--against") > 0)
         throw InputError("--against", "", "compares NCCL's printed tuning table: it needs --tuning-table");
       if (cmd->count("--against") > 0 && o->against.empty()) throw InputError("--against", "", "names no log");
+      o->algo_given = cmd->count("--algo") > 0;
       if (o->tuning_table) {
         for (const char* unused : {"--op", "--sizes", "--fidelity", "--chunks", "--groups", "--reduce-Bps",
                                    "--gpus-per-thread", "--format", "--json"})
           if (cmd->count(unused) > 0)
             throw InputError("--tuning-table", "",
                              std::string(unused) + " does not apply: the table is NCCL's model of every collective");
-        exit_code = print_tuning_table(*o, cmd->count("--algo") > 0, cmd->count("--proto") > 0);
+        exit_code = print_tuning_table(*o, o->algo_given, cmd->count("--proto") > 0);
         return;
       }
       o->reduce_Bps_given = cmd->count("--reduce-Bps") > 0;

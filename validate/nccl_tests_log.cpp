@@ -433,8 +433,9 @@ void solve(const std::vector<Point>& pts, const std::array<bool, kTerms>& free, 
   for (std::size_t i = 0; i < n; ++i) coef[idx[i]] = a[i][n] / a[i][i] / norm[i];
 }
 
-// The time per round of chunks is fitted where the sizes run at least this many rounds in all and two chunk sizes
-// at least (rounds not proportional to size), so that it is not the bandwidth term under another name.
+// The time per round of chunks is fitted over at least this many sizes (three coefficients and a residual), and only
+// where the rounds per second of the bandwidth term vary by half again over them (the chunk changes between the
+// sizes, or some run less than one round): rounds proportional to the size would be the bandwidth term again.
 constexpr std::size_t kMinRoundSizes = 4;
 
 bool rounds_tell_apart(const std::vector<Point>& pts) {

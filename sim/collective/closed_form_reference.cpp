@@ -81,7 +81,9 @@ TimePs busiest_link_ps(const CollectiveSpec& spec, const Topology& topo) {
   pair_bytes.assign(n * n, 0);
   pairs.clear();
   for (const Op& op : schedule.ops) {
-    if (op.kind != OpKind::Transfer) continue;
+    if (op.kind != OpKind::Transfer || op.bytes == 0)
+      continue;  // an empty piece loads nothing (and would list its
+                 // pair twice: it is listed when its sum is 0)
     const std::size_t pair =
         static_cast<std::size_t>(index_of[op.src]) * n + static_cast<std::size_t>(index_of[op.dst]);
     if (pair_bytes[pair] == 0) pairs.push_back(pair);

@@ -73,6 +73,8 @@ TEST_F(Cli, BadOp) {
 
 TEST_F(Cli, BadAlgo) {
   expect_bad_input(run_cli("collective --topology tests/data/star4.json --algo rign"), {"--algo", "rign"});
+  // Given but empty is not the default: it names no algorithm.
+  expect_bad_input(run_cli("collective --topology tests/data/star4.json --algo ''"), {"--algo", "unknown algorithm"});
 }
 
 TEST_F(Cli, AlgorithmThatDoesNotSupportTheCollective) {

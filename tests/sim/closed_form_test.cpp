@@ -25,8 +25,10 @@
 //              \  \  /  /  /  /  /  /
 //                  cpu0
 #include <cmath>
+#include <map>
 #include <tuple>
 
+#include "sim/collective/closed_form_reference.hpp"
 #include "sim/collective/tree_timeline.hpp"
 #include "tests/sim/test_util.hpp"
 
@@ -323,6 +325,33 @@ TEST(ClosedForm, TwoDimensionalRingIsTheSumOfItsThreePhases) {
 }
 
 // ---- Uneven splits: the closed form is a tight upper bound --------------------------------------------------
+
+// The busiest link's bound (closed_form_reference.hpp): every transfer's bytes on every link of its route, summed per
+// link, the largest sum over its link's rate. Summed here transfer by transfer; busiest_link_ps sums per pair of ranks
+// and routes each pair once. 5 bytes over 8 ranks cut into pieces of 0 and 1 byte, in 4 chunks and 2 channels, so
+// pairs carry empty pieces beside full ones: they must count nothing, and no pair twice.
+TEST(ClosedForm, BusiestLinkCountsEveryByteOnce) {
+  auto t = load_topology("tests/data/two-level-2x4.json");
+  for (Algorithm a : {Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical, Algorithm::Ring2D})
+    for (Bytes m : {Bytes{5}, kM}) {
+      CollectiveSpec s = make_spec(*t, Collective::AllReduce, a, m, 0, 4);
+      s.channels = 2;
+      Schedule schedule;
+      std::vector<OpId> frontier(t->ranks(), kNoOp);
+      generate(s, *t, schedule, frontier);
+      std::map<LinkId, double> load;
+      Route route;
+      for (const Op& op : schedule.ops) {
+        if (op.kind != OpKind::Transfer) continue;
+        route.links.clear();
+        t->route(op.src, op.dst, route);
+        for (LinkId id : route.links) load[id] += static_cast<double>(op.bytes);
+      }
+      TimePs busiest = 0;
+      for (const auto& [id, bytes] : load) busiest = std::max(busiest, transfer_ps(bytes, t->link(id).effective_Bps()));
+      EXPECT_EQ(closed_form::busiest_link_ps(s, *t), busiest) << to_string(a) << " " << m;
+    }
+}
 
 TEST(ClosedForm, UnevenSplitsAreBoundedByOneBytePerHop) {
   // When p, the channels or the pieces do not divide m, pieces differ by one byte; the closed form prices every
